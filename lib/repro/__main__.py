@@ -1,0 +1,7 @@
+"""Allow `python -m repro ...`."""
+
+import sys
+
+from .runner import main
+
+sys.exit(main())

