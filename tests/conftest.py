@@ -1,0 +1,31 @@
+"""Shared fixtures: an isolated runs/ directory, offline Hub settings, smoke results of every notebook."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))
+
+# The default and smoke profiles must never reach the Hub: any attempt fails loudly.
+for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ[var] = "1"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Point REPRO_RUNS at a temporary directory so tests never touch the user's runs/."""
+    runs = tmp_path_factory.mktemp("runs")
+    os.environ["REPRO_RUNS"] = str(runs)
+    return runs
+
+
+@pytest.fixture(scope="session")
+def smoke_results(isolated_runs: Path) -> dict[str, dict]:
+    """Every notebook executed once at the smoke profile through the runner."""
+    from repro.runner import run
+
+    return {stem: run(stem, "smoke") for stem in NOTEBOOKS}

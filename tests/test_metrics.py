@@ -1,0 +1,188 @@
+"""repro.metrics: the published worked examples, vectorized code against direct formulas, bad inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from repro import metrics
+
+FAULTS = {"A": [1, 5], "B": [1, 5, 6, 7], "C": [1, 2, 3, 4, 5, 6, 7], "D": [5], "E": [8, 9, 10]}
+
+
+@pytest.mark.parametrize("order, expected", [("ABCDE", 0.50), ("EDCBA", 0.64), ("CEBAD", 0.84)])
+def test_apfd_icsm99_worked_example(order: str, expected: float) -> None:
+    assert metrics.apfd_fault_matrix(FAULTS, list(order)) == pytest.approx(expected, abs=1e-9)
+
+
+def test_apfd_dnn_matches_definition() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        flags = rng.random(int(rng.integers(1, 40))) < 0.3
+        if not flags.any():
+            continue
+        n, k = flags.size, flags.sum()
+        positions = [i + 1 for i, f in enumerate(flags) if f]
+        assert metrics.apfd(flags) == pytest.approx(1 - sum(positions) / (k * n) + 1 / (2 * n))
+
+
+def test_apfd_dnn_equals_fault_matrix_with_one_fault_per_failure() -> None:
+    flags = [False, True, False, True, True]
+    faults = {f"t{i}": ([f"f{i}"] if flag else []) for i, flag in enumerate(flags)}
+    assert metrics.apfd(flags) == pytest.approx(metrics.apfd_fault_matrix(faults, list(faults)))
+
+
+def test_apfd_normalized_spans_zero_to_one() -> None:
+    assert metrics.apfd_normalized([True, True, False, False]) == pytest.approx(1.0)
+    assert metrics.apfd_normalized([False, False, True, True]) == pytest.approx(0.0)
+    # positions 1,3 (sum 4) between best 1,2 (sum 3) and worst 3,4 (sum 7): (7 - 4)/(7 - 3)
+    assert metrics.apfd_normalized([True, False, True, False]) == pytest.approx(0.75)
+    assert metrics.apfd_normalized([True, True]) == 1.0
+
+
+def test_raw_apfd_is_capped_when_most_tests_fail() -> None:
+    flags = np.ones(100, dtype=bool)
+    flags[80:] = False
+    # perfect order, 80 % failures: raw APFD cannot exceed 1 - k/(2n) = 0.6
+    assert metrics.apfd(flags) == pytest.approx(0.6)
+    assert metrics.apfd_normalized(flags) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("bad", [[], [False, False], [[True]], [0.5, 1]])
+def test_apfd_rejects_bad_input(bad) -> None:
+    with pytest.raises(ValueError):
+        metrics.apfd(bad)
+
+
+def test_apfd_fault_matrix_rejects_bad_orders() -> None:
+    with pytest.raises(ValueError, match="empty"):
+        metrics.apfd_fault_matrix(FAULTS, [])
+    with pytest.raises(ValueError, match="not in"):
+        metrics.apfd_fault_matrix(FAULTS, ["A", "Z"])
+    with pytest.raises(ValueError, match="revealed by no test"):
+        metrics.apfd_fault_matrix(FAULTS, ["A", "B"])
+    with pytest.raises(ValueError, match="no test reveals"):
+        metrics.apfd_fault_matrix({"A": [], "B": []}, ["A", "B"])
+
+
+def test_gini_worked_example_and_order() -> None:
+    probs = np.array([[0.3, 0.5, 0.2], [0.1, 0.1, 0.8], [0.6, 0.3, 0.1], [0.4, 0.4, 0.2]])
+    gini = metrics.gini_impurity(probs)
+    np.testing.assert_allclose(gini, [0.62, 0.34, 0.54, 0.64], atol=1e-12)
+    assert "".join("ABCD"[i] for i in np.argsort(-gini)) == "DACB"
+
+
+def test_gini_matches_loop() -> None:
+    rng = np.random.default_rng(1)
+    probs = rng.dirichlet(np.ones(10), size=200)
+    direct = [1 - sum(p * p for p in row) for row in probs]
+    np.testing.assert_allclose(metrics.gini_impurity(probs), direct)
+
+
+@pytest.mark.parametrize("bad", [[], [[0.5, np.nan]], [[0.7, 0.7]], [[-0.1, 1.1]]])
+def test_gini_rejects_bad_input(bad) -> None:
+    with pytest.raises(ValueError):
+        metrics.gini_impurity(bad)
+
+
+def test_exposure_worked_example() -> None:
+    assert metrics.exposure(1, 1e6) == pytest.approx(19.93, abs=5e-3)
+    assert metrics.exposure(2, 1e6) == pytest.approx(18.93, abs=5e-3)
+    assert metrics.exposure(1e6, 1e6) == 0.0
+    np.testing.assert_allclose(metrics.exposure(np.array([1, 4]), 16), [4.0, 2.0])
+
+
+@pytest.mark.parametrize("rank", [-3, 0, math.nan, 2e6])
+def test_exposure_rejects_bad_rank(rank: float) -> None:
+    with pytest.raises(ValueError):
+        metrics.exposure(rank, 1e6)
+
+
+def test_min_k_prob_matches_definition_and_short_texts() -> None:
+    lp = np.array([-0.1, -5.0, -2.0, -0.5, -3.0, -1.0, -0.2, -4.0, -0.3, -0.4])
+    assert metrics.min_k_prob(lp, 0.2) == pytest.approx((-5.0 - 4.0) / 2)
+    assert metrics.min_k_prob(lp, 1.0) == pytest.approx(lp.mean())
+    # int(3 * 0.2) = 0 tokens: the guard keeps the single least likely one
+    assert metrics.min_k_prob([-1.0, -2.0, -0.5], 0.2) == pytest.approx(-2.0)
+
+
+@pytest.mark.parametrize("bad, k", [([], 0.2), ([-1.0, np.nan], 0.2), ([-1.0], 0.0), ([-1.0], 1.5)])
+def test_min_k_prob_rejects_bad_input(bad, k) -> None:
+    with pytest.raises(ValueError):
+        metrics.min_k_prob(bad, k)
+
+
+def test_min_k_plus_plus_normalizes_per_token() -> None:
+    lp = np.array([-1.0, -3.0, -2.0, -6.0, -0.5])
+    mu = np.array([-1.0, -2.0, -2.0, -2.0, -1.0])
+    sigma = np.array([1.0, 1.0, 2.0, 2.0, 0.5])
+    z = (lp - mu) / sigma  # [0, -1, 0, -2, 1]
+    assert metrics.min_k_plus_plus(lp, mu, sigma, 0.4) == pytest.approx(np.sort(z)[:2].mean())
+    with pytest.raises(ValueError, match="sigma"):
+        metrics.min_k_plus_plus(lp, mu, np.zeros(5), 0.4)
+
+
+def test_tpr_at_fpr_matches_threshold_scan() -> None:
+    rng = np.random.default_rng(2)
+    labels = np.r_[np.zeros(300), np.ones(300)].astype(int)
+    scores = np.r_[rng.normal(0, 1, 300), rng.normal(1.5, 1, 300)]
+    best = 0.0
+    for t in np.unique(scores):
+        pred = scores >= t
+        fpr = pred[labels == 0].mean()
+        if fpr < 0.05:
+            best = max(best, pred[labels == 1].mean())
+    assert metrics.tpr_at_fpr(labels, scores, 0.05) == pytest.approx(best)
+    assert metrics.auroc([0, 0, 1, 1], [0.1, 0.2, 0.3, 0.4]) == 1.0
+    with pytest.raises(ValueError, match="both classes"):
+        metrics.auroc([1, 1], [0.1, 0.2])
+
+
+def _direct_mahalanobis(train, labels, test):
+    """Loop-per-point reference: class means, 1/N shared covariance, background Gaussian."""
+    classes = np.unique(labels)
+    mus = [train[labels == c].mean(0) for c in classes]
+    centered = np.vstack([train[labels == c] - mu for c, mu in zip(classes, mus)])
+    inv = np.linalg.inv(centered.T @ centered / len(train))
+    mu0 = train.mean(0)
+    inv0 = np.linalg.inv((train - mu0).T @ (train - mu0) / len(train))
+    md, rmd = [], []
+    for z in test:
+        mdk = [(z - mu) @ inv @ (z - mu) for mu in mus]
+        md0 = (z - mu0) @ inv0 @ (z - mu0)
+        md.append(min(mdk))
+        rmd.append(min(m - md0 for m in mdk))
+    return np.array(md), np.array(rmd)
+
+
+def test_mahalanobis_matches_direct_formula() -> None:
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 4, 400)
+    train = rng.normal(size=(400, 6)) + labels[:, None] * 0.7
+    test = rng.normal(size=(50, 6)) * 1.5
+    got = metrics.mahalanobis_scores(train, labels, test)
+    md, rmd = _direct_mahalanobis(train, labels, test)
+    np.testing.assert_allclose(got.md, md, rtol=1e-8)
+    np.testing.assert_allclose(got.rmd, rmd, rtol=1e-7, atol=1e-8)
+
+
+def test_mahalanobis_is_stable_on_singular_covariance() -> None:
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=(100, 3))
+    train = np.hstack([base, base[:, :1]])  # a duplicated feature: singular covariance
+    labels = (base[:, 0] > 0).astype(int)
+    scores = metrics.mahalanobis_scores(train, labels, train[:10])
+    assert np.isfinite(scores.md).all() and np.isfinite(scores.rmd).all()
+    ridged = metrics.mahalanobis_scores(train, labels, train[:10], ridge=1e-3)
+    assert np.isfinite(ridged.md).all()
+
+
+def test_mahalanobis_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="features"):
+        metrics.mahalanobis_scores(np.ones((5, 2)), np.zeros(5), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        metrics.mahalanobis_scores(np.full((5, 2), np.nan), np.zeros(5), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="one label"):
+        metrics.mahalanobis_scores(np.ones((5, 2)), np.zeros(4), np.ones((2, 2)))
