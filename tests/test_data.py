@@ -1,0 +1,63 @@
+"""Offline data and models: real files from the package registries, loaded without the Hub."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pytest
+
+from repro import data, models
+
+
+def test_fashion_mnist_is_the_real_dataset() -> None:
+    x, y = data.fashion_mnist("test")
+    assert x.shape == (10_000, 28, 28) and x.dtype == np.uint8
+    assert np.bincount(y).tolist() == [1000] * 10
+    xtr, ytr = data.fashion_mnist("train")
+    assert xtr.shape == (60_000, 28, 28) and np.bincount(ytr).tolist() == [6000] * 10
+
+
+def test_read_idx_roundtrip(tmp_path) -> None:
+    arr = np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+    path = tmp_path / "a-idx3-ubyte.gz"
+    header = b"\x00\x00\x08\x03" + b"".join(d.to_bytes(4, "big") for d in arr.shape)
+    with gzip.open(path, "wb") as fh:
+        fh.write(header + arr.tobytes())
+    np.testing.assert_array_equal(data.read_idx(path), arr)
+
+
+def test_bad_split_and_source_are_refused() -> None:
+    with pytest.raises(ValueError, match="split"):
+        data.fashion_mnist("valid")
+    with pytest.raises(ValueError, match="source"):
+        data.fashion_mnist("test", source="ftp")
+
+
+def test_missing_model_package_names_the_fix() -> None:
+    with pytest.raises(data.MissingDataError, match="make data"):
+        models.package_dir("no_such_model_package", "a model")
+
+
+def test_smollm2_loads_offline_and_prefers_real_text() -> None:
+    model, tok = models.load_causal_lm("local")
+    assert model.config.model_type == "llama" and model.num_parameters() > 100e6
+    real, scrambled = models.token_stats(
+        model, tok, ["The cat sat on the mat and looked out of the window.",
+                     "window the of out looked and mat the on sat cat The."])
+    assert real.logprob.mean() > scrambled.logprob.mean() + 1.0
+    assert len(real.logprob) == len(real.mu) == len(real.sigma) > 5
+
+
+def test_token_stats_batching_masks_padding() -> None:
+    model, tok = models.load_causal_lm("local")
+    texts = ["Short one.", "A much longer sentence that needs padding in a batch with the short one."]
+    batched = models.token_stats(model, tok, texts, batch_size=2)
+    single = [models.token_stats(model, tok, [t], batch_size=1)[0] for t in texts]
+    for b, s in zip(batched, single):
+        np.testing.assert_allclose(b.logprob, s.logprob, atol=1e-4)
+
+
+def test_minilm_model_files_ship_in_the_package() -> None:
+    path = models.minilm_path("local")
+    assert (path / "model.safetensors").stat().st_size > 80e6
