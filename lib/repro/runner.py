@@ -101,7 +101,8 @@ def _execute(nb: Any, out_path: Path, params: dict[str, Any]) -> Any:
     nbformat.write(nb, src)
     try:
         return pm.execute_notebook(str(src), str(out_path), parameters=params, kernel_name="python3",
-                                   cwd=str(project_root()), progress_bar=False, log_output=False)
+                                   cwd=str(project_root()), progress_bar=sys.stderr.isatty(), log_output=False,
+                                   extra_arguments=["--IPKernelApp.log_level=ERROR"])
     except pm.PapermillExecutionError as err:
         code = EXIT_BAD_INPUT if err.ename in ("ParameterError", "MissingDataError") else 1
         raise RunError(f"{err.ename}: {err.evalue}", code) from None
