@@ -186,3 +186,17 @@ def test_mahalanobis_rejects_bad_input() -> None:
         metrics.mahalanobis_scores(np.full((5, 2), np.nan), np.zeros(5), np.ones((2, 2)))
     with pytest.raises(ValueError, match="one label"):
         metrics.mahalanobis_scores(np.ones((5, 2)), np.zeros(4), np.ones((2, 2)))
+
+
+def test_fault_curve_area_equals_apfd() -> None:
+    from repro.plots import curve_area, fault_curve
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        flags = rng.random(int(rng.integers(1, 30))) < 0.4
+        if flags.any():
+            assert curve_area(*fault_curve(flags.astype(int))) == pytest.approx(metrics.apfd(flags))
+    for order, expected in [("ABCDE", 0.50), ("EDCBA", 0.64), ("CEBAD", 0.84)]:
+        first = metrics.first_detection(FAULTS, list(order))
+        counts = np.bincount(list(first.values()), minlength=6)[1:]
+        assert curve_area(*fault_curve(counts)) == pytest.approx(expected)

@@ -8,17 +8,28 @@ import numpy as np
 
 
 def fault_curve(new_faults: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Step curve (fraction of tests run, fraction of faults found) from faults first found per test."""
+    """Post-step curve (fraction of tests run, fraction of faults found), rising mid-way through each test.
+
+    Crediting each fault halfway through the test that finds it makes the area under the curve
+    exactly APFD: the +1/(2n) term of the formula is that half test.
+    """
     counts = np.asarray(new_faults, dtype=np.float64)
     if counts.ndim != 1 or counts.size == 0 or counts.sum() <= 0 or (counts < 0).any():
         raise ValueError("new_faults must be a non-empty 1-D count per test revealing at least one fault")
-    x = np.arange(counts.size + 1) / counts.size
-    y = np.concatenate([[0.0], np.cumsum(counts) / counts.sum()])
+    n = counts.size
+    x = np.concatenate([[0.0], (np.arange(n) + 0.5) / n, [1.0]])
+    found = np.cumsum(counts) / counts.sum()
+    y = np.concatenate([[0.0], found, found[-1:]])
     return x, y
 
 
+def curve_area(x: np.ndarray, y: np.ndarray) -> float:
+    """Area under a post-step curve."""
+    return float(np.sum(np.diff(x) * y[:-1]))
+
+
 def apfd_area(ax, new_faults: Sequence[int] | np.ndarray, label: str, shade: bool = True):
-    """Draw a fault-detection step curve on `ax` and shade its area, which is APFD - 1/(2n)."""
+    """Draw a fault-detection step curve on `ax` and shade its area, which equals APFD."""
     x, y = fault_curve(new_faults)
     (line,) = ax.step(x, y, where="post", label=label)
     if shade:
