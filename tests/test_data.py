@@ -61,3 +61,10 @@ def test_token_stats_batching_masks_padding() -> None:
 def test_minilm_model_files_ship_in_the_package() -> None:
     path = models.minilm_path("local")
     assert (path / "model.safetensors").stat().st_size > 80e6
+
+
+def test_auto_source_offline_without_the_package_names_make_data(monkeypatch, tmp_path) -> None:
+    monkeypatch.setattr(data, "FASHION_MNIST_DIR", tmp_path / "absent")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    with pytest.raises(data.MissingDataError, match="make data"):
+        data.fashion_mnist("test")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import numpy as np
@@ -52,15 +53,19 @@ def _fashion_mnist_hub(split: str) -> tuple[np.ndarray, np.ndarray]:
     return images, np.asarray(ds["label"], dtype=np.int64)
 
 
-def fashion_mnist(split: str = "train", source: str = "local") -> tuple[np.ndarray, np.ndarray]:
-    """Fashion-MNIST images (n, 28, 28) uint8 and labels; source 'local' (Debian) or 'hub'."""
+def fashion_mnist(split: str = "train", source: str = "auto") -> tuple[np.ndarray, np.ndarray]:
+    """Fashion-MNIST images (n, 28, 28) uint8 and labels; source 'local' (Debian), 'hub' or 'auto'."""
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
-    if source == "local":
-        return _fashion_mnist_local(split)
-    if source == "hub":
-        return _fashion_mnist_hub(split)
-    raise ValueError(f"source must be 'local' or 'hub', got {source!r}")
+    if source not in ("auto", "local", "hub"):
+        raise ValueError(f"source must be 'auto', 'local' or 'hub', got {source!r}")
+    if source == "auto":
+        installed = (FASHION_MNIST_DIR / "t10k-labels-idx1-ubyte.gz").exists()
+        source = "local" if installed or os.environ.get("HF_DATASETS_OFFLINE") == "1" else "hub"
+        if source == "hub":
+            print(f"Fashion-MNIST is not installed under {FASHION_MNIST_DIR} (Debian package "
+                  "dataset-fashion-mnist, `make data`); loading it from the Hugging Face Hub instead.")
+    return _fashion_mnist_local(split) if source == "local" else _fashion_mnist_hub(split)
 
 
 def digits() -> tuple[np.ndarray, np.ndarray]:
