@@ -126,3 +126,9 @@ def test_plain_papermill_and_collect_work(tmp_path: Path) -> None:
     params = {r["parameter"]: r["value"] for r in tables["params"]}
     assert params["profile"] == "smoke" and params["toy_n"] == 100 and params["n_sentences"] == 4
     assert [r["apfd"] for r in tables["apfd_icsm99"]] == [0.5, 0.64, 0.84]
+
+
+def test_atomic_files_get_ordinary_permissions(tmp_path: Path) -> None:
+    target = tmp_path / "r.json"
+    atomic.write_json(target, {"v": 1})
+    assert target.stat().st_mode & 0o644 == 0o644
