@@ -125,11 +125,13 @@ class EncoderClassifier:
                 self.head = nn.Linear(self.encoder.config.hidden_size, n_classes)
 
             def forward(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
+                where = self.head.weight.device
                 if modality == "image":
-                    hidden = self.encoder(**self.prep(list(batch), return_tensors="pt")).last_hidden_state
+                    hidden = self.encoder(**self.prep(list(batch), return_tensors="pt").to(where)).last_hidden_state
                     feats = hidden[:, 0]
                 else:
-                    tokens = self.prep(list(batch), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+                    tokens = self.prep(list(batch), padding=True, truncation=True, max_length=max_length,
+                                       return_tensors="pt").to(where)
                     hidden = self.encoder(**tokens).last_hidden_state
                     mask = tokens["attention_mask"][..., None].to(hidden.dtype)
                     feats = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)

@@ -64,6 +64,16 @@ class ConvAutoencoder(nn.Module):
         return code, self.decoder(code)
 
 
+def device() -> torch.device:
+    """The GPU when one is visible (the paper profile), else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def on_device(batch: Any, model: nn.Module) -> Any:
+    """Move a tensor batch to the model's device; lists (texts, images) are left to the model."""
+    return batch.to(next(model.parameters()).device) if isinstance(batch, torch.Tensor) else batch
+
+
 def take(inputs: Batchable, idx: np.ndarray) -> Any:
     """Rows `idx` of a tensor, an array or a list (texts)."""
     if isinstance(inputs, (torch.Tensor, np.ndarray)):
@@ -88,6 +98,7 @@ def fit(model: nn.Module, inputs: Batchable, targets: torch.Tensor, loss: Callab
 
     gen = np.random.default_rng(seed)
     torch.manual_seed(seed)
+    model.to(device())
     opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
     model.train()
     n = len(inputs)
@@ -96,7 +107,7 @@ def fit(model: nn.Module, inputs: Batchable, targets: torch.Tensor, loss: Callab
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
             opt.zero_grad()
-            loss(model(take(inputs, idx)), take(targets, idx)).backward()
+            loss(model(on_device(take(inputs, idx), model)), on_device(take(targets, idx), model)).backward()
             opt.step()
     return model.eval()
 
@@ -104,12 +115,12 @@ def fit(model: nn.Module, inputs: Batchable, targets: torch.Tensor, loss: Callab
 @torch.no_grad()
 def predict(model: nn.Module, inputs: Batchable, batch_size: int = 256) -> tuple[np.ndarray, np.ndarray]:
     """(features, second output) of an eval-mode model over all inputs, as float64 arrays."""
-    model.eval()
+    model.to(device()).eval()
     feats, outs = [], []
     for start in range(0, len(inputs), batch_size):
-        f, o = model(take(inputs, np.arange(start, min(start + batch_size, len(inputs)))))
-        feats.append(f.double().numpy())
-        outs.append(o.double().numpy())
+        f, o = model(on_device(take(inputs, np.arange(start, min(start + batch_size, len(inputs)))), model))
+        feats.append(f.double().cpu().numpy())
+        outs.append(o.double().cpu().numpy())
     return np.concatenate(feats), np.concatenate(outs)
 
 
@@ -131,9 +142,9 @@ def cached_fit(name: str, model: nn.Module, key: str, train: Callable[[nn.Module
     """Load `model`'s weights from data/models/<name>-<key>-<architecture>.pt, or train it and save them atomically."""
     path = data_dir() / "models" / f"{name}-{key}-{input_digest(repr(model))[:8]}.pt"
     if path.exists():
-        model.load_state_dict(torch.load(path, weights_only=True))
+        model.load_state_dict(torch.load(path, weights_only=True, map_location="cpu"))
         return model.eval()
     model = train(model)
     with atomic_path(path) as tmp:
-        torch.save(model.state_dict(), tmp)
+        torch.save({k: v.cpu() for k, v in model.state_dict().items()}, tmp)
     return model.eval()
