@@ -58,7 +58,7 @@ P = repro.start(
     cnn_epochs=Param(int, 4, smoke=1, paper=3, low=1, high=50, help="epochs of each fine-tuned image model"),
     ae_epochs=Param(int, 5, smoke=1, low=1, high=50, help="epochs of the denoising auto-encoder"),
     text_epochs=Param(int, 4, smoke=1, paper=3, low=1, high=20, help="epochs of text-encoder fine-tuning"),
-    text_fraction=Param(float, 1.0, smoke=0.35, low=0.05, high=1.0, help="fraction of intent utterances used"),
+    text_fraction=Param(float, 1.0, smoke=0.25, low=0.05, high=1.0, help="fraction of intent utterances used"),
     ridges=Param(list, [1e-6, 1e-4, 1e-2], smoke=[1e-4], items=float, low=0.0, high=10.0, help="relative ridge added to the covariances"),
     pc_ks=Param(list, [2, 4, 8, 16, 32, 64, 128, 384, 768], smoke=[2, 32], items=int, low=1, high=4096,
                 help="leading principal components kept in the PC sweep"),
@@ -308,13 +308,26 @@ class Feats:
     logits: np.ndarray  # classifier logits of the test rows (for MSP)
 
 
+TEXT_MEMO = {}
+
+
+def embed(model, inputs, memo):
+    """training.predict, remembering each text's output when `memo` is a dict (the frozen text encoder)."""
+    if memo is None or not isinstance(inputs, list):
+        return training.predict(model, inputs, 64)
+    todo = sorted({t for t in inputs if t not in memo})
+    if todo:
+        memo.update(zip(todo, zip(*training.predict(model, todo, 64))))
+    return tuple(np.stack([memo[t][j] for t in inputs]) for j in (0, 1))
+
+
 def features(d, kind):
     """Extract Feats of direction d with the pretrained encoder or a model fine-tuned on d."""
     model = PRETRAINED.get(d.setting, PRETRAINED.get(d.modality)) if kind == "pretrained" else finetuned_model(d)
-    test_x = torch.cat([d.test_in_x, d.test_ood_x]) if d.modality == "image" else [*d.test_in_x, *d.test_ood_x]
-    train, _ = training.predict(model, d.train_x, 64)
-    ood_train, _ = training.predict(model, d.ood_train_x, 64)
-    test, logits = training.predict(model, test_x, 64)
+    memo = TEXT_MEMO if kind == "pretrained" else None
+    train, _ = embed(model, d.train_x, memo)
+    ood_train, _ = embed(model, d.ood_train_x, memo)
+    test, logits = embed(model, training.concat(d.test_in_x, d.test_ood_x), memo)
     if kind == "pretrained":
         logits = ood.linear_probe(train, d.train_y, P.seed).predict_log_proba(test)
     is_ood = np.r_[np.zeros(len(d.test_in_x)), np.ones(len(d.test_ood_x))].astype(int)
@@ -493,7 +506,8 @@ for r in eigen_table.itertuples():
 # %%
 grid = sns.relplot(pd.DataFrame(eig_rows), x="rank", y="contribution", hue="set", col="direction", row="features",
                    kind="line", height=2.8, aspect=1.5, facet_kws={"sharey": False})
-grid.set(yscale="log", xlabel="eigendirection (sorted by eigenvalue, largest first)", ylabel="mean term of MD")
+grid.set(yscale="log", xlabel="eigendirection (largest eigenvalue first)", ylabel="mean term of MD")
+grid.set_titles("{row_name} features, {col_name}", size=9)
 grid.figure.suptitle("Per-eigendirection contribution to MD, in-distribution vs OOD test inputs", y=1.03)
 
 # %% [markdown]

@@ -74,6 +74,13 @@ def on_device(batch: Any, model: nn.Module) -> Any:
     return batch.to(next(model.parameters()).device) if isinstance(batch, torch.Tensor) else batch
 
 
+def concat(a: Batchable, b: Batchable) -> Batchable:
+    """Rows of `a` then rows of `b`, for tensors, arrays or lists alike."""
+    if isinstance(a, torch.Tensor):
+        return torch.cat([a, b])
+    return np.concatenate([a, b]) if isinstance(a, np.ndarray) else [*a, *b]
+
+
 def take(inputs: Batchable, idx: np.ndarray) -> Any:
     """Rows `idx` of a tensor, an array or a list (texts)."""
     if isinstance(inputs, (torch.Tensor, np.ndarray)):
