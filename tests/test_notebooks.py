@@ -77,4 +77,5 @@ def test_rmd_chapter_analyses(smoke_results) -> None:
     assert all(0 < r["share_of_md_bottom_half"] < 1 for r in eigen)
     assert {r["score"] for r in tables["input_rmd"]} == {"input-MD", "input-RMD"}
     assert len(tables["verdict"]) == 9
+    assert {r["setting"] for r in tables["pc_gain"]} == {"image-near", "image-far", "text-near", "text-far"}
     assert {r["setting"] for r in tables["gain_by_ridge"]} == {"image-near", "text-near"}
