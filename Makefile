@@ -25,6 +25,7 @@ venv: $(VENV)/.installed
 system:
 	bash scripts/system-packages.sh
 
+# Converts SmolLM2, locates MiniLM, and extracts the BIG-bench task files (pip download of the bigbench sdist).
 data: venv system
 	$(OFFLINE) $(PY) -m repro data
 

@@ -36,3 +36,47 @@ def test_metrics_by_hand_toy_and_min_k(smoke_results) -> None:
         assert row["min_20pct"] <= row["mean_logprob"] < 0
     verdict = table(smoke_results, "metrics_by_hand", "verdict")
     assert all(r["held"] == "yes" for r in verdict[:3])
+
+
+def test_rmd_chapter_tables(smoke_results) -> None:
+    tables = smoke_results["rmd_near_ood"]["tables"]
+    auroc = tables["auroc"]
+    settings = {r["setting"] for r in auroc}
+    assert settings == {"image-near", "image-far", "text-near", "text-far"}
+    # both directions, both feature types, all three scores for every setting
+    for setting in settings:
+        rows = [r for r in auroc if r["setting"] == setting]
+        assert len({r["in_dist"] for r in rows}) == 2
+        assert {(r["features"], r["score"]) for r in rows} == {
+            (f, s) for f in ("pretrained", "finetuned") for s in ("MSP", "MD", "RMD")}
+    assert all(0.0 <= r["auroc"] <= 1.0 and 0.0 <= r["tpr_at_5fpr"] <= 1.0 for r in auroc)
+    # the far pair is easy for MD: digits vs Fashion-MNIST features are far apart
+    far_md = [r["auroc"] for r in auroc if r["setting"] == "image-far" and r["score"] == "MD"]
+    assert min(far_md) > 0.75
+    # the fine-tuned CNN must have learned something: its MD separates the image near-OOD split
+    near_ft = [r["auroc"] for r in auroc if r["setting"] == "image-near" and r["features"] == "finetuned" and r["score"] == "MD"]
+    assert min(near_ft) > 0.6
+
+
+def test_rmd_chapter_analyses(smoke_results) -> None:
+    tables = smoke_results["rmd_near_ood"]["tables"]
+    gains = tables["gains"]
+    for row in gains:
+        assert abs(row["RMD-MD"] - (row["RMD"] - row["MD"])) < 2e-4
+    difficulty = tables["difficulty"]
+    assert all(r["clp"] < 0 for r in difficulty)
+    # a pseudo-inverse and a tiny ridge agree where the covariance has full rank
+    cov = [r for r in tables["covariance"] if r["full_rank"] and r["score"] == "MD"]
+    assert cov and max(r["max_abs_change"] for r in cov) < 0.01
+    # the text covariances are rank-deficient (fewer utterances than 384 dimensions)
+    assert any(not r["full_rank"] for r in tables["covariance"] if r["setting"].startswith("text"))
+    sweep = tables["pc_sweep"]
+    assert {r["k"] for r in sweep} == {2, 32}
+    bench = tables["throughput"]
+    assert all(r["speedup_vs_naive"] > 5 for r in bench)
+    eigen = tables["eigen"]
+    assert all(0 < r["share_of_md_bottom_half"] < 1 for r in eigen)
+    assert {r["score"] for r in tables["input_rmd"]} == {"input-MD", "input-RMD"}
+    assert len(tables["verdict"]) == 9
+    assert {r["setting"] for r in tables["pc_gain"]} == {"image-near", "image-far", "text-near", "text-far"}
+    assert {r["setting"] for r in tables["gain_by_ridge"]} == {"image-near", "text-near"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -74,3 +75,100 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
 
     bunch = load_digits()
     return bunch.images, bunch.target.astype(np.int64)
+
+
+BIGBENCH_VERSION = "1.0.0"
+INTENT_TASK = "intent_recognition"
+# General-domain English sentences from the same sdist: the background set of input-RMD.
+BACKGROUND_TASKS = ("misconceptions", "disambiguation_qa", "implicatures")
+
+
+def bigbench_dir() -> Path:
+    """Where the extracted BIG-bench task files live (data/bigbench/<task>/task.json)."""
+    from .paths import data_dir
+
+    return data_dir() / "bigbench"
+
+
+def fetch_bigbench(tasks: tuple[str, ...] = (INTENT_TASK, *BACKGROUND_TASKS)) -> list[Path]:
+    """Extract `tasks`' task.json from the PyPI bigbench sdist (pip download, sources kept, then copied)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    from .atomic import copy_file
+
+    targets = [bigbench_dir() / task / "task.json" for task in tasks]
+    if all(t.exists() for t in targets):
+        return targets
+    with tempfile.TemporaryDirectory(prefix="bigbench-") as tmp:
+        # The sdist declares a direct-URL dependency, so pip stops after unpacking it; --no-clean keeps the tree.
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-clean", "--no-deps", "--no-binary", ":all:",
+                        f"bigbench=={BIGBENCH_VERSION}", "-d", tmp], env={**os.environ, "TMPDIR": tmp},
+                       capture_output=True, check=False)
+        for task, target in zip(tasks, targets):
+            found = sorted(Path(tmp).glob(f"pip-download-*/bigbench_*/bigbench/benchmark_tasks/{task}/task.json"))
+            if not found:
+                raise MissingDataError(f"bigbench=={BIGBENCH_VERSION} sdist has no task {task!r} (or pip could not fetch it)")
+            copy_file(found[0], target)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return targets
+
+
+def _task_examples(task: str) -> list[dict]:
+    """The `examples` list of one extracted BIG-bench task."""
+    import json
+
+    path = bigbench_dir() / task / "task.json"
+    if not path.exists():
+        raise MissingDataError(f"{path} is missing: run `make data` (extracts it from the bigbench sdist)")
+    return json.loads(path.read_text(encoding="utf-8"))["examples"]
+
+
+def intents() -> tuple[list[str], np.ndarray, tuple[str, ...]]:
+    """BIG-bench intent_recognition (SNIPS-style): utterances, intent ids, intent names (sorted)."""
+    examples = _task_examples(INTENT_TASK)
+    names = tuple(sorted(examples[0]["target_scores"]))
+    texts = [e["input"].removeprefix("Utterance: ").strip() for e in examples]
+    labels = np.array([names.index(max(e["target_scores"], key=e["target_scores"].get)) for e in examples])
+    return texts, labels, names
+
+
+def general_sentences() -> list[str]:
+    """General-domain English inputs of BACKGROUND_TASKS, the background set of input-RMD."""
+    return [e["input"].strip() for task in BACKGROUND_TASKS for e in _task_examples(task)]
+
+
+def cifar(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """CIFAR-10 or CIFAR-100 (fine labels) from the Hugging Face Hub: uint8 images (n, 32, 32, 3), labels."""
+    from datasets import load_dataset
+
+    repo, image_key, label_key = {"cifar10": ("uoft-cs/cifar10", "img", "label"),
+                                  "cifar100": ("uoft-cs/cifar100", "img", "fine_label")}[name]
+    ds = load_dataset(repo, split=split)
+    return np.stack([np.asarray(im, dtype=np.uint8) for im in ds[image_key]]), np.asarray(ds[label_key], dtype=np.int64)
+
+
+def clinc_oos(split: str) -> tuple[list[str], np.ndarray, tuple[str, ...]]:
+    """CLINC150 (`clinc_oos`, config 'plus') from the Hub: texts, intent ids, intent names (incl. 'oos')."""
+    from datasets import load_dataset
+
+    ds = load_dataset("clinc/clinc_oos", "plus", split=split)
+    return list(ds["text"]), np.asarray(ds["intent"], dtype=np.int64), tuple(ds.features["intent"].names)
+
+
+def select_classes(labels: np.ndarray, classes: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of rows whose label is in `classes`, and their labels renumbered 0..len(classes)-1."""
+    labels = np.asarray(labels)
+    idx = np.flatnonzero(np.isin(labels, classes))
+    return idx, np.searchsorted(np.asarray(sorted(classes)), labels[idx])
+
+
+def per_class_subset(labels: np.ndarray, n_per_class: int, seed: int = 0) -> np.ndarray:
+    """Sorted indices of at most `n_per_class` random rows of each label."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(labels)
+    picks = [rng.permutation(np.flatnonzero(labels == c))[:n_per_class] for c in np.unique(labels)]
+    return np.sort(np.concatenate(picks))

@@ -15,7 +15,9 @@ __all__ = [
     "apfd_normalized",
     "auroc",
     "exposure",
+    "class_gaussians",
     "first_detection",
+    "gaussian_distance",
     "gini_impurity",
     "mahalanobis_scores",
     "MahalanobisScores",
@@ -212,13 +214,25 @@ def mahalanobis_scores(
         raise ValueError(f"test_feats has {z.shape[1]} features, train_feats has {x.shape[1]}")
     if ridge < 0:
         raise ValueError(f"ridge must be >= 0, got {ridge}")
+    means, inverse = class_gaussians(x, y)
+    class_precision = _gaussian_precision(x - means[inverse], ridge)
+    md_k = _squared_distances(z, means, class_precision)
+    md_0 = gaussian_distance(x, z, ridge)
+    return MahalanobisScores(md=md_k.min(axis=1), rmd=(md_k - md_0[:, None]).min(axis=1))
+
+
+def class_gaussians(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Class means (one row per sorted label) and each row's class index."""
     classes, inverse = np.unique(y, return_inverse=True)
     counts = np.bincount(inverse)
     means = np.zeros((len(classes), x.shape[1]))
     np.add.at(means, inverse, x)
-    means /= counts[:, None]
-    class_precision = _gaussian_precision(x - means[inverse], ridge)
-    md_k = _squared_distances(z, means, class_precision)
-    mean0 = x.mean(axis=0, keepdims=True)
-    md_0 = _squared_distances(z, mean0, _gaussian_precision(x - mean0, ridge))
-    return MahalanobisScores(md=md_k.min(axis=1), rmd=(md_k - md_0).min(axis=1))
+    return means / counts[:, None], inverse
+
+
+def gaussian_distance(train_feats: np.ndarray, test_feats: np.ndarray, ridge: float = 0.0) -> np.ndarray:
+    """Squared Mahalanobis distance of each test row to one Gaussian (1/N covariance) fitted on train_feats."""
+    x = _finite_array(train_feats, "train_feats", ndim=2)
+    z = _finite_array(test_feats, "test_feats", ndim=2)
+    mean = x.mean(axis=0, keepdims=True)
+    return _squared_distances(z, mean, _gaussian_precision(x - mean, ridge))[:, 0]

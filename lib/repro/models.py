@@ -100,3 +100,41 @@ def token_stats(model: Any, tokenizer: Any, texts: list[str], batch_size: int = 
             keep = mask[i]
             out.append(TokenStats(token_lp[i, keep].numpy(), mu[i, keep].numpy(), sigma[i, keep].numpy()))
     return out
+
+
+VIT_IN21K_HUB = "google/vit-base-patch16-224-in21k"
+BERT_HUB = "bert-base-uncased"
+
+
+class EncoderClassifier:
+    """A transformers encoder (text: mean-pooled tokens; image: [CLS]) with a linear head: (features, logits)."""
+
+    def __new__(cls, name: str | Path, n_classes: int, modality: str = "text", max_length: int = 64) -> Any:
+        import torch
+        from torch import nn
+        from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+
+        if modality not in ("text", "image"):
+            raise ValueError(f"modality must be 'text' or 'image', got {modality!r}")
+
+        class _Encoder(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.encoder = AutoModel.from_pretrained(str(name))
+                self.prep = (AutoTokenizer if modality == "text" else AutoImageProcessor).from_pretrained(str(name))
+                self.head = nn.Linear(self.encoder.config.hidden_size, n_classes)
+
+            def forward(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
+                where = self.head.weight.device
+                if modality == "image":
+                    hidden = self.encoder(**self.prep(list(batch), return_tensors="pt").to(where)).last_hidden_state
+                    feats = hidden[:, 0]
+                else:
+                    tokens = self.prep(list(batch), padding=True, truncation=True, max_length=max_length,
+                                       return_tensors="pt").to(where)
+                    hidden = self.encoder(**tokens).last_hidden_state
+                    mask = tokens["attention_mask"][..., None].to(hidden.dtype)
+                    feats = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+                return feats, self.head(feats)
+
+        return _Encoder()

@@ -29,6 +29,9 @@ def start(namespace: dict[str, Any], /, **spec: Param) -> Resolved:
     values = Resolved(resolve(namespace, spec))
     seed_everything(int(values.get("seed", 0)))
     threads = int(os.environ.get("REPRO_THREADS", "2"))
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads)  # NumPy/SciPy BLAS too: oversubscribed BLAS threads spin on a shared machine
     try:
         import torch
 

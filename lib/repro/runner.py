@@ -213,7 +213,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--profile", default="default", choices=PROFILES)
     c = sub.add_parser("collect", help="print the results tables of a notebook executed by plain papermill")
     c.add_argument("executed", type=Path)
-    sub.add_parser("data", help="prepare the offline models (convert SmolLM2 from its GGUF)")
+    sub.add_parser("data", help="prepare the offline models and data (SmolLM2 from its GGUF, BIG-bench task files)")
     return parser
 
 
@@ -242,10 +242,13 @@ def _main(args: argparse.Namespace) -> None:
             raise RunError(f"no executed notebook at {args.executed}", EXIT_BAD_INPUT)
         print(json.dumps(collect(nbformat.read(args.executed, as_version=4)), indent=2))
     elif args.command == "data":
+        from .data import fetch_bigbench
         from .models import minilm_path, smollm2_path
 
         print(f"SmolLM2-135M: {smollm2_path()}")
         print(f"all-MiniLM-L6-v2: {minilm_path()}")
+        for path in fetch_bigbench():
+            print(f"BIG-bench task: {path}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,141 @@
+"""OOD scores against direct per-example formulas on small random inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from repro import data, metrics, ood, training
+
+
+def direct_scores(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """MD and RMD straight from the definitions (1/N covariances, pseudo-inverse), one point at a time."""
+    classes = np.unique(y)
+    mus = [x[y == c].mean(0) for c in classes]
+    within = sum((x[y == c] - mu).T @ (x[y == c] - mu) for c, mu in zip(classes, mus)) / len(x)
+    mu0 = x.mean(0)
+    total = (x - mu0).T @ (x - mu0) / len(x)
+    p, p0 = np.linalg.pinv(within), np.linalg.pinv(total)
+    md, rmd = [], []
+    for point in z:
+        mdk = [float((point - mu) @ p @ (point - mu)) for mu in mus]
+        md0 = float((point - mu0) @ p0 @ (point - mu0))
+        md.append(min(mdk))
+        rmd.append(min(m - md0 for m in mdk))
+    return np.array(md), np.array(rmd)
+
+
+@pytest.fixture
+def gaussian_data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(3)
+    y = np.arange(120) % 3
+    x = rng.normal(size=(120, 5)) * [3, 1, 1, 0.5, 0.1] + rng.normal(size=(3, 5))[y] * 2
+    return x, y, rng.normal(size=(40, 5)) * 2
+
+
+def test_vectorized_matches_direct_formula(gaussian_data) -> None:
+    x, y, z = gaussian_data
+    md, rmd = direct_scores(x, y, z)
+    s = metrics.mahalanobis_scores(x, y, z)
+    np.testing.assert_allclose(s.md, md, rtol=1e-9)
+    np.testing.assert_allclose(s.rmd, rmd, rtol=1e-9, atol=1e-9)
+    naive = ood.mahalanobis_naive(x, y, z)
+    np.testing.assert_allclose(naive.md, md, rtol=1e-9)
+    np.testing.assert_allclose(naive.rmd, rmd, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ood.mahalanobis_batch_matrix(x, y, z), md, rtol=1e-9)
+
+
+def test_singular_covariance_uses_the_pseudo_inverse() -> None:
+    rng = np.random.default_rng(0)
+    y = np.arange(12) % 2
+    base = rng.normal(size=(12, 3))
+    x = np.hstack([base, base[:, :1] * 2.0, np.zeros((12, 1))])  # a duplicated direction and a dead column
+    z = np.hstack([rng.normal(size=(6, 3)), np.zeros((6, 2))])
+    z[:, 3] = 2.0 * z[:, 0]
+    s = metrics.mahalanobis_scores(x, y, z)
+    md, rmd = direct_scores(x, y, z)
+    assert np.isfinite(s.md).all() and np.isfinite(s.rmd).all()
+    np.testing.assert_allclose(s.md, md, rtol=1e-8)
+    np.testing.assert_allclose(s.rmd, rmd, rtol=1e-8, atol=1e-8)
+    # more dimensions than rows: still finite, and the training points sit close to their class
+    wide = rng.normal(size=(10, 30))
+    labels = np.arange(10) % 2
+    train_scores = metrics.mahalanobis_scores(wide, labels, wide)
+    assert np.isfinite(train_scores.md).all()
+    assert train_scores.md.max() < metrics.mahalanobis_scores(wide, labels, rng.normal(size=(5, 30)) * 5).md.min()
+
+
+def test_rmd_sign_and_single_gaussian(gaussian_data) -> None:
+    x, y, z = gaussian_data
+    s = metrics.mahalanobis_scores(x, y, z)
+    md0 = metrics.gaussian_distance(x, z)
+    np.testing.assert_allclose(s.rmd, s.md - md0, rtol=1e-9, atol=1e-9)  # the same k minimizes both
+    # one class: MD equals MD_0 and RMD is identically zero
+    one = metrics.mahalanobis_scores(x, np.zeros(len(x)), z)
+    np.testing.assert_allclose(one.rmd, 0.0, atol=1e-8)
+
+
+def test_msp_matches_definition() -> None:
+    logits = np.array([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(ood.msp(logits), [1 - np.exp(2) / (np.exp(2) + 2), 2 / 3])
+
+
+def test_eigen_contributions_sum_to_md(gaussian_data) -> None:
+    x, y, z = gaussian_data
+    vals, contrib = ood.eigen_contributions(x, y, z)
+    assert np.all(np.diff(vals) <= 0)
+    np.testing.assert_allclose(contrib.sum(1), metrics.mahalanobis_scores(x, y, z).md, rtol=1e-9)
+
+
+def test_pc_sweep_at_full_width_equals_plain_scores(gaussian_data) -> None:
+    x, y, z = gaussian_data
+    is_ood = (np.arange(len(z)) % 2).astype(int)
+    rows = ood.pc_sweep(x, y, z, is_ood, [2, 5, 99])
+    assert sorted({r["k"] for r in rows}) == [2, 5]
+    s = metrics.mahalanobis_scores(x, y, z)
+    full = {r["score"]: r["auroc"] for r in rows if r["k"] == 5}
+    assert full == pytest.approx({"MD": metrics.auroc(is_ood, s.md), "RMD": metrics.auroc(is_ood, s.rmd)})
+
+
+def test_clp_is_higher_for_nearer_outliers() -> None:
+    rng = np.random.default_rng(1)
+    centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.5, 0.5], [30.0, 30.0]])  # 2 = near class 0, 3 = far
+    y = np.repeat(np.arange(4), 200)
+    x = centers[y] + rng.normal(size=(800, 2))
+    near = ood.confusion_log_probability(x[y != 3], y[y != 3], [0, 1], centers[2] + rng.normal(size=(100, 2)), 2)
+    far_train = np.isin(y, [0, 1, 3])
+    far = ood.confusion_log_probability(x[far_train], np.searchsorted([0, 1, 3], y[far_train]), [0, 1],
+                                        centers[3] + rng.normal(size=(100, 2)), 2)
+    assert -1.5 < near <= 0 and far < near - 3
+
+
+def test_throughput_reports_a_speedup() -> None:
+    table = ood.throughput([8], [3], n_train=300, n_test=300, n_naive=30)
+    assert table.loc[0, "speedup_vs_naive"] > 1
+    assert {"ours_per_s", "naive_per_s", "test_x_test_per_s"} <= set(table.columns)
+
+
+def test_select_and_subset_classes() -> None:
+    labels = np.array([3, 1, 3, 5, 1, 5, 5])
+    idx, renumbered = data.select_classes(labels, [5, 1])
+    assert idx.tolist() == [1, 3, 4, 5, 6] and renumbered.tolist() == [0, 1, 0, 1, 1]
+    sub = data.per_class_subset(labels, 2, seed=0)
+    assert np.bincount(labels[sub]).tolist() == [0, 2, 0, 2, 0, 2]
+
+
+def test_cached_fit_trains_once_and_reloads(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    x = training.images_tensor(np.random.default_rng(0).integers(0, 255, size=(16, 28, 28)), 255.0)
+    y = torch.arange(16) % 2
+    calls = []
+
+    def train(m):
+        calls.append(1)
+        return training.fit(m, x, y, training.classification_loss, 1, batch_size=8)
+
+    a = training.cached_fit("cnn", training.SmallCNN(2, 8), "k", train)
+    b = training.cached_fit("cnn", training.SmallCNN(2, 8), "k", train)
+    assert len(calls) == 1
+    np.testing.assert_allclose(training.predict(a, x)[1], training.predict(b, x)[1])
+    assert len(list((tmp_path / "models").glob("cnn-k-*.pt"))) == 1
