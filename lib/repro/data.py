@@ -92,7 +92,6 @@ def bigbench_dir() -> Path:
 
 def fetch_bigbench(tasks: tuple[str, ...] = (INTENT_TASK, *BACKGROUND_TASKS)) -> list[Path]:
     """Extract `tasks`' task.json from the PyPI bigbench sdist (pip download, sources kept, then copied)."""
-    import os
     import shutil
     import subprocess
     import sys
