@@ -80,3 +80,26 @@ def test_rmd_chapter_analyses(smoke_results) -> None:
     assert len(tables["verdict"]) == 9
     assert {r["setting"] for r in tables["pc_gain"]} == {"image-near", "image-far", "text-near", "text-far"}
     assert {r["setting"] for r in tables["gain_by_ridge"]} == {"image-near", "text-near"}
+
+
+def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
+    tables = smoke_results["crt_canary_exposure"]["tables"]
+    assert {"utility", "exposure", "mia", "amplification", "enumeration_benchmark", "pipeline"} <= set(tables)
+    pipeline = {r["gamma"]: r for r in tables["pipeline"]}
+    assert pipeline[0.0]["recall"] == 1.0 and pipeline[0.0]["precision"] == 1.0
+    assert pipeline[0.5]["recall"] < 0.7 and pipeline[0.0]["pi_c_recall"] == 1.0
+    assert pipeline[0.0]["d_pub"] + pipeline[0.0]["d_pri"] == pipeline[0.0]["sentences"]
+    for row in tables["exposure"]:
+        assert 0.0 <= row["exposure"] <= 19.94
+    assert {r["attack"] for r in tables["mia"]} == {"individual", "group"}
+    assert all(0.0 <= r["accuracy"] <= 1.0 for r in tables["mia"])
+    utility = {r["trainer"]: r for r in tables["utility"]}
+    assert utility["non-private"]["epsilon"] is None
+    assert abs(utility["DPSGD"]["epsilon"] - 3.0) < 0.1  # Opacus calibrated to the target ε
+    assert utility["CRT"]["epsilon"] < utility["CRT"]["epsilon_dp"]  # amplified by γ < 1
+    amp = [r for r in tables["amplification"] if r["epsilon_prime"] == 1.0 and r["gamma"] == 0.1][0]
+    assert round(amp["epsilon_conf"], 4) == 0.1158 and round(amp["epsilon_dp"], 3) == 0.801
+    bench = tables["enumeration_benchmark"]
+    assert bench[0]["naive_measured"] and bench[0]["max_abs_score_diff"] < 1e-3 and bench[0]["ratio"] > 1
+    verdict = {r["claim"][:8]: r["held"] for r in tables["verdict"]}
+    assert verdict["Fig. 6: "] == "yes"

@@ -1,0 +1,64 @@
+"""Canary exposure with the exact rank over every candidate: a prefix tree scored level by level in batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+
+class Stepper(Protocol):
+    """A language model fed one token at a time from batched states (batch dimension first)."""
+
+    def start(self, context: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def step(self, state: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+
+def tree_scores(stepper: Stepper, context: Sequence[int], digit_ids: Sequence[int], length: int,
+                batch: int = 16384) -> np.ndarray:
+    """Log-probability of every candidate digit string of `length` after `context`, index = its base-|digits| value.
+
+    One batched forward pass per prefix level: 1, 10, 100, ... prefixes; scores summed in float64."""
+    digits = torch.as_tensor(list(digit_ids))
+    k = len(digits)
+    logp, state = stepper.start(context)
+    scores = logp[:, digits].double().reshape(-1)  # level-1 candidates
+    for _ in tqdm(range(1, length), desc="prefix levels", leave=False):
+        parents = torch.arange(len(scores))
+        logps, states = [], []
+        for lo in range(0, len(scores), batch):
+            rows = parents[lo : lo + batch]
+            parent_state = state[rows // k]
+            lp, st = stepper.step(parent_state, digits[rows % k])
+            logps.append(lp[:, digits].double())
+            states.append(st)
+        child = torch.cat(logps)  # (n_prefixes, k)
+        scores = (scores[:, None] + child).reshape(-1)
+        state = torch.cat(states)
+    return scores.numpy()
+
+
+def brute_force_scores(sequence_logprob: Callable[[list[list[int]]], np.ndarray], context: Sequence[int],
+                       digit_ids: Sequence[int], length: int, batch: int = 4096) -> np.ndarray:
+    """Naive enumeration: score every full candidate sequence separately (same index order as tree_scores)."""
+    k = len(digit_ids)
+    total = k**length
+    out = []
+    for lo in tqdm(range(0, total, batch), desc="naive", leave=False):
+        cands = [[digit_ids[(i // k ** (length - 1 - p)) % k] for p in range(length)] for i in range(lo, min(lo + batch, total))]
+        out.append(sequence_logprob([list(context) + c for c in cands]))
+    return np.concatenate(out)
+
+
+def rank_of(scores: np.ndarray, index: int) -> int:
+    """Exact rank (1 = most likely) of candidate `index`: 1 + candidates scored strictly higher."""
+    return int(1 + np.count_nonzero(scores > scores[index]))
+
+
+def canary_index(digits: str) -> int:
+    """Position of a decimal canary among the candidates (its integer value)."""
+    return int(digits)

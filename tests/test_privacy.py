@@ -1,0 +1,120 @@
+"""Unit tests of the CRT pipeline (Appendix A.6), the exact canary rank and the Fig. 6 amplification."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from repro import canary, customersim, lm, mia, privacy
+from repro.customersim import make_turn
+
+
+def sentences_of(*turn_texts: str) -> list[privacy.Sentence]:
+    """Split one dialogue per text (no gold spans needed for these cases)."""
+    return privacy.split_sentences([[make_turn("USR", [(t, None)])] for t in turn_texts])
+
+
+def test_generator_is_seeded_and_labels_every_secret() -> None:
+    a, b = customersim.corpus(30, 7), customersim.corpus(30, 7)
+    assert [t.text for d in a for t in d] == [t.text for d in b for t in d]
+    sentences = privacy.split_sentences(a)
+    kinds = {label for s in sentences for label in s.labels if label}
+    assert kinds == {"name", "address", "phone", "order", "tracking"}
+    for s in sentences:
+        for tok, label in zip(s.tokens, s.labels):
+            if label in ("phone", "order"):
+                assert tok.isdigit() or tok in "-."
+            if label == "tracking":
+                # a tracking number holding a digit is split into characters; an all-letter one stays a word
+                assert (len(tok) == 1 and tok.isalnum() and (tok.isdigit() or tok.isupper())) or (len(tok) == 10 and tok.isupper())
+
+
+def test_policy_at_gamma_zero_is_perfect_and_misses_are_nested() -> None:
+    sentences = privacy.split_sentences(customersim.corpus(60, 1))
+    gold = np.concatenate([[label is not None for label in s.labels] for s in sentences])
+    flags = {g: np.concatenate([privacy.RegexPolicy(g, 3).flags(s) for s in sentences]) for g in (0.0, 0.2, 0.5)}
+    assert (flags[0.0] == gold).all()
+    assert (flags[0.5] <= flags[0.2]).all() and (flags[0.2] <= flags[0.0]).all()  # a miss stays a miss
+    recall = flags[0.5][gold].mean()
+    assert 0.35 < recall < 0.65
+    assert all(privacy.conservative_flag(s) for s in sentences if s.has_secret)  # π_c recall 1
+
+
+def test_split_into_sentences_before_dedup_and_redaction() -> None:
+    # Two turns share one sentence: dedup at the turn level would keep both, sentence level masks the second.
+    split = privacy.crt_split(sentences_of("Where is my box? Thanks.", "Hi. Where is my box?"), privacy.RegexPolicy())
+    assert split.tokens == [["Where", "is", "my", "box", "?"], ["Thanks", "."], ["Hi", "."], [privacy.MASK]]
+    # The secret sends only its own sentence to D_pri, not its whole turn.
+    split = privacy.crt_split(sentences_of("Thanks a lot. It is 555-123-4567."), privacy.RegexPolicy())
+    assert split.private.tolist() == [False, True]
+
+
+def test_dedup_before_redaction_and_one_shared_mask() -> None:
+    # Sentences differing only in their secret are not duplicates (redacting first would make them so).
+    split = privacy.crt_split(sentences_of("It is 555-123-4567.", "It is 555-987-6543."), privacy.RegexPolicy())
+    masked = ["It", "is"] + [privacy.MASK] * 12 + ["."]
+    assert split.tokens == [masked, masked] and not split.duplicate.any()
+    # Dedup and redaction produce the very same token, so a duplicate and a redaction look alike to the model.
+    dup = privacy.crt_split(sentences_of("Thanks.", "Thanks."), privacy.RegexPolicy())
+    assert dup.tokens[1] == [privacy.MASK] and dup.duplicate.tolist() == [False, True]
+
+
+def test_every_mask_goes_to_d_pri_and_missed_secrets_are_caught_by_pi_c() -> None:
+    sentences = privacy.split_sentences(customersim.corpus(40, 2))
+    missing_all = privacy.RegexPolicy(gamma=1.0)  # π misses every secret
+    split = privacy.crt_split(sentences, missing_all)
+    for toks, private, s in zip(split.tokens, split.private, sentences):
+        if privacy.MASK in toks or s.has_secret:
+            assert private
+    public = split.part(False)
+    assert public and all(privacy.MASK not in t for t in public)
+
+
+def test_crt_batches_are_never_mixed(monkeypatch: pytest.MonkeyPatch) -> None:
+    public = [[2, 5, 6, 3]] * 12
+    private = [[2, 7, 8, 9, 3]] * 9  # private sentences have length 5, public ones length 4
+    seen: list[tuple[str, set[int]]] = []
+    monkeypatch.setattr(lm._Private, "public_step", lambda self, b, w=None: seen.append(("pub", {b.shape[1]})))
+    monkeypatch.setattr(lm._Private, "dp_step", lambda self, b, w=None: seen.append(("pri", {b.shape[1]})))
+    model = lm.LSTMLM(10, 4, 4, private=True)
+    lm.train_crt(model, public, private, lm.TrainConfig(epochs=2, batch=5, dp_batch=3, target_epsilon=5.0), gamma=0.1)
+    kinds = [k for k, _ in seen]
+    assert {frozenset(lengths) for k, lengths in seen if k == "pub"} == {frozenset({4})}
+    assert {frozenset(lengths) for k, lengths in seen if k == "pri"} == {frozenset({5})}
+    first_pri = kinds.index("pri")
+    assert kinds[:first_pri] == ["pub"] * 3  # one full public epoch, then the private epoch
+
+
+def test_tree_rank_equals_brute_force_on_a_tiny_model() -> None:
+    torch.manual_seed(0)
+    model = lm.LSTMLM(20, 6, 6).double()
+    for p in model.parameters():
+        p.data *= 4  # sharpen the distribution so ranks are spread out
+    context, digits = [2, 4, 5], [10, 11, 12, 13, 14, 15, 16]
+    tree = canary.tree_scores(lm.LSTMStepper(model), context, digits, 4, batch=50)
+    brute = canary.brute_force_scores(lambda s: lm.suffix_logprob(model, s, 4), context, digits, 4, batch=100)
+    assert tree.shape == (7**4,)
+    np.testing.assert_allclose(tree, brute, atol=1e-10)
+    ranks_tree = [canary.rank_of(tree, i) for i in range(0, 7**4, 97)]
+    ranks_brute = [int(1 + (brute > brute[i]).sum()) for i in range(0, 7**4, 97)]
+    assert ranks_tree == ranks_brute and min(ranks_tree) >= 1
+    assert canary.rank_of(tree, int(np.argmax(tree))) == 1
+
+
+def test_fig6_example_with_autodp() -> None:
+    rows = privacy.amplification(1.0, [0.1, 0.2, 0.5], q=0.1, steps=100, delta=8e-5)
+    assert rows[0]["sigma"] == pytest.approx(3.783, abs=1e-3)
+    assert rows[0]["epsilon_dp"] == pytest.approx(0.801, abs=1e-3)
+    assert rows[0]["epsilon_conf"] == pytest.approx(0.1158, abs=1e-4)
+    assert round(rows[1]["epsilon_conf"], 3) == 0.243 and round(rows[2]["epsilon_conf"], 3) == 0.579
+    assert rows[0]["naive_epsilon_conf"] == pytest.approx(0.159, abs=1e-3)  # not the paper's number
+
+
+def test_threshold_mia_is_half_on_identical_and_one_on_separated_scores() -> None:
+    rng = np.random.default_rng(0)
+    same = rng.normal(size=400)
+    assert abs(mia.threshold_accuracy(same[:200], same[200:]) - 0.5) < 0.08
+    assert mia.threshold_accuracy(rng.normal(0, 1, 200), rng.normal(10, 1, 200)) == 1.0
+    groups = mia.group_scores(np.ones(50), 20, 7)
+    assert groups.tolist() == [20.0] * 7
