@@ -1,0 +1,179 @@
+"""Classifiers of the DeepGini pairs (LeNet-1, LeNet-5, ResNet-20, VGG-16), a cached training loop, activations."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .atomic import atomic_path
+from .paths import data_dir
+
+__all__ = ["MODELS", "build", "fine_tune", "neuron_activations", "predict_proba", "train_cached"]
+
+
+class Net(nn.Module):
+    """A classifier whose `neurons(x)` returns one (n, units) matrix per ReLU layer."""
+
+    def __init__(self, blocks: list[nn.Module], head: nn.Module):
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+        self.head = head
+
+    def trace(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits and per-block neuron values (conv feature maps reduced to their spatial mean)."""
+        acts = []
+        for block in self.blocks:
+            x = block(x)
+            acts.append(x.mean(dim=(2, 3)) if x.dim() == 4 else x)
+        return self.head(x), acts
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits."""
+        return self.trace(x)[0]
+
+
+def _conv(cin: int, cout: int, pool: bool) -> nn.Sequential:
+    """5x5 'same' convolution, ReLU, optional 2x2 max pooling."""
+    layers: list[nn.Module] = [nn.Conv2d(cin, cout, 5, padding=2), nn.ReLU()]
+    return nn.Sequential(*layers, nn.MaxPool2d(2)) if pool else nn.Sequential(*layers)
+
+
+def lenet1(channels: int, side: int, classes: int) -> Net:
+    """LeNet-1: conv 4 maps, pool, conv 12 maps, pool, dense softmax."""
+    flat = 12 * (side // 4) ** 2
+    return Net([_conv(channels, 4, True), _conv(4, 12, True)], nn.Sequential(nn.Flatten(), nn.Linear(flat, classes)))
+
+
+def lenet5(channels: int, side: int, classes: int) -> Net:
+    """LeNet-5: conv 6, pool, conv 16, pool, dense 120, dense 84, dense softmax."""
+    flat = 16 * (side // 4) ** 2
+    dense1 = nn.Sequential(nn.Flatten(), nn.Linear(flat, 120), nn.ReLU())
+    return Net([_conv(channels, 6, True), _conv(6, 16, True), dense1, nn.Sequential(nn.Linear(120, 84), nn.ReLU())],
+               nn.Linear(84, classes))
+
+
+class _Residual(nn.Module):
+    """Basic residual block of ResNet-20 (two 3x3 convolutions, identity or 1x1 shortcut)."""
+
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                                  nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+        self.skip = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
+            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """ReLU(body(x) + shortcut(x))."""
+        return torch.relu(self.body(x) + self.skip(x))
+
+
+def resnet20(channels: int, side: int, classes: int) -> Net:
+    """ResNet-20 (He et al. 2016, CIFAR variant): 3 stages of 3 blocks, 16/32/64 maps."""
+    blocks: list[nn.Module] = [nn.Sequential(nn.Conv2d(channels, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())]
+    cin = 16
+    for cout, stride in ((16, 1), (32, 2), (64, 2)):
+        for i in range(3):
+            blocks.append(_Residual(cin, cout, stride if i == 0 else 1))
+            cin = cout
+    return Net(blocks, nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes)))
+
+
+def vgg16(channels: int, side: int, classes: int) -> Net:
+    """VGG-16 with batch norm for 32x32 inputs: 13 conv layers, then dense 512 and softmax."""
+    plan = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+    blocks: list[nn.Module] = []
+    cin = channels
+    for i, v in enumerate(plan):
+        if v == "M":
+            continue
+        pool = i + 1 < len(plan) and plan[i + 1] == "M"
+        layers = [nn.Conv2d(cin, v, 3, padding=1), nn.BatchNorm2d(v), nn.ReLU()]
+        blocks.append(nn.Sequential(*layers, nn.MaxPool2d(2)) if pool else nn.Sequential(*layers))
+        cin = v
+    flat = 512 * (side // 32) ** 2
+    blocks.append(nn.Sequential(nn.Flatten(), nn.Linear(flat, 512), nn.ReLU()))
+    return Net(blocks, nn.Linear(512, classes))
+
+
+MODELS = {"lenet1": lenet1, "lenet5": lenet5, "resnet20": resnet20, "vgg16": vgg16}
+
+
+def build(name: str, shape: tuple[int, int, int], classes: int, seed: int) -> Net:
+    """Fresh model `name` for inputs of shape (channels, side, side), initialized from `seed`."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}: pass one of {', '.join(MODELS)}")
+    torch.manual_seed(seed)
+    return MODELS[name](shape[0], shape[1], classes)
+
+
+def _batches(n: int, batch: int, rng: np.random.Generator | None) -> list[np.ndarray]:
+    """Index batches over n items, shuffled when `rng` is given."""
+    idx = rng.permutation(n) if rng is not None else np.arange(n)
+    return [idx[s: s + batch] for s in range(0, n, batch)]
+
+
+def _fit(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, lr: float, seed: int, desc: str) -> Net:
+    """Adam on cross-entropy for `epochs` epochs, batch 128, with a progress bar."""
+    rng = np.random.default_rng(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
+    model.train()
+    for _ in tqdm(range(epochs), desc=desc, leave=False):
+        for b in _batches(len(x), 128, rng):
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xt[b]), yt[b]).backward()
+            opt.step()
+    return model.eval()
+
+
+def _digest(*arrays: np.ndarray, **settings: object) -> str:
+    """Short hash of training inputs and settings, the cache key of trained weights."""
+    h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def train_cached(name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: int, seed: int,
+                 lr: float = 1e-3) -> tuple[Net, bool]:
+    """Train model `name` on (x, y) or load its weights cached under data/models/deepgini; (model, was_cached)."""
+    model = build(name, x.shape[1:], classes, seed)
+    key = _digest(x, y, name=name, classes=classes, epochs=epochs, seed=seed, lr=lr, torch=torch.__version__)
+    path = data_dir() / "models" / "deepgini" / f"{name}-{key}.pt"
+    if path.exists():
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model.eval(), True
+    _fit(model, x, y, epochs, lr, seed, f"train {name}")
+    with atomic_path(path) as tmp:
+        torch.save(model.state_dict(), tmp)
+    return model, False
+
+
+def fine_tune(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, seed: int, lr: float = 5e-4) -> Net:
+    """A copy of `model` trained further on (x, y); the original is untouched."""
+    import copy
+
+    return _fit(copy.deepcopy(model), x, y, epochs, lr, seed, "retrain")
+
+
+@torch.no_grad()
+def predict_proba(model: Net, x: np.ndarray, batch: int = 1024) -> np.ndarray:
+    """Softmax probabilities, float64."""
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    out = [torch.softmax(model(xt[b]), dim=1) for b in _batches(len(x), batch, None)]
+    return torch.cat(out).double().numpy()
+
+
+@torch.no_grad()
+def neuron_activations(model: Net, x: np.ndarray, batch: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """(tests x neurons) activation matrix over all ReLU layers, and the layer index of each neuron."""
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    chunks = [torch.cat(model.trace(xt[b])[1], dim=1) for b in _batches(len(x), batch, None)]
+    _, sizes = model.trace(xt[:1])
+    layer = np.concatenate([np.full(a.shape[1], i) for i, a in enumerate(sizes)])
+    return torch.cat(chunks).double().numpy(), layer
