@@ -85,6 +85,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
 from repro import attacks, coverage, plots, training
@@ -93,6 +94,13 @@ from repro.data import image_dataset
 from repro.results import publish, verdict
 
 PAIRS = [tuple(p.split(":")) for p in P.pairs]
+
+
+def say(text: str) -> None:
+    """Show prose whose numbers come from the tables computed above."""
+    display(Markdown(text))
+
+
 SETS = ("original", "original+adversarial")
 CLASSES = 10
 
@@ -287,6 +295,49 @@ ax.tick_params(axis="x", rotation=90)
 ax.set(ylabel="normalized APFD (mean over models)", xlabel="", title="Every prioritizer, both test sets")
 fig.tight_layout()
 
+# %%
+def best_row(frame: pd.DataFrame) -> pd.Series:
+    """The row with the highest normalized APFD."""
+    return frame.loc[frame["apfd_normalized"].idxmax()]
+
+
+lines = []
+for (ds, arch, test_set), sub in apfd.groupby(["dataset", "model", "test_set"], sort=False):
+    gini = sub.set_index("method").loc["DeepGini"]
+    cov = best_row(sub[sub.family == "coverage"])
+    sur = best_row(sub[sub.family == "surprise"])
+    lines.append(f"* **{arch}, {test_set}**: DeepGini {gini.apfd_normalized:.3f} normalized "
+                 f"({gini.apfd:.3f} raw); best neuron coverage {cov.method} {cov.apfd_normalized:.3f}; "
+                 f"best surprise method {sur.method} {sur.apfd_normalized:.3f}; random "
+                 f"{sub.set_index('method').loc['random', 'apfd_normalized']:.3f}.")
+say("In numbers:\n\n" + "\n".join(lines))
+
+# %% [markdown]
+# Most neuron-coverage orders are hardly better than random. NBC and SNAC rarely cover
+# anything on these models, so nearly every test ties at zero and the seeded tie-break decides:
+# with the artifact's file-order tie-break these rows would measure the dataset's order.
+#
+# Every softmax score ranks a confidently misclassified input late. Iterative attacks can push
+# inputs far past the decision boundary, while their activations stay unusual, which LSA and
+# DSA can pick up. The table below gives, for the misclassified inputs of each kind, the
+# median top softmax probability and the share above 0.9.
+
+# %%
+rows = []
+for ds, arch in PAIRS:
+    m = mixed[ds, arch]
+    probs = subjects[ds, arch, "original+adversarial"].probs
+    wrong = truth[ds, arch, "original+adversarial"]
+    for kind in dict.fromkeys(m["kind"]):
+        sel = (m["kind"] == kind) & wrong
+        rows.append({"model": arch, "inputs": kind, "misclassified": int(sel.sum()),
+                     "median_max_softmax": round(float(np.median(probs[sel].max(1))), 3) if sel.any() else None,
+                     "share_above_0.9": round(float((probs[sel].max(1) > 0.9).mean()), 3) if sel.any() else None})
+confidence = publish("fault_confidence", pd.DataFrame(rows))
+conf = confidence.assign(adv=confidence.inputs != "original").groupby(["model", "adv"])["share_above_0.9"].mean()
+say("Share of misclassified inputs with top probability above 0.9 (mean over kinds): " + "; ".join(
+    f"{arch}: original {conf[arch, False]:.3f}, adversarial {conf[arch, True]:.3f}" for arch in dict.fromkeys(confidence.model)) + ".")
+
 # %% [markdown]
 # ## 5. APFD curves
 #
@@ -324,7 +375,7 @@ fig.tight_layout()
 cost = apfd.pivot_table(index="method", columns=["model", "test_set"], values="seconds", sort=False).loc[list(METHODS)]
 cost.columns = [f"{m} {t}" for m, t in cost.columns]
 gini_seconds = apfd[apfd.method == "DeepGini"]["seconds"].mean()
-cost["x DeepGini (mean)"] = (cost.mean(axis=1) / gini_seconds).round(0)
+cost["x DeepGini (mean)"] = (cost.mean(axis=1) / gini_seconds).round(1)
 cost = publish("cost", cost.round(4).reset_index())
 
 # %% [markdown]
@@ -333,10 +384,10 @@ cost = publish("cost", cost.round(4).reset_index())
 # on the same tests, and checks that both give the same order.
 
 # %%
-ds, arch = PAIRS[0]
+ds, arch = max(PAIRS, key=lambda pair: subjects[(*pair, "original")].acts.shape[1])  # the widest model
 s = subjects[ds, arch, "original+adversarial"].take(np.arange(min(P.naive_n, len(truth[ds, arch, "original+adversarial"]))))
 rows = []
-for name in ("NAC(0.75)", "TKNC(1)", "NBC(0.5)"):
+for name in ("NAC(0.75)", "TKNC(1)", "NBC(0.5)", "KMNC(100)"):
     criterion, arg = name.rstrip(")").split("(")
     items = dg.items_for(criterion, float(arg), s)
     t0 = time.perf_counter()
@@ -356,12 +407,12 @@ cam_bench = publish("cam_benchmark", pd.DataFrame(rows))
 # mixed-set activations and softmax outputs** up to each size, adding Gaussian jitter of 5 % of
 # each neuron's training standard deviation to active neurons, so that the copies are not exact
 # duplicates (an exact duplicate never adds coverage, which would make CAM artificially fast).
-# LSA and DSA are recomputed at every size.
+# LSA and DSA are recomputed at every size. We use the widest model, where coverage has the most
+# neurons to track.
 
 # %%
 SCALING = ["DeepGini", "max-softmax", "NAC(0.75)-CAM", "NBC(0.5)-CAM", "TKNC(1)-CAM",
            f"KMNC({max(P.kmnc_k)})-CAM", "LSA", "DSA"]
-ds, arch = PAIRS[0]
 base = subjects[ds, arch, "original+adversarial"]
 flags = truth[ds, arch, "original+adversarial"]
 rows = []
@@ -381,6 +432,16 @@ ax.legend(fontsize=7)
 fig.tight_layout()
 largest = scaling[scaling.n_tests == scaling.n_tests.max()].set_index("method")["seconds"]
 scaling_ratio = publish("scaling_ratio", (largest / largest["DeepGini"]).round(1).rename("x DeepGini").reset_index())
+
+# %%
+slowest = largest.drop("DeepGini").idxmax()
+kmnc_name = f"KMNC({max(P.kmnc_k)})-CAM"
+say(f"At {int(scaling.n_tests.max()):,} tests DeepGini takes {largest['DeepGini']:.3f} s; the slowest "
+    f"prioritizer, {slowest}, takes {largest[slowest]:.1f} s ({largest[slowest] / largest['DeepGini']:.0f}× as long). "
+    f"Greedy CAM with an incremental update is {cam_bench['speedup'].max():g}× faster than the naive rescan "
+    f"in the benchmark above, with identical orders. The paper's hours for KMNC are a property of a "
+    f"per-test, per-neuron implementation, not of the criterion: on activation matrices "
+    f"{kmnc_name} takes {largest[kmnc_name]:.1f} s at that size, {largest[kmnc_name] / largest['DeepGini']:.0f}× DeepGini.")
 
 # %% [markdown]
 # ## 7. Retraining with the top-ranked tests
@@ -434,6 +495,38 @@ for ax, (ds, arch) in zip(axes.flat, PAIRS):
     ax.legend(fontsize=7)
 fig.tight_layout()
 
+# %%
+gain = retraining.pivot_table(index=["model", "method"], columns="percent", values="adversarial_accuracy")
+say("Accuracy on held-out adversarial inputs, before retraining and after retraining on the top "
+    f"{max(P.retrain_percents)} %: " + "; ".join(
+        f"{arch}: {gain.loc[(arch, 'none'), 0]:.3f} before, " + ", ".join(
+            f"{meth} {gain.loc[(arch, meth), max(P.retrain_percents)]:.3f}"
+            for meth in gain.loc[arch].index if meth != "none") for arch in gain.index.get_level_values(0).unique()) + ".")
+
+# %% [markdown]
+# ## What differs from the paper
+#
+# * **Data and models.** `default` runs Fashion-MNIST with LeNet-1 and LeNet-5 only (the paper
+#   pairs Fashion-MNIST with LeNet-1 and ResNet-20, and has MNIST, CIFAR-10 and SVHN). Our LeNets
+#   use ReLU, max pooling and "same" 5×5 convolutions, trained with Adam for a few epochs; the
+#   paper's training recipe is not reproduced.
+# * **Adversarial set size.** Attacks are capped per attack (see the parameters and the
+#   `adversarial` table), so the mixed set is mostly original tests; in the paper adversarial
+#   inputs dominate. Raw APFD on our mixed set is therefore not capped near 0.6 as the paper's.
+#   Attack settings are ART's with our choices: BIM ε 0.1, step 0.01, 20 steps; JSMA θ 1, γ 0.1;
+#   C&W-L2 10 iterations × 3 binary-search steps; all untargeted.
+# * **Coverage.** Conv neurons are spatial means of feature maps (the paper's convention). NAC
+#   thresholds activations rescaled to the training range, without the artifact's sigmoid. KMNC
+#   and NAC ranges come from the whole training set. Ties, CAM's start and CAM's leftovers use a
+#   seeded random order, never file order. LSA/DSA use the last hidden layer and a seeded sample
+#   of training traces; LSC/DSC use 1000 buckets up to the largest value on the set.
+# * **Cost.** Seconds are measured on activation matrices already computed, in one process
+#   with `REPRO_THREADS` threads; the paper timed whole tools. The scaling curve tiles real
+#   activations with jitter above the real test-set size.
+# * **Retraining.** We fine-tune the trained model on the selected tests plus as many random
+#   training images for a few epochs and score it on a held-out half of the adversarial inputs
+#   (split by source image); the paper's retraining protocol differs in detail.
+
 # %% [markdown]
 # ## Verdict
 #
@@ -447,8 +540,9 @@ def graded(ok: pd.Series) -> bool | str:
 
 
 norm = apfd.pivot_table(index=["model", "test_set"], columns="method", values="apfd_normalized")
-baselines = [m for m, f in METHODS.items() if f in ("coverage", "surprise")]
-margin_to_best = norm["DeepGini"] - norm[baselines].max(axis=1)
+paper_baselines = [m for m, f in METHODS.items() if f == "coverage"] + ["LSC-CAM", "DSC-CAM"]
+margin_to_best = norm["DeepGini"] - norm[paper_baselines].max(axis=1)
+margin_to_sa = norm["DeepGini"] - norm[["LSA", "DSA"]].max(axis=1)
 simple_gap = (norm[["max-softmax", "entropy", "margin"]].sub(norm["DeepGini"], axis=0)).abs().max()
 ratios = scaling_ratio.set_index("method")["x DeepGini"]
 coverage_ratios = ratios.drop(["DeepGini", "max-softmax"])
@@ -456,15 +550,21 @@ top = max(P.retrain_percents)
 at_top = retraining[retraining.percent == top].pivot_table(index="model", columns="method", values="adversarial_accuracy")
 others = at_top.drop(columns="DeepGini")
 verdict([
-    {"claim": "DeepGini beats every coverage and surprise method on every set (normalized APFD)",
+    {"claim": "DeepGini beats every coverage baseline of the paper (NAC, KMNC, NBC, SNAC, TKNC as CTM/CAM; LSC, DSC) "
+              "on every set (normalized APFD)",
      "paper": "yes, on all 8 subjects × 2 sets",
      "ours": "; ".join(f"{mod} {ts}: {d:+.3f} vs best baseline" for (mod, ts), d in margin_to_best.items()),
      "held": graded(margin_to_best > 0)},
-    {"claim": "DeepGini is orders of magnitude cheaper than coverage prioritization",
+    {"claim": "DeepGini also beats LSA and DSA used as plain scores (not in the paper; Weiss & Tonella compare them)",
+     "paper": "not tested (the paper uses LSC/DSC)",
+     "ours": "; ".join(f"{mod} {ts}: {d:+.3f} vs best of LSA/DSA" for (mod, ts), d in margin_to_sa.items()),
+     "held": graded(margin_to_sa > 0)},
+    {"claim": "DeepGini is orders of magnitude (≥ 100×) cheaper than coverage prioritization",
      "paper": "seconds vs hours (KMNC > 12 h on CIFAR)",
-     "ours": f"at {int(scaling.n_tests.max()):,} tests: " + ", ".join(f"{k} {v:g}x" for k, v in coverage_ratios.items()),
+     "ours": f"at {int(scaling.n_tests.max()):,} tests: " + ", ".join(f"{k} {v:g}×" for k, v in coverage_ratios.items())
+             + f"; slowest {largest.max():.1f} s",
      "held": graded(coverage_ratios >= 100)},
-    {"claim": "max-softmax, entropy and margin match DeepGini (Weiss & Tonella 2022)",
+    {"claim": "max-softmax, entropy and margin match DeepGini within 0.02 (Weiss & Tonella 2022)",
      "paper": "match (replication study)",
      "ours": ", ".join(f"{k} max |Δ| {v:.3f}" for k, v in simple_gap.items()),
      "held": graded(simple_gap <= 0.02)},

@@ -140,5 +140,5 @@ def test_conv_neurons_are_spatial_means_of_feature_maps() -> None:
     acts, layer = training.neuron_activations(model, x)
     assert acts.shape == (3, 6 + 16 + 120 + 84) and np.bincount(layer).tolist() == [6, 16, 120, 84]
     with torch.no_grad():
-        maps = model.blocks[0](torch.as_tensor(x))
+        maps = model.blocks[0](torch.as_tensor(x).to(training.DEVICE)).cpu()
     assert acts[:, :6] == pytest.approx(maps.mean(dim=(2, 3)).double().numpy(), abs=1e-6)

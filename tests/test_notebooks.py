@@ -76,4 +76,4 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
         assert {"none", "DeepGini", "random"} < methods and len(methods) == 4  # plus the best coverage method
     assert all(0 <= r["adversarial_accuracy"] <= 1 for r in retraining)
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
-    assert len(verdict) == 4 and all(r["held"] in ("yes", "no", "partly") for r in verdict)
+    assert len(verdict) == 5 and all(r["held"] in ("yes", "no", "partly") for r in verdict)

@@ -21,10 +21,12 @@ ATTACKS: dict[str, tuple[str, dict[str, object]]] = {
 
 def classifier(model: nn.Module, shape: tuple[int, ...], classes: int):
     """ART PyTorchClassifier around a trained model with inputs clipped to [0, 1]."""
+    import torch
     from art.estimators.classification import PyTorchClassifier
 
     return PyTorchClassifier(model=model, loss=nn.CrossEntropyLoss(), input_shape=tuple(shape), nb_classes=classes,
-                             clip_values=(0.0, 1.0), device_type="cpu")
+                             clip_values=(0.0, 1.0),
+                             device_type="gpu" if torch.cuda.is_available() else "cpu")
 
 
 def adversarial_examples(art_classifier, x: np.ndarray, attack: str, batch: int = 64) -> np.ndarray:

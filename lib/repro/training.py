@@ -13,7 +13,9 @@ from tqdm.auto import tqdm
 from .atomic import atomic_path
 from .paths import data_dir
 
-__all__ = ["MODELS", "build", "fine_tune", "neuron_activations", "predict_proba", "train_cached"]
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+__all__ = ["DEVICE", "MODELS", "build", "fine_tune", "neuron_activations", "predict_proba", "train_cached"]
 
 
 class Net(nn.Module):
@@ -108,7 +110,7 @@ def build(name: str, shape: tuple[int, int, int], classes: int, seed: int) -> Ne
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}: pass one of {', '.join(MODELS)}")
     torch.manual_seed(seed)
-    return MODELS[name](shape[0], shape[1], classes)
+    return MODELS[name](shape[0], shape[1], classes).to(DEVICE)
 
 
 def _batches(n: int, batch: int, rng: np.random.Generator | None) -> list[np.ndarray]:
@@ -117,16 +119,16 @@ def _batches(n: int, batch: int, rng: np.random.Generator | None) -> list[np.nda
     return [idx[s: s + batch] for s in range(0, n, batch)]
 
 
-def _fit(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, lr: float, seed: int, desc: str) -> Net:
-    """Adam on cross-entropy for `epochs` epochs, batch 128, with a progress bar."""
+def _fit(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, lr: float, seed: int, desc: str | None) -> Net:
+    """Adam on cross-entropy for `epochs` epochs, batch 128, with a progress bar unless `desc` is None."""
     rng = np.random.default_rng(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
     model.train()
-    for _ in tqdm(range(epochs), desc=desc, leave=False):
+    for _ in tqdm(range(epochs), desc=desc, leave=False, disable=desc is None):
         for b in _batches(len(x), 128, rng):
             opt.zero_grad()
-            nn.functional.cross_entropy(model(xt[b]), yt[b]).backward()
+            nn.functional.cross_entropy(model(xt[b].to(DEVICE)), yt[b].to(DEVICE)).backward()
             opt.step()
     return model.eval()
 
@@ -146,7 +148,7 @@ def train_cached(name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: 
     key = _digest(x, y, name=name, classes=classes, epochs=epochs, seed=seed, lr=lr, torch=torch.__version__)
     path = data_dir() / "models" / "deepgini" / f"{name}-{key}.pt"
     if path.exists():
-        model.load_state_dict(torch.load(path, weights_only=True))
+        model.load_state_dict(torch.load(path, weights_only=True, map_location=DEVICE))
         return model.eval(), True
     _fit(model, x, y, epochs, lr, seed, f"train {name}")
     with atomic_path(path) as tmp:
@@ -158,14 +160,14 @@ def fine_tune(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, seed: int, 
     """A copy of `model` trained further on (x, y); the original is untouched."""
     import copy
 
-    return _fit(copy.deepcopy(model), x, y, epochs, lr, seed, "retrain")
+    return _fit(copy.deepcopy(model), x, y, epochs, lr, seed, None)
 
 
 @torch.no_grad()
 def predict_proba(model: Net, x: np.ndarray, batch: int = 1024) -> np.ndarray:
     """Softmax probabilities, float64."""
     xt = torch.as_tensor(x, dtype=torch.float32)
-    out = [torch.softmax(model(xt[b]), dim=1) for b in _batches(len(x), batch, None)]
+    out = [torch.softmax(model(xt[b].to(DEVICE)), dim=1).cpu() for b in _batches(len(x), batch, None)]
     return torch.cat(out).double().numpy()
 
 
@@ -173,7 +175,7 @@ def predict_proba(model: Net, x: np.ndarray, batch: int = 1024) -> np.ndarray:
 def neuron_activations(model: Net, x: np.ndarray, batch: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     """(tests x neurons) activation matrix over all ReLU layers, and the layer index of each neuron."""
     xt = torch.as_tensor(x, dtype=torch.float32)
-    chunks = [torch.cat(model.trace(xt[b])[1], dim=1) for b in _batches(len(x), batch, None)]
-    _, sizes = model.trace(xt[:1])
+    chunks = [torch.cat(model.trace(xt[b].to(DEVICE))[1], dim=1).cpu() for b in _batches(len(x), batch, None)]
+    _, sizes = model.trace(xt[:1].to(DEVICE))
     layer = np.concatenate([np.full(a.shape[1], i) for i, a in enumerate(sizes)])
     return torch.cat(chunks).double().numpy(), layer
