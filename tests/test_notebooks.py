@@ -75,5 +75,7 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
         methods = {r["method"] for r in retraining if r["model"] == model}
         assert {"none", "DeepGini", "random"} < methods and len(methods) == 4  # plus the best coverage method
     assert all(0 <= r["adversarial_accuracy"] <= 1 for r in retraining)
+    summary = table(smoke_results, "deepgini_apfd", "retraining_summary")
+    assert {r["percent"] for r in summary} == {0, 5, 10} and all(r["runs"] == 1 for r in summary)
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
     assert len(verdict) == 5 and all(r["held"] in ("yes", "no", "partly") for r in verdict)
