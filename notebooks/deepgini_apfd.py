@@ -473,9 +473,8 @@ for ds, arch in PAIRS:
 
     def score(model) -> dict[str, float]:
         """Accuracy on the held-out adversarial and original inputs."""
-        pred = training.predict_proba(model, m["x"]).argmax(1)
-        return {"adversarial_accuracy": float((pred[held_adv] == m["y"][held_adv]).mean()),
-                "original_accuracy": float((pred[held_orig] == m["y"][held_orig]).mean())}
+        return {key: float((training.predict_proba(model, m["x"][idx]).argmax(1) == m["y"][idx]).mean())
+                for key, idx in (("adversarial_accuracy", held_adv), ("original_accuracy", held_orig))}
 
     rows.append({"dataset": ds, "model": arch, "method": "none", "percent": 0, "repeat": 0, **score(models[ds, arch])})
     for repeat in tqdm(range(P.retrain_seeds), desc=f"retrain {arch}", leave=False):
