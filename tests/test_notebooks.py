@@ -103,3 +103,47 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     assert bench[0]["naive_measured"] and bench[0]["max_abs_score_diff"] < 1e-3 and bench[0]["ratio"] > 1
     verdict = {r["claim"][:8]: r["held"] for r in tables["verdict"]}
     assert verdict["Fig. 6: "] == "yes"
+
+
+def test_deepgini_models_and_mixed_sets(smoke_results) -> None:
+    accuracy = table(smoke_results, "deepgini_apfd", "accuracy")
+    assert {r["model"] for r in accuracy} == {"lenet1", "lenet5"}
+    assert all(0.8 < r["test_accuracy"] <= 1 for r in accuracy)
+    adversarial = {(r["model"], r["attack"]): r for r in table(smoke_results, "deepgini_apfd", "adversarial")}
+    for model in ("lenet1", "lenet5"):
+        assert [adversarial[model, a]["examples_added"] for a in ("FGSM-0.01", "FGSM-0.1", "BIM", "JSMA", "CW-L2")] == [100, 100, 100, 30, 30]
+        # the larger FGSM step fools the model more often; FGSM stays within its epsilon
+        assert adversarial[model, "FGSM-0.1"]["accuracy_on_them"] < adversarial[model, "FGSM-0.01"]["accuracy_on_them"]
+        assert adversarial[model, "FGSM-0.01"]["mean_linf"] <= 0.0100001
+    sets = {(r["model"], r["test_set"]): r["tests"] for r in table(smoke_results, "deepgini_apfd", "test_sets")}
+    assert sets["lenet1", "original"] == 540 and sets["lenet1", "original+adversarial"] == 540 + 360
+
+
+def test_deepgini_apfd_table(smoke_results) -> None:
+    rows = table(smoke_results, "deepgini_apfd", "apfd")
+    assert {"dataset", "model", "test_set", "method", "apfd", "apfd_normalized", "seconds"} <= set(rows[0])
+    assert len(rows) == 2 * 2 * 29
+    by = {(r["model"], r["test_set"], r["method"]): r for r in rows}
+    for model in ("lenet1", "lenet5"):
+        for test_set in ("original", "original+adversarial"):
+            gini, rand = by[model, test_set, "DeepGini"], by[model, test_set, "random"]
+            assert abs(rand["apfd_normalized"] - 0.5) < 0.1
+            assert gini["apfd_normalized"] > rand["apfd_normalized"] + 0.2
+            assert gini["apfd"] < gini["apfd_normalized"] or test_set == "original"
+    assert all(0 <= r["apfd_normalized"] <= 1 and r["seconds"] >= 0 for r in rows)
+
+
+def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
+    bench = table(smoke_results, "deepgini_apfd", "cam_benchmark")
+    assert all(r["same_order"] for r in bench)
+    scaling = table(smoke_results, "deepgini_apfd", "scaling")
+    assert {r["n_tests"] for r in scaling} == {1000, 4000} and len(scaling) == 2 * 8
+    retraining = table(smoke_results, "deepgini_apfd", "retraining")
+    for model in ("lenet1", "lenet5"):
+        methods = {r["method"] for r in retraining if r["model"] == model}
+        assert {"none", "DeepGini", "random"} < methods and len(methods) == 4  # plus the best coverage method
+    assert all(0 <= r["adversarial_accuracy"] <= 1 for r in retraining)
+    summary = table(smoke_results, "deepgini_apfd", "retraining_summary")
+    assert {r["percent"] for r in summary} == {0, 5, 10} and all(r["runs"] == 1 for r in summary)
+    verdict = table(smoke_results, "deepgini_apfd", "verdict")
+    assert len(verdict) == 5 and all(r["held"] in ("yes", "no", "partly") for r in verdict)

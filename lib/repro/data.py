@@ -45,13 +45,29 @@ def _fashion_mnist_local(split: str) -> tuple[np.ndarray, np.ndarray]:
     return read_idx(images), read_idx(labels).astype(np.int64)
 
 
-def _fashion_mnist_hub(split: str) -> tuple[np.ndarray, np.ndarray]:
-    """Fashion-MNIST from the Hugging Face Hub (`fashion_mnist`)."""
+# Hub id, config, image column and label column of the image datasets loaded at the `paper` profile.
+HUB_IMAGE_SETS = {
+    "mnist": ("ylecun/mnist", None, "image", "label"),
+    "fashion_mnist": ("zalando-datasets/fashion_mnist", None, "image", "label"),
+    "cifar10": ("uoft-cs/cifar10", None, "img", "label"),
+    "cifar100": ("uoft-cs/cifar100", None, "img", "fine_label"),
+    "svhn": ("ufldl-stanford/svhn", "cropped_digits", "image", "label"),
+}
+
+
+def _hub_images(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Images (n, H, W[, C]) uint8 and labels of one HUB_IMAGE_SETS dataset through datasets.load_dataset."""
     from datasets import load_dataset
 
-    ds = load_dataset("zalando-datasets/fashion_mnist", split=split)
-    images = np.stack([np.asarray(im, dtype=np.uint8) for im in ds["image"]])
-    return images, np.asarray(ds["label"], dtype=np.int64)
+    repo, config, image_col, label_col = HUB_IMAGE_SETS[name]
+    ds = load_dataset(repo, config, split=split)
+    images = np.stack([np.asarray(im, dtype=np.uint8) for im in ds[image_col]])
+    return images, np.asarray(ds[label_col], dtype=np.int64)
+
+
+def _fashion_mnist_hub(split: str) -> tuple[np.ndarray, np.ndarray]:
+    """Fashion-MNIST from the Hugging Face Hub (`fashion_mnist`)."""
+    return _hub_images("fashion_mnist", split)
 
 
 def fashion_mnist(split: str = "train", source: str = "auto") -> tuple[np.ndarray, np.ndarray]:
@@ -142,12 +158,9 @@ def general_sentences() -> list[str]:
 
 def cifar(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     """CIFAR-10 or CIFAR-100 (fine labels) from the Hugging Face Hub: uint8 images (n, 32, 32, 3), labels."""
-    from datasets import load_dataset
-
-    repo, image_key, label_key = {"cifar10": ("uoft-cs/cifar10", "img", "label"),
-                                  "cifar100": ("uoft-cs/cifar100", "img", "fine_label")}[name]
-    ds = load_dataset(repo, split=split)
-    return np.stack([np.asarray(im, dtype=np.uint8) for im in ds[image_key]]), np.asarray(ds[label_key], dtype=np.int64)
+    if name not in ("cifar10", "cifar100"):
+        raise ValueError(f"name must be 'cifar10' or 'cifar100', got {name!r}")
+    return _hub_images(name, split)
 
 
 def clinc_oos(split: str) -> tuple[list[str], np.ndarray, tuple[str, ...]]:
@@ -171,3 +184,30 @@ def per_class_subset(labels: np.ndarray, n_per_class: int, seed: int = 0) -> np.
     labels = np.asarray(labels)
     picks = [rng.permutation(np.flatnonzero(labels == c))[:n_per_class] for c in np.unique(labels)]
     return np.sort(np.concatenate(picks))
+
+
+def _channels_first(images: np.ndarray, scale: float) -> np.ndarray:
+    """(n, H, W[, C]) images as float32 (n, C, H, W) divided by `scale`."""
+    x = images.astype(np.float32) / scale
+    return x[:, None] if x.ndim == 3 else np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+
+
+def image_dataset(name: str, split: str, source: str = "local", seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Images as float32 (n, C, H, W) in [0, 1] and labels: 'digits' (seeded 70/30 split), Fashion-MNIST or a Hub set."""
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if name == "digits":
+        images, labels = digits()
+        idx = np.random.default_rng(seed).permutation(len(labels))
+        cut = int(0.7 * len(idx))
+        idx = idx[:cut] if split == "train" else idx[cut:]
+        return _channels_first(images[idx], 16.0), labels[idx]
+    if name == "fashion_mnist" and source == "local":
+        images, labels = fashion_mnist(split)
+        return _channels_first(images, 255.0), labels
+    if name not in HUB_IMAGE_SETS:
+        raise ValueError(f"unknown dataset {name!r}: pass digits or one of {', '.join(HUB_IMAGE_SETS)}")
+    if source != "hub":
+        raise MissingDataError(f"{name} is only available from the Hub: set source='hub' (paper profile)")
+    images, labels = _hub_images(name, split)
+    return _channels_first(images, 255.0), labels

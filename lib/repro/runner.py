@@ -22,7 +22,8 @@ from .results import collect
 
 EXIT_BAD_INPUT = 2
 VERSIONED = ("repro", "torch", "numpy", "pandas", "scikit-learn", "scipy", "transformers",
-             "accelerate", "datasets", "opacus", "papermill", "jupytext", "seaborn")
+             "accelerate", "datasets", "opacus", "autodp", "adversarial-robustness-toolbox", "papermill",
+             "jupytext", "seaborn")
 
 
 class RunError(Exception):

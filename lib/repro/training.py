@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -145,9 +146,14 @@ def input_digest(*parts: Any) -> str:
     return digest.hexdigest()[:16]
 
 
+def weights_path(name: str, model: nn.Module, key: str) -> Path:
+    """Where cached_fit keeps the weights of `model` trained on inputs digested as `key`."""
+    return data_dir() / "models" / f"{name}-{key}-{input_digest(repr(model))[:8]}.pt"
+
+
 def cached_fit(name: str, model: nn.Module, key: str, train: Callable[[nn.Module], nn.Module]) -> nn.Module:
-    """Load `model`'s weights from data/models/<name>-<key>-<architecture>.pt, or train it and save them atomically."""
-    path = data_dir() / "models" / f"{name}-{key}-{input_digest(repr(model))[:8]}.pt"
+    """Load `model`'s weights from weights_path(), or train it and save them atomically."""
+    path = weights_path(name, model, key)
     if path.exists():
         model.load_state_dict(torch.load(path, weights_only=True, map_location="cpu"))
         return model.eval()

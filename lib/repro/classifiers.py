@@ -1,0 +1,158 @@
+"""Classifiers of the DeepGini pairs (LeNet-1, LeNet-5, ResNet-20, VGG-16), trained and cached, and their activations."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from .training import cached_fit, device, fit, input_digest, weights_path
+
+__all__ = ["MODELS", "build", "fine_tune", "neuron_activations", "predict_proba", "train_cached"]
+
+
+class Net(nn.Module):
+    """A classifier whose `neurons(x)` returns one (n, units) matrix per ReLU layer."""
+
+    def __init__(self, blocks: list[nn.Module], head: nn.Module):
+        super().__init__()
+        self.blocks = nn.ModuleList(blocks)
+        self.head = head
+
+    def trace(self, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits and per-block neuron values (conv feature maps reduced to their spatial mean)."""
+        acts = []
+        for block in self.blocks:
+            x = block(x)
+            acts.append(x.mean(dim=(2, 3)) if x.dim() == 4 else x)
+        return self.head(x), acts
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits."""
+        return self.trace(x)[0]
+
+
+def _conv(cin: int, cout: int, pool: bool) -> nn.Sequential:
+    """5x5 'same' convolution, ReLU, optional 2x2 max pooling."""
+    layers: list[nn.Module] = [nn.Conv2d(cin, cout, 5, padding=2), nn.ReLU()]
+    return nn.Sequential(*layers, nn.MaxPool2d(2)) if pool else nn.Sequential(*layers)
+
+
+def lenet1(channels: int, side: int, classes: int) -> Net:
+    """LeNet-1: conv 4 maps, pool, conv 12 maps, pool, dense softmax."""
+    flat = 12 * (side // 4) ** 2
+    return Net([_conv(channels, 4, True), _conv(4, 12, True)], nn.Sequential(nn.Flatten(), nn.Linear(flat, classes)))
+
+
+def lenet5(channels: int, side: int, classes: int) -> Net:
+    """LeNet-5: conv 6, pool, conv 16, pool, dense 120, dense 84, dense softmax."""
+    flat = 16 * (side // 4) ** 2
+    dense1 = nn.Sequential(nn.Flatten(), nn.Linear(flat, 120), nn.ReLU())
+    return Net([_conv(channels, 6, True), _conv(6, 16, True), dense1, nn.Sequential(nn.Linear(120, 84), nn.ReLU())],
+               nn.Linear(84, classes))
+
+
+class _Residual(nn.Module):
+    """Basic residual block of ResNet-20 (two 3x3 convolutions, identity or 1x1 shortcut)."""
+
+    def __init__(self, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                                  nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
+        self.skip = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
+            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """ReLU(body(x) + shortcut(x))."""
+        return torch.relu(self.body(x) + self.skip(x))
+
+
+def resnet20(channels: int, side: int, classes: int) -> Net:
+    """ResNet-20 (He et al. 2016, CIFAR variant): 3 stages of 3 blocks, 16/32/64 maps."""
+    blocks: list[nn.Module] = [nn.Sequential(nn.Conv2d(channels, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())]
+    cin = 16
+    for cout, stride in ((16, 1), (32, 2), (64, 2)):
+        for i in range(3):
+            blocks.append(_Residual(cin, cout, stride if i == 0 else 1))
+            cin = cout
+    return Net(blocks, nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, classes)))
+
+
+def vgg16(channels: int, side: int, classes: int) -> Net:
+    """VGG-16 with batch norm for 32x32 inputs: 13 conv layers, then dense 512 and softmax."""
+    plan = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+    blocks: list[nn.Module] = []
+    cin = channels
+    for i, v in enumerate(plan):
+        if v == "M":
+            continue
+        pool = i + 1 < len(plan) and plan[i + 1] == "M"
+        layers = [nn.Conv2d(cin, v, 3, padding=1), nn.BatchNorm2d(v), nn.ReLU()]
+        blocks.append(nn.Sequential(*layers, nn.MaxPool2d(2)) if pool else nn.Sequential(*layers))
+        cin = v
+    flat = 512 * (side // 32) ** 2
+    blocks.append(nn.Sequential(nn.Flatten(), nn.Linear(flat, 512), nn.ReLU()))
+    return Net(blocks, nn.Linear(512, classes))
+
+
+MODELS = {"lenet1": lenet1, "lenet5": lenet5, "resnet20": resnet20, "vgg16": vgg16}
+
+
+def build(name: str, shape: tuple[int, int, int], classes: int, seed: int) -> Net:
+    """Fresh model `name` for inputs of shape (channels, side, side), initialized from `seed`."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}: pass one of {', '.join(MODELS)}")
+    torch.manual_seed(seed)
+    return MODELS[name](shape[0], shape[1], classes).to(device())
+
+
+def _batches(n: int, batch: int) -> list[np.ndarray]:
+    """Consecutive index batches over n items."""
+    return [np.arange(s, min(s + batch, n)) for s in range(0, n, batch)]
+
+
+def _logits_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of a classifier's logits against integer labels."""
+    return nn.functional.cross_entropy(logits, target)
+
+
+def _fit(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, lr: float, seed: int, desc: str) -> Net:
+    """Adam on cross-entropy, batch 128, through the shared training loop."""
+    xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
+    return fit(model, xt, yt, _logits_loss, epochs, lr=lr, batch_size=128, seed=seed, desc=desc)
+
+
+def train_cached(name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: int, seed: int,
+                 lr: float = 1e-3) -> tuple[Net, bool]:
+    """Train model `name` on (x, y) or load its cached weights from data/models; (model, was_cached)."""
+    model = build(name, x.shape[1:], classes, seed)
+    key = input_digest(x, y, {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "lr": lr,
+                              "torch": torch.__version__})
+    was_cached = weights_path(f"deepgini-{name}", model, key).exists()
+    model = cached_fit(f"deepgini-{name}", model, key, lambda m: _fit(m, x, y, epochs, lr, seed, f"train {name}"))
+    return model.to(device()), was_cached
+
+
+def fine_tune(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, seed: int, lr: float = 5e-4) -> Net:
+    """A copy of `model` trained further on (x, y); the original is untouched."""
+    import copy
+
+    return _fit(copy.deepcopy(model), x, y, epochs, lr, seed, "fine-tune")
+
+
+@torch.no_grad()
+def predict_proba(model: Net, x: np.ndarray, batch: int = 1024) -> np.ndarray:
+    """Softmax probabilities, float64."""
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    out = [torch.softmax(model(xt[b].to(device())), dim=1).cpu() for b in _batches(len(x), batch)]
+    return torch.cat(out).double().numpy()
+
+
+@torch.no_grad()
+def neuron_activations(model: Net, x: np.ndarray, batch: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """(tests x neurons) activation matrix over all ReLU layers, and the layer index of each neuron."""
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    chunks = [torch.cat(model.trace(xt[b].to(device()))[1], dim=1).cpu() for b in _batches(len(x), batch)]
+    _, sizes = model.trace(xt[:1].to(device()))
+    layer = np.concatenate([np.full(a.shape[1], i) for i, a in enumerate(sizes)])
+    return torch.cat(chunks).double().numpy(), layer

@@ -1,0 +1,177 @@
+"""Neuron coverage on activation matrices (NAC, KMNC, NBC, SNAC, TKNC, surprise buckets) and CTM/CAM orders.
+
+Every criterion turns an activation matrix (tests x neurons) into a sparse incidence matrix
+(tests x coverage items): item j is covered by test i when entry (i, j) is 1. CTM sorts tests by
+their own item count; CAM is the greedy "additional coverage" order, kept exact by decrementing
+the gain of only those tests that share a newly covered item (an inverted index), never by
+rescanning every test at every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from .prioritize import seeded_order
+
+__all__ = [
+    "NeuronStats", "bucket_items", "cam_order", "cam_order_naive", "ctm_order", "fit_stats",
+    "kmnc_items", "nac_items", "nbc_items", "snac_items", "tknc_items",
+]
+
+
+@dataclass(frozen=True)
+class NeuronStats:
+    """Per-neuron range of the training activations and the layer each neuron belongs to."""
+
+    low: np.ndarray
+    high: np.ndarray
+    std: np.ndarray
+    layer: np.ndarray
+
+
+def fit_stats(train_acts: np.ndarray, layer: np.ndarray) -> NeuronStats:
+    """Minimum, maximum and standard deviation of each neuron over the training set."""
+    a = np.asarray(train_acts, dtype=np.float64)
+    if a.ndim != 2 or a.shape[1] != len(layer):
+        raise ValueError(f"train_acts must be (n, {len(layer)}), got {a.shape}")
+    return NeuronStats(a.min(axis=0), a.max(axis=0), a.std(axis=0), np.asarray(layer))
+
+
+def _incidence(rows: np.ndarray, cols: np.ndarray, n_tests: int, n_items: int) -> sparse.csr_matrix:
+    """0/1 CSR matrix tests x items from the (row, col) pairs that are covered."""
+    data = np.ones(len(rows), dtype=np.int8)
+    return sparse.csr_matrix((data, (rows, cols)), shape=(n_tests, n_items))
+
+
+def _dense_incidence(covered: np.ndarray) -> sparse.csr_matrix:
+    """CSR incidence from a dense boolean tests x items matrix."""
+    rows, cols = np.nonzero(covered)
+    return _incidence(rows, cols, *covered.shape)
+
+
+def scaled(acts: np.ndarray, stats: NeuronStats) -> np.ndarray:
+    """Activations rescaled per neuron so the training range maps to [0, 1] (constant neurons -> 0)."""
+    span = np.where(stats.high > stats.low, stats.high - stats.low, np.inf)
+    return (np.asarray(acts, dtype=np.float64) - stats.low) / span
+
+
+def nac_items(acts: np.ndarray, stats: NeuronStats, threshold: float) -> sparse.csr_matrix:
+    """NAC(t): neuron j covered when its training-range-scaled activation exceeds t (no sigmoid)."""
+    return _dense_incidence(scaled(acts, stats) > threshold)
+
+
+def kmnc_items(acts: np.ndarray, stats: NeuronStats, k: int) -> sparse.csr_matrix:
+    """KMNC(k): item (j, s) covered when neuron j falls in section s of k equal sections of its training range."""
+    s = scaled(acts, stats)
+    inside = (s >= 0) & (s <= 1) & (stats.high > stats.low)
+    rows, neurons = np.nonzero(inside)
+    section = np.minimum((s[rows, neurons] * k).astype(np.int64), k - 1)
+    return _incidence(rows, neurons * k + section, s.shape[0], s.shape[1] * k)
+
+
+def _corners(acts: np.ndarray, stats: NeuronStats, k: float, lower: bool) -> sparse.csr_matrix:
+    """Upper corner items (a > high + k std), then lower ones (a < low - k std) if `lower`."""
+    a = np.asarray(acts, dtype=np.float64)
+    upper = a > stats.high + k * stats.std
+    return _dense_incidence(np.hstack([upper, a < stats.low - k * stats.std]) if lower else upper)
+
+
+def nbc_items(acts: np.ndarray, stats: NeuronStats, k: float) -> sparse.csr_matrix:
+    """NBC(k): upper and lower corner of each neuron, boundaries at training max + k std and min - k std."""
+    return _corners(acts, stats, k, lower=True)
+
+
+def snac_items(acts: np.ndarray, stats: NeuronStats, k: float) -> sparse.csr_matrix:
+    """SNAC(k): upper corner only, activation above training max + k std."""
+    return _corners(acts, stats, k, lower=False)
+
+
+def tknc_items(acts: np.ndarray, layer: np.ndarray, k: int) -> sparse.csr_matrix:
+    """TKNC(k): in every layer, the k most active neurons of the test are covered."""
+    a = np.asarray(acts, dtype=np.float64)
+    layer = np.asarray(layer)
+    covered = np.zeros(a.shape, dtype=bool)
+    for lay in np.unique(layer):
+        idx = np.flatnonzero(layer == lay)
+        top = np.argsort(-a[:, idx], axis=1, kind="stable")[:, : min(k, idx.size)]
+        block = np.zeros((a.shape[0], idx.size), dtype=bool)
+        np.put_along_axis(block, top, True, axis=1)
+        covered[:, idx] = block
+    return _dense_incidence(covered)
+
+
+def bucket_items(values: np.ndarray, n_buckets: int, upper: float) -> sparse.csr_matrix:
+    """Surprise coverage (LSC/DSC): value v covers bucket floor(v / upper * n) of [0, upper); others none."""
+    v = np.asarray(values, dtype=np.float64)
+    keep = np.flatnonzero((v >= 0) & (v < upper))
+    bucket = (v[keep] / upper * n_buckets).astype(np.int64)
+    return _incidence(keep, bucket, v.size, n_buckets)
+
+
+def ctm_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
+    """Coverage-total: tests by the number of items they cover, seeded ties."""
+    return seeded_order(np.diff(items.indptr), seed)
+
+
+def _leftovers(order: list[int], items: sparse.csr_matrix, seed: int) -> np.ndarray:
+    """Append the tests CAM never picked, by their own coverage (CTM) with seeded ties."""
+    chosen = np.asarray(order, dtype=np.int64)
+    rest = np.setdiff1d(np.arange(items.shape[0]), chosen)
+    tail = rest[ctm_order(items[rest], seed)]
+    return np.concatenate([chosen, tail])
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Concatenation of arange(s, e) for every pair, without a Python loop."""
+    lens = ends - starts
+    offsets = np.repeat(np.cumsum(lens) - lens, lens)
+    return np.arange(lens.sum()) - offsets + np.repeat(starts, lens)
+
+
+def cam_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
+    """Coverage-additional greedy order with seeded ties and incremental gain updates."""
+    items = sparse.csr_matrix(items, dtype=np.int8)
+    items.sum_duplicates()
+    n = items.shape[0]
+    by_item = items.tocsc()
+    gain = np.diff(items.indptr).astype(np.float64)
+    tiebreak = (np.random.default_rng(seed).permutation(n) + 1) / (2.0 * (n + 1))
+    key = gain + tiebreak
+    covered = np.zeros(items.shape[1], dtype=bool)
+    order: list[int] = []
+    while True:
+        best = int(np.argmax(key))
+        if gain[best] <= 0:
+            break
+        order.append(best)
+        key[best] = -np.inf
+        mine = items.indices[items.indptr[best]: items.indptr[best + 1]]
+        new = mine[~covered[mine]]
+        covered[new] = True
+        drop = np.bincount(by_item.indices[_ranges(by_item.indptr[new], by_item.indptr[new + 1])], minlength=n)
+        gain -= drop
+        key -= drop
+    return _leftovers(order, items, seed)
+
+
+def cam_order_naive(items: sparse.csr_matrix, seed: int) -> np.ndarray:
+    """Reference CAM that recomputes every remaining test's gain at every step (for tests and benchmarks)."""
+    dense = sparse.csr_matrix(items).toarray() > 0
+    n = dense.shape[0]
+    tiebreak = (np.random.default_rng(seed).permutation(n) + 1) / (2.0 * (n + 1))
+    covered = np.zeros(dense.shape[1], dtype=bool)
+    remaining = np.ones(n, dtype=bool)
+    order: list[int] = []
+    while remaining.any():
+        gain = (dense & ~covered).sum(axis=1).astype(np.float64)
+        key = np.where(remaining, gain + tiebreak, -np.inf)
+        best = int(np.argmax(key))
+        if gain[best] <= 0:
+            break
+        order.append(best)
+        remaining[best] = False
+        covered |= dense[best]
+    return _leftovers(order, sparse.csr_matrix(dense.astype(np.int8)), seed)

@@ -1,0 +1,144 @@
+"""Coverage criteria, CTM/CAM orders, softmax scores and surprise adequacy on hand-computed cases.
+
+The tiny network: one dense ReLU layer with 2 inputs and 3 neurons, h = relu(x W),
+W = [[1, -1, 0.5], [0, 1, 0.5]].
+Training inputs (0,0), (2,0), (0,2) give activations (0,0,0), (2,0,1), (0,2,1):
+low = (0,0,0), high = (2,2,1), std = (0.9428, 0.9428, 0.4714).
+Test inputs (1,0), (2.8,0), (0,1.8) give (1,0,0.5), (2.8,0,1.4), (0,1.8,0.9);
+rescaled to the training range: (0.5,0,0.5), (1.4,0,1.4), (0,0.9,0.9).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import sparse
+
+from repro import coverage as cv
+from repro import classifiers, prioritize, sa
+
+W = np.array([[1.0, -1.0, 0.5], [0.0, 1.0, 0.5]])
+TRAIN = np.maximum(np.array([[0, 0], [2, 0], [0, 2]], dtype=float) @ W, 0)
+TEST = np.maximum(np.array([[1, 0], [2.8, 0], [0, 1.8]]) @ W, 0)
+LAYER = np.zeros(3, dtype=int)
+
+
+def covered(items: sparse.csr_matrix) -> list[set[int]]:
+    """The set of items each test covers."""
+    return [set(items.indices[items.indptr[i]: items.indptr[i + 1]].tolist()) for i in range(items.shape[0])]
+
+
+@pytest.fixture
+def stats() -> cv.NeuronStats:
+    return cv.fit_stats(TRAIN, LAYER)
+
+
+def test_tiny_network_activations_and_stats(stats) -> None:
+    assert TEST == pytest.approx(np.array([[1, 0, 0.5], [2.8, 0, 1.4], [0, 1.8, 0.9]]))
+    assert stats.low.tolist() == [0, 0, 0] and stats.high.tolist() == [2, 2, 1]
+    assert stats.std == pytest.approx([np.sqrt(8 / 9), np.sqrt(8 / 9), np.sqrt(2 / 9)])
+    assert cv.scaled(TEST, stats) == pytest.approx(np.array([[0.5, 0, 0.5], [1.4, 0, 1.4], [0, 0.9, 0.9]]))
+
+
+def test_nac(stats) -> None:
+    assert covered(cv.nac_items(TEST, stats, 0.0)) == [{0, 2}, {0, 2}, {1, 2}]
+    assert covered(cv.nac_items(TEST, stats, 0.75)) == [set(), {0, 2}, {1, 2}]
+
+
+def test_kmnc(stats) -> None:
+    items = cv.kmnc_items(TEST, stats, 4)
+    # item = neuron * k + section; out-of-range values (1.4) cover no section
+    assert items.shape == (3, 12)
+    assert covered(items) == [{2, 4, 10}, {4}, {0, 7, 11}]
+
+
+def test_nbc_and_snac(stats) -> None:
+    # upper corners are items 0..2, lower corners 3..5; test 1 exceeds high on neurons 0 and 2
+    assert covered(cv.nbc_items(TEST, stats, 0.0)) == [set(), {0, 2}, set()]
+    assert covered(cv.snac_items(TEST, stats, 0.0)) == [set(), {0, 2}, set()]
+    # 2.8 > 2 + 0.5*0.943 = 2.47 and 1.4 > 1 + 0.5*0.471 = 1.24, but not + 1 std (2.94, 1.47)
+    assert covered(cv.snac_items(TEST, stats, 0.5)) == [set(), {0, 2}, set()]
+    assert covered(cv.snac_items(TEST, stats, 1.0)) == [set(), set(), set()]
+    below = np.array([[-1.0, 0.5, 0.5], [0.5, -0.2, 0.5]])
+    assert covered(cv.nbc_items(below, stats, 0.0)) == [{3}, {4}]
+    assert covered(cv.nbc_items(below, stats, 1.0)) == [{3}, set()]  # -0.2 > 0 - 0.943
+
+
+def test_tknc() -> None:
+    assert covered(cv.tknc_items(TEST, LAYER, 1)) == [{0}, {0}, {1}]
+    assert covered(cv.tknc_items(TEST, LAYER, 2)) == [{0, 2}, {0, 2}, {1, 2}]
+    # two layers: top-1 in each of {0, 1} and {2}
+    assert covered(cv.tknc_items(TEST, np.array([0, 0, 1]), 1)) == [{0, 2}, {0, 2}, {1, 2}]
+
+
+def test_surprise_buckets() -> None:
+    items = cv.bucket_items(np.array([0.1, 0.5, 0.99, 1.5]), 4, 1.0)
+    assert covered(items) == [{0}, {2}, {3}, set()]
+
+
+def test_ctm_sorts_by_own_coverage(stats) -> None:
+    order = cv.ctm_order(cv.nac_items(TEST, stats, 0.75), seed=0)
+    assert set(order[:2].tolist()) == {1, 2} and order[2] == 0
+
+
+def test_cam_picks_additional_coverage(stats) -> None:
+    items = cv.nac_items(TEST, stats, 0.0)  # {0,2}, {0,2}, {1,2}: all start with gain 2
+    for seed in range(10):
+        order = cv.cam_order(items, seed)
+        assert sorted(order.tolist()) == [0, 1, 2]
+        # the first two picks always cover all three neurons: a repeat of {0,2} never comes second
+        assert set().union(*(covered(items)[i] for i in order[:2])) == {0, 1, 2}
+    firsts = {int(cv.cam_order(items, seed)[0]) for seed in range(20)}
+    assert len(firsts) > 1, "the start is a seeded random choice among tied tests, not always the first file row"
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_cam_incremental_equals_naive_rescan(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    dense = rng.random((60, 25)) < rng.uniform(0.02, 0.3)
+    items = sparse.csr_matrix(dense.astype(np.int8))
+    fast, slow = cv.cam_order(items, seed), cv.cam_order_naive(items, seed)
+    assert fast.tolist() == slow.tolist()
+    assert sorted(fast.tolist()) == list(range(60))
+
+
+def test_softmax_scores_by_hand() -> None:
+    p = np.array([[0.3, 0.5, 0.2], [0.1, 0.1, 0.8], [0.5, 0.5, 0.0]])
+    assert prioritize.max_softmax(p) == pytest.approx([0.5, 0.2, 0.5])
+    assert prioritize.margin(p) == pytest.approx([0.8, 0.3, 1.0])
+    assert prioritize.entropy(p) == pytest.approx([1.0297, 0.6390, np.log(2)], abs=1e-4)
+    assert prioritize.softmax_order("DeepGini", p, 0).tolist() == [0, 2, 1]  # 0.62, 0.34, 0.5
+    assert prioritize.softmax_order("margin", p, 0).tolist() == [2, 0, 1]
+
+
+def test_seeded_order_breaks_ties_randomly_but_reproducibly() -> None:
+    ties = np.zeros(50)
+    assert prioritize.seeded_order(ties, 3).tolist() == prioritize.seeded_order(ties, 3).tolist()
+    assert prioritize.seeded_order(ties, 3).tolist() != list(range(50))
+    assert prioritize.seeded_order(np.array([1.0, 3.0, 2.0]), 0).tolist() == [1, 2, 0]
+
+
+def test_dsa_by_hand() -> None:
+    train = np.array([[0.0], [1.0], [3.0]])
+    pred = np.array([0, 0, 1])
+    # x = 0.2, predicted 0: nearest same-class trace 0 (distance 0.2); from it, nearest class-1 trace is 3 away
+    assert sa.dsa(train, pred, np.array([[0.2]]), np.array([0])) == pytest.approx([0.2 / 3])
+
+
+def test_lsa_grows_with_distance_from_training_traces() -> None:
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(400, 2))
+    pred = np.zeros(400, dtype=int)
+    values = sa.lsa(train, pred, np.array([[0.0, 0.0], [2.0, 2.0], [5.0, 5.0]]), np.zeros(3, dtype=int))
+    assert values[0] < values[1] < values[2]
+
+
+def test_conv_neurons_are_spatial_means_of_feature_maps() -> None:
+    model = classifiers.build("lenet5", (1, 28, 28), 10, seed=0).eval()
+    x = np.random.default_rng(0).random((3, 1, 28, 28)).astype(np.float32)
+    acts, layer = classifiers.neuron_activations(model, x)
+    assert acts.shape == (3, 6 + 16 + 120 + 84) and np.bincount(layer).tolist() == [6, 16, 120, 84]
+    with torch.no_grad():
+        maps = model.blocks[0](torch.as_tensor(x).to(classifiers.device())).cpu()
+    assert acts[:, :6] == pytest.approx(maps.mean(dim=(2, 3)).double().numpy(), abs=1e-6)
