@@ -11,6 +11,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -188,14 +189,12 @@ def toc_notebooks(toc: Path | None = None) -> list[str]:
     return found
 
 
-def stage_book(profile: str) -> list[dict[str, Any]]:
-    """Run every notebook of the table of contents at `profile` and copy it into book/executed/."""
-    results = []
+def stage_book(profile: str) -> Iterator[dict[str, Any]]:
+    """Run every notebook of the table of contents at `profile`, copy it into book/executed/, yield each result."""
     for stem in toc_notebooks():
         result = run(stem, profile)
         atomic.copy_file(runs_dir() / profile / f"{stem}.ipynb", project_root() / "book" / "executed" / f"{stem}.ipynb")
-        results.append(result)
-    return results
+        yield result
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -235,7 +234,8 @@ def _main(args: argparse.Namespace) -> None:
               f"-> {runs_dir() / result['profile'] / result['notebook']}.json")
     elif args.command == "book":
         for result in stage_book(args.profile):
-            print(f"{result['notebook']} [{args.profile}]: {'cached' if result['cached'] else str(result['seconds']) + ' s'}")
+            how = "cached" if result["cached"] else f"{result['seconds']} s"
+            print(f"{result['notebook']} [{args.profile}]: {how}", flush=True)
     elif args.command == "collect":
         import nbformat
 
