@@ -100,7 +100,8 @@ from repro.results import publish, verdict
 # $\lVert z\rVert^2_P - 2 z^\top P\mu_k + \lVert\mu_k\rVert^2_P$ as an $n\times K$ matrix: no
 # test × test matrix is ever built. The covariances are singular whenever features are
 # collinear (ReLU units that never fire, more dimensions than samples), so the inverse is the
-# Moore–Penrose pseudo-inverse; section 5 shows the AUROCs do not move when a ridge replaces it.
+# Moore–Penrose pseudo-inverse. Section 5 measures how much the AUROCs move when a ridge
+# replaces it, and the verdict says whether the conclusions hinge on that choice.
 #
 # ## 2. Settings, in both directions
 #
@@ -654,8 +655,8 @@ verdict([
 #   classification intents rather than conditional generation.
 # - **Covariance:** pseudo-inverse of the $1/N$ estimate, as in the authors' code. Our text
 #   features have fewer training utterances per setting than dimensions (384), unlike CLINC150's
-#   15,000 training queries, so their covariances are rank-deficient; section 5 shows that there,
-#   and for RMD even on the full-rank image features, the estimator changes the AUROCs. The
+#   15,000 training queries, so their covariances are rank-deficient; section 5 measures how
+#   much the estimator moves the AUROCs there and on the full-rank image features, and the
 #   `gain_by_ridge` table reports the MD→RMD gain under each estimator.
 # - **Throughput** timings include fitting the Gaussians for all three implementations, and were
 #   taken with the thread count printed beside them on a shared machine.
