@@ -106,8 +106,21 @@ def bigbench_dir() -> Path:
     return data_dir() / "bigbench"
 
 
-def fetch_bigbench(tasks: tuple[str, ...] = (INTENT_TASK, *BACKGROUND_TASKS)) -> list[Path]:
-    """Extract `tasks`' task.json from the PyPI bigbench sdist (pip download, sources kept, then copied)."""
+# Min-K% chapter: real benchmark items and human-written prose from the same sdist (stand-ins for the paper's sets).
+MINK_FILES = (
+    "strategyqa/task.json", "social_iqa/task.json", "truthful_qa/task_mc.json",
+    "squad_shifts/amazon_reviews_v1.0.json", "squad_shifts/new_wiki_v1.0.json",
+    "squad_shifts/reddit_v1.0.json", "squad_shifts/nyt_v1.0.json",
+)
+
+
+def _bigbench_file(entry: str) -> str:
+    """A task name means its task.json; anything with a slash is a path under benchmark_tasks/."""
+    return entry if "/" in entry else f"{entry}/task.json"
+
+
+def fetch_bigbench(entries: Sequence[str] = (INTENT_TASK, *BACKGROUND_TASKS, *MINK_FILES)) -> list[Path]:
+    """Extract task files (names or paths under benchmark_tasks/) from the PyPI bigbench sdist, kept only while copying."""
     import shutil
     import subprocess
     import sys
@@ -115,7 +128,8 @@ def fetch_bigbench(tasks: tuple[str, ...] = (INTENT_TASK, *BACKGROUND_TASKS)) ->
 
     from .atomic import copy_file
 
-    targets = [bigbench_dir() / task / "task.json" for task in tasks]
+    files = [_bigbench_file(e) for e in entries]
+    targets = [bigbench_dir() / f for f in files]
     if all(t.exists() for t in targets):
         return targets
     with tempfile.TemporaryDirectory(prefix="bigbench-") as tmp:
@@ -123,23 +137,28 @@ def fetch_bigbench(tasks: tuple[str, ...] = (INTENT_TASK, *BACKGROUND_TASKS)) ->
         subprocess.run([sys.executable, "-m", "pip", "download", "--no-clean", "--no-deps", "--no-binary", ":all:",
                         f"bigbench=={BIGBENCH_VERSION}", "-d", tmp], env={**os.environ, "TMPDIR": tmp},
                        capture_output=True, check=False)
-        for task, target in zip(tasks, targets):
-            found = sorted(Path(tmp).glob(f"pip-download-*/bigbench_*/bigbench/benchmark_tasks/{task}/task.json"))
+        for file, target in zip(files, targets):
+            found = sorted(Path(tmp).glob(f"pip-download-*/bigbench_*/bigbench/benchmark_tasks/{file}"))
             if not found:
-                raise MissingDataError(f"bigbench=={BIGBENCH_VERSION} sdist has no task {task!r} (or pip could not fetch it)")
+                raise MissingDataError(f"bigbench=={BIGBENCH_VERSION} sdist has no {file!r} (or pip could not fetch it)")
             copy_file(found[0], target)
         shutil.rmtree(tmp, ignore_errors=True)
     return targets
 
 
-def _task_examples(task: str) -> list[dict]:
-    """The `examples` list of one extracted BIG-bench task."""
+def bigbench_json(entry: str) -> dict:
+    """One extracted BIG-bench file (a task name or a path under benchmark_tasks/), parsed."""
     import json
 
-    path = bigbench_dir() / task / "task.json"
+    path = bigbench_dir() / _bigbench_file(entry)
     if not path.exists():
         raise MissingDataError(f"{path} is missing: run `make data` (extracts it from the bigbench sdist)")
-    return json.loads(path.read_text(encoding="utf-8"))["examples"]
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _task_examples(task: str) -> list[dict]:
+    """The `examples` list of one extracted BIG-bench task."""
+    return bigbench_json(task)["examples"]
 
 
 def intents() -> tuple[list[str], np.ndarray, tuple[str, ...]]:

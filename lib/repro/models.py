@@ -82,21 +82,17 @@ def token_stats(model: Any, tokenizer: Any, texts: list[str], batch_size: int = 
     import torch
     from tqdm.auto import tqdm
 
+    from .membership import next_token_stats
+
     out: list[TokenStats] = []
     tokenizer.padding_side = "right"
     for start in tqdm(range(0, len(texts), batch_size), desc="scoring", leave=False, disable=len(texts) <= batch_size):
         batch = tokenizer(texts[start:start + batch_size], return_tensors="pt", padding=True,
                           truncation=True, max_length=max_length)
         with torch.no_grad():
-            logits = model(**batch).logits[:, :-1].float()
-        logp = torch.log_softmax(logits, dim=-1)
-        target = batch["input_ids"][:, 1:]
-        token_lp = logp.gather(-1, target[..., None])[..., 0]
-        probs = logp.exp()
-        mu = (probs * logp).sum(-1)
-        sigma = ((probs * logp.square()).sum(-1) - mu.square()).clamp_min(1e-12).sqrt()
-        mask = batch["attention_mask"][:, 1:].bool()
-        for i in range(len(target)):
+            logits = model(**batch).logits
+        token_lp, mu, sigma, mask = next_token_stats(logits, batch["input_ids"], batch["attention_mask"])
+        for i in range(len(mask)):
             keep = mask[i]
             out.append(TokenStats(token_lp[i, keep].numpy(), mu[i, keep].numpy(), sigma[i, keep].numpy()))
     return out

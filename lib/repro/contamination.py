@@ -1,0 +1,257 @@
+"""Min-K% contamination study: downstream sets in one text format, their member split, and contaminated corpora."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import membership
+from .data import bigbench_json
+
+# Our offline stand-in -> the paper's downstream set it replaces.
+STAND_INS = {"strategyqa": "BoolQ", "social_iqa": "CommonsenseQA", "amazon_reviews": "IMDB", "truthful_qa": "TruthfulQA"}
+# The paper's sets on the Hub (`paper` profile): name -> (dataset id, config, split).
+HUB_SETS = {
+    "BoolQ": ("google/boolq", None, "train"),
+    "CommonsenseQA": ("tau/commonsense_qa", None, "train"),
+    "IMDB": ("stanfordnlp/imdb", None, "train"),
+    "TruthfulQA": ("truthfulqa/truthful_qa", "generation", "validation"),
+}
+HUB_BACKGROUND = ("togethercomputer/RedPajama-Data-1T-Sample", "text")
+HUB_NEWS = ("RealTimeData/News_August_2023", "maintext")
+
+
+def format_yes_no(passage: str, question: str, answer: bool) -> str:
+    """BoolQ-style example: passage, question, yes/no answer."""
+    question = question.strip().rstrip("?")
+    return f"{passage.strip()}\nQuestion: {question}?\nAnswer: {'yes' if answer else 'no'}"
+
+
+def format_choice(question: str, choices: Sequence[str], answer: str) -> str:
+    """CommonsenseQA-style example: question, lettered choices, answer text."""
+    letters = " ".join(f"({chr(65 + i)}) {c.strip()}" for i, c in enumerate(choices))
+    return f"Question: {question.strip()}\nChoices: {letters}\nAnswer: {answer.strip()}"
+
+
+def format_qa(question: str, answer: str) -> str:
+    """TruthfulQA-style example: question and its best true answer."""
+    return f"Q: {question.strip()}\nA: {answer.strip()}"
+
+
+def trim_words(text: str, max_words: int | None) -> str:
+    """Whitespace-normalized text cut to whole sentences within `max_words` (hard cut if one sentence is longer)."""
+    text = re.sub(r"\s+", " ", re.sub(r"<br\s*/?>", " ", text)).strip()
+    if max_words is None or len(text.split()) <= max_words:
+        return text
+    kept: list[str] = []
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        if kept and len(" ".join([*kept, sentence]).split()) > max_words:
+            break
+        kept.append(sentence)
+    return " ".join(" ".join(kept).split()[:max_words])
+
+
+def format_review(text: str, max_words: int | None = None) -> str:
+    """IMDB-style example: one review, cut to whole sentences within `max_words` when given."""
+    return f"Review: {trim_words(text, max_words)}"
+
+
+def _best(scores: dict[str, float]) -> str:
+    """The choice with the highest target score."""
+    return max(scores, key=scores.get)
+
+
+def squad_contexts(name: str) -> list[list[str]]:
+    """Paragraphs of one SQuAD-shifts domain (BIG-bench copy), grouped by article, duplicates dropped."""
+    seen: set[str] = set()
+    articles = []
+    for article in bigbench_json(f"squad_shifts/{name}_v1.0.json")["data"]:
+        paras = []
+        for p in article["paragraphs"]:
+            text = re.sub(r"\s+", " ", p["context"]).strip()
+            if text and text not in seen:
+                seen.add(text)
+                paras.append(text)
+        if paras:
+            articles.append(paras)
+    return articles
+
+
+def local_set(name: str, review_words: int = 60) -> list[str]:
+    """One offline downstream set (BIG-bench copy), every item in its paper-style text format."""
+    if name == "strategyqa":
+        out = []
+        for e in bigbench_json("strategyqa")["examples"]:
+            answer, _, passage = e["target"].partition(".")
+            out.append(format_yes_no(passage, e["input"], answer.strip().lower() == "yes"))
+        return out
+    if name == "social_iqa":
+        return [format_choice(e["input"], list(e["target_scores"]), _best(e["target_scores"]))
+                for e in bigbench_json("social_iqa")["examples"]]
+    if name == "truthful_qa":
+        return [format_qa(e["input"], _best(e["target_scores"])) for e in bigbench_json("truthful_qa/task_mc.json")["examples"]]
+    if name == "amazon_reviews":
+        return [format_review(p, review_words) for article in squad_contexts("amazon_reviews") for p in article]
+    raise ValueError(f"unknown downstream set {name!r}; choose from {sorted(STAND_INS)}")
+
+
+def hub_set(name: str, review_words: int | None = None) -> list[str]:
+    """One of the paper's downstream sets from the Hugging Face Hub, in the same formats."""
+    from datasets import load_dataset
+
+    if name not in HUB_SETS:
+        raise ValueError(f"unknown paper set {name!r}; choose from {sorted(HUB_SETS)}")
+    repo, config, split = HUB_SETS[name]
+    rows = load_dataset(repo, config, split=split)
+    formatters: dict[str, Callable[[dict], str]] = {
+        "BoolQ": lambda r: format_yes_no(r["passage"], r["question"], r["answer"]),
+        "CommonsenseQA": lambda r: format_choice(r["question"], r["choices"]["text"],
+                                                 r["choices"]["text"][r["choices"]["label"].index(r["answerKey"])]),
+        "IMDB": lambda r: format_review(r["text"], review_words),
+        "TruthfulQA": lambda r: format_qa(r["question"], r["best_answer"]),
+    }
+    return [formatters[name](r) for r in rows]
+
+
+def hub_texts(repo: str, field: str, n: int, seed: int = 0) -> list[str]:
+    """`n` shuffled non-empty texts of one Hub dataset column (streamed)."""
+    from datasets import load_dataset
+
+    stream = load_dataset(repo, split="train", streaming=True).shuffle(seed=seed, buffer_size=10_000)
+    out = []
+    for row in stream:
+        if (text := (row.get(field) or "").strip()):
+            out.append(text)
+        if len(out) >= n:
+            break
+    return out
+
+
+@dataclass
+class MemberSplit:
+    """Members (inserted into the corpus) and non-members (held out) of one downstream set."""
+
+    name: str
+    members: list[str]
+    nonmembers: list[str]
+
+    @property
+    def texts(self) -> list[str]:
+        """Members then non-members."""
+        return self.members + self.nonmembers
+
+    @property
+    def labels(self) -> np.ndarray:
+        """1 for members, 0 for non-members, aligned with `texts`."""
+        return np.r_[np.ones(len(self.members), int), np.zeros(len(self.nonmembers), int)]
+
+
+def split_members(name: str, texts: Sequence[str], n: int, seed: int) -> MemberSplit:
+    """Draw 2n distinct texts at random: the first n become members, the rest non-members."""
+    unique = list(dict.fromkeys(texts))
+    if len(unique) < 2 * n:
+        raise ValueError(f"{name} has {len(unique)} distinct items, fewer than 2 x {n} members; lower n_members")
+    idx = np.random.default_rng(seed).permutation(len(unique))[: 2 * n]
+    chosen = [unique[i] for i in idx]
+    return MemberSplit(name, chosen[:n], chosen[n:])
+
+
+def take_tokens(docs: Sequence[str], n_tokens: int, count: Callable[[str], int]) -> list[str]:
+    """The leading documents of `docs` whose token counts add up to at least `n_tokens` (all if too few)."""
+    out, total = [], 0
+    for d in docs:
+        if total >= n_tokens:
+            break
+        out.append(d)
+        total += count(d)
+    return out
+
+
+def poisson_copies(n: int, rate: float, seed: int, at_least: int = 1) -> np.ndarray:
+    """Occurrences per contaminant: Poisson(rate) draws, floored at `at_least`."""
+    return np.maximum(np.random.default_rng(seed).poisson(rate, size=n), at_least)
+
+
+def insert_blocks(background: Sequence[str], blocks: Sequence[str], seed: int) -> list[str]:
+    """Background documents with each block inserted, as one contiguous document, at a random boundary."""
+    rng = np.random.default_rng(seed)
+    slots = rng.integers(0, len(background) + 1, size=len(blocks))
+    out: list[str] = []
+    order = np.argsort(slots, kind="stable")
+    j = 0
+    for i in range(len(background) + 1):
+        while j < len(order) and slots[order[j]] == i:
+            out.append(blocks[order[j]])
+            j += 1
+        if i < len(background):
+            out.append(background[i])
+    return out
+
+
+def score_table(model: Any, tokenizer: Any, texts: Sequence[str], ks: Sequence[float], plus: bool = True,
+                batch_size: int = 16, max_length: int = 256, desc: str = "scoring") -> pd.DataFrame:
+    """membership.text_scores of the distinct `texts`, indexed by text (so experiments can share reference scores)."""
+    unique = list(dict.fromkeys(texts))
+    table = membership.text_scores(model, tokenizer, unique, ks, plus, batch_size, max_length, desc)
+    table.index = pd.Index(unique, name="text")
+    return table
+
+
+def detect(model: Any, tokenizer: Any, splits: Sequence[MemberSplit], ks: Sequence[float], *,
+           refs: Mapping[str, pd.DataFrame] | None = None, lowercase: bool = False,
+           neighbor_loss: Mapping[str, float] | None = None, batch_size: int = 16, max_length: int = 256,
+           **columns: Any) -> pd.DataFrame:
+    """AUC and TPR@5%FPR of every detector on each member split, one row per (dataset, method, k), plus `columns`."""
+    texts = [t for s in splits for t in s.texts]
+    target = score_table(model, tokenizer, texts, ks, True, batch_size, max_length, "scoring target")
+    lower = (score_table(model, tokenizer, [t.lower() for t in texts], ks, False, batch_size, max_length, "lowercase")
+             if lowercase else None)
+    rows = []
+    for s in splits:
+        lower_s = lower.loc[[t.lower() for t in s.texts]] if lower is not None else None
+        refs_s = {name: ref.loc[s.texts] for name, ref in (refs or {}).items()}
+        neigh = np.array([neighbor_loss[t] for t in s.texts]) if neighbor_loss else None
+        scores = membership.detector_scores(target.loc[s.texts], s.texts, ks, lower_s, refs_s, neigh)
+        rows.append(membership.evaluate(scores, s.labels).assign(dataset=s.name, **columns))
+    return pd.concat(rows, ignore_index=True)
+
+
+def occurrence_splits(split: MemberSplit, copies: np.ndarray) -> list[MemberSplit]:
+    """One split per occurrence count: the members inserted that many times against all non-members."""
+    out = []
+    for c in np.unique(copies):
+        members = [m for m, n in zip(split.members, copies) if n == c]
+        out.append(MemberSplit(f"{split.name} x{c}", members, split.nonmembers))
+    return out
+
+
+def news_pools(articles: Sequence[Sequence[str]], n_members: int, seed: int) -> tuple[MemberSplit, list[str]]:
+    """In-distribution control: members/non-members from one half of the articles, background paragraphs from the rest."""
+    order = np.random.default_rng(seed).permutation(len(articles))
+    half = len(order) // 2
+    held = [p for i in order[:half] for p in articles[i]]
+    background = [p for i in order[half:] for p in articles[i]]
+    return split_members("news", held, n_members, seed), background
+
+
+# The paper's Section 6 numbers (Shi et al. 2024, Tables 3, 7 and 4), for side-by-side tables.
+PAPER_SETS = ("BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA")
+PAPER_AUC = {  # Table 3
+    "Neighbor": (0.68, 0.56, 0.80, 0.59), "Zlib": (0.76, 0.63, 0.71, 0.63), "Lowercase": (0.74, 0.61, 0.79, 0.56),
+    "PPL": (0.89, 0.78, 0.97, 0.71), "Min-K%": (0.91, 0.80, 0.98, 0.74),
+}
+PAPER_TPR = {  # Table 7, TPR at 5 % FPR as a fraction
+    "Neighbor": (0.19, 0.07, 0.41, 0.13), "PPL": (0.52, 0.24, 0.74, 0.17), "Zlib": (0.18, 0.09, 0.19, 0.07),
+    "Lowercase": (0.24, 0.03, 0.26, 0.14), "Min-K%": (0.55, 0.23, 0.83, 0.21),
+}
+PAPER_LR = {"BoolQ": (0.64, 0.91), "CommonsenseQA": (0.59, 0.80), "IMDB": (0.76, 0.98), "TruthfulQA": (0.56, 0.74)}  # Table 4
+
+
+def paper_name(name: str) -> str:
+    """The paper's set a dataset stands for (its own name at `paper`)."""
+    return STAND_INS.get(name, name)

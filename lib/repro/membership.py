@@ -1,0 +1,167 @@
+"""Membership detectors for causal LMs (Min-K%, Min-K%++, PPL, Zlib, Lowercase, Ref, Neighbor), scored in batches.
+
+Every score here is oriented so that higher means "more likely a member"; the authors' code uses the negation."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import metrics
+
+KS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+
+
+def lowest_k_mean(values: torch.Tensor, mask: torch.Tensor, ks: Sequence[float]) -> torch.Tensor:
+    """Mean of the lowest int(n·k) (at least 1) masked values per row, for every k: shape (len(ks), rows), float64."""
+    n = mask.sum(1)
+    if (n < 1).any():
+        raise ValueError("every text needs at least one scored token (two tokens in all)")
+    ordered = values.double().masked_fill(~mask, float("inf")).sort(dim=1).values
+    csum = ordered.masked_fill(~torch.isfinite(ordered), 0.0).cumsum(1)
+    out = []
+    for k in ks:
+        if not 0 < k <= 1:
+            raise ValueError(f"k is a fraction in (0, 1], got {k}")
+        take = torch.clamp((n.double() * k).floor().long(), min=1)  # int(len * ratio), as the authors' code
+        out.append(csum.gather(1, (take - 1)[:, None])[:, 0] / take)
+    return torch.stack(out)
+
+
+def next_token_stats(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, plus: bool = True,
+                     rows: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(log p(x_t), mean and std of log p over the vocabulary, mask) for tokens 2..N; padded rows skipped.
+
+    Works through the real tokens `rows` at a time so the vocabulary-sized temporaries stay in cache."""
+    vocab = logits.shape[-1]
+    flat = logits[:, :-1].reshape(-1, vocab)
+    target = input_ids[:, 1:].reshape(-1)
+    mask = attention_mask[:, 1:].bool()
+    real = mask.reshape(-1).nonzero()[:, 0]
+    token_lp = torch.zeros(len(flat))
+    mu, sigma = torch.zeros(len(flat)), torch.ones(len(flat))
+    for lo in range(0, len(real), rows):
+        idx = real[lo : lo + rows]
+        logp = flat[idx].float()
+        logp = logp - torch.logsumexp(logp, -1, keepdim=True)
+        token_lp[idx] = logp.gather(1, target[idx][:, None])[:, 0].cpu()
+        if plus:
+            p = logp.exp()
+            mean = torch.einsum("nv,nv->n", p, logp)
+            logp -= mean[:, None]
+            mu[idx] = mean.cpu()
+            sigma[idx] = torch.einsum("nv,nv->n", p * logp, logp).clamp_min(1e-12).sqrt().cpu()
+    shape = mask.shape
+    return token_lp.view(shape), mu.view(shape), sigma.view(shape), mask.cpu()
+
+
+def batch_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, ks: Sequence[float] = KS,
+                 plus: bool = True) -> dict[str, np.ndarray]:
+    """One forward pass: mean token NLL, Min-K% and (optionally) Min-K%++ at every k, for tokens 2..N of each row."""
+    with torch.inference_mode():
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+        token_lp, mu, sigma, mask = next_token_stats(logits, input_ids, attention_mask, plus)
+        n = mask.sum(1)
+        out = {"loss": (-(token_lp * mask).sum(1).double() / n).numpy(), "tokens": n.numpy()}
+        for k, v in zip(ks, lowest_k_mean(token_lp, mask, ks)):
+            out[f"mink_{k:g}"] = v.numpy()
+        if plus:
+            for k, v in zip(ks, lowest_k_mean((token_lp - mu) / sigma, mask, ks)):
+                out[f"minkpp_{k:g}"] = v.numpy()
+    return out
+
+
+def forward_only(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> None:
+    """The plain forward pass the scoring throughput is compared with."""
+    with torch.inference_mode():
+        model(input_ids=input_ids, attention_mask=attention_mask)
+
+
+def text_scores(model: Any, tokenizer: Any, texts: Sequence[str], ks: Sequence[float] = KS, plus: bool = True,
+                batch_size: int = 16, max_length: int = 256, desc: str = "scoring") -> pd.DataFrame:
+    """Per-text detector statistics, batched by similar length (right padding masked), in the order of `texts`."""
+    from tqdm.auto import tqdm
+
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    lengths = [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
+    order = np.argsort(lengths, kind="stable")
+    device = next(model.parameters()).device
+    parts: list[pd.DataFrame] = []
+    for lo in tqdm(range(0, len(texts), batch_size), desc=desc, leave=False):
+        idx = order[lo : lo + batch_size]
+        batch = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, truncation=True, max_length=max_length)
+        scores = batch_scores(model, batch["input_ids"].to(device), batch["attention_mask"].to(device), ks, plus)
+        parts.append(pd.DataFrame(scores, index=idx))
+    return pd.concat(parts).sort_index()
+
+
+def zlib_length(text: str) -> int:
+    """Bytes of the zlib-compressed UTF-8 text (the Zlib detector's denominator)."""
+    return len(zlib.compress(text.encode("utf-8")))
+
+
+def detector_scores(target: pd.DataFrame, texts: Sequence[str], ks: Sequence[float] = KS,
+                    lower: pd.DataFrame | None = None, refs: Mapping[str, pd.DataFrame] | None = None,
+                    neighbor_loss: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Every detector's per-text score (higher = member) from text_scores tables of the target and its helpers."""
+    loss = target["loss"].to_numpy()
+    out = {"PPL": -loss, "Zlib": -loss / np.array([zlib_length(t) for t in texts])}
+    for k in ks:
+        out[f"Min-K% {k:g}"] = target[f"mink_{k:g}"].to_numpy()
+        if f"minkpp_{k:g}" in target:
+            out[f"Min-K%++ {k:g}"] = target[f"minkpp_{k:g}"].to_numpy()
+    if lower is not None:
+        out["Lowercase"] = lower["loss"].to_numpy() / loss
+    for name, ref in (refs or {}).items():
+        out[name] = -(loss - ref["loss"].to_numpy())
+    if neighbor_loss is not None:
+        out["Neighbor"] = -(loss - neighbor_loss)
+    return out
+
+
+def evaluate(scores: Mapping[str, np.ndarray], labels: np.ndarray, fpr: float = 0.05) -> pd.DataFrame:
+    """AUC and TPR at `fpr` of every detector; `method` and `k` split out of names like 'Min-K% 0.2'."""
+    rows = []
+    for name, s in scores.items():
+        method, _, k = name.partition(" ")
+        rows.append({"method": method, "k": float(k) if k else np.nan, "auc": metrics.auroc(labels, s),
+                     "tpr_at_5fpr": metrics.tpr_at_fpr(labels, s, fpr)})
+    return pd.DataFrame(rows)
+
+
+def neighbors(texts: Sequence[str], mlm: Any, mlm_tokenizer: Any, n: int = 25, seed: int = 0,
+              batch_size: int = 64) -> list[list[str]]:
+    """Neighbor attack perturbations: `n` copies of each text, each with one word swapped for the MLM's top other guess."""
+    from tqdm.auto import tqdm
+
+    rng = np.random.default_rng(seed)
+    jobs: list[tuple[int, list[str], int]] = []
+    for i, text in enumerate(texts):
+        words = text.split(" ")
+        for pos in rng.choice(len(words), size=min(n, len(words)), replace=False):
+            jobs.append((i, words, int(pos)))
+    out: list[list[str]] = [[] for _ in texts]
+    device = next(mlm.parameters()).device
+    for lo in tqdm(range(0, len(jobs), batch_size), desc="neighbors", leave=False):
+        chunk = jobs[lo : lo + batch_size]
+        masked = [" ".join(w[:p] + [mlm_tokenizer.mask_token] + w[p + 1 :]) for _, w, p in chunk]
+        enc = mlm_tokenizer(masked, return_tensors="pt", padding=True, truncation=True, max_length=512).to(device)
+        with torch.inference_mode():
+            logits = mlm(**enc).logits
+        is_mask = enc["input_ids"] == mlm_tokenizer.mask_token_id
+        where = is_mask.float().argmax(1)
+        top = logits[torch.arange(len(chunk), device=device), where].topk(2, dim=-1).indices.cpu()
+        for j, (i, words, pos) in enumerate(chunk):
+            if not is_mask[j].any():  # the masked word fell beyond the MLM's length limit
+                continue
+            guesses = [mlm_tokenizer.decode([t]).strip() for t in top[j].tolist()]
+            swap = next((g for g in guesses if g and g != words[pos]), guesses[-1])
+            out[i].append(" ".join(words[:pos] + [swap] + words[pos + 1 :]))
+    return out
