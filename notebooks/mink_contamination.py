@@ -36,6 +36,7 @@ seed = None  # every random draw derives from it
 source = None  # local: offline stand-ins and SmolLM2 / hub: the paper's sets and model
 base_name = None  # Hub id of the base model (source hub)
 small_ref_name = None  # Hub id of a smaller reference model for Ref; empty for none
+base_layers = None  # keep only the first n decoder layers of the base model (0 keeps all)
 sets = None  # downstream sets (stand-in names at local, paper names at hub)
 n_members = None  # members per set, and as many non-members
 review_words = None  # reviews cut to whole sentences within this many words
@@ -70,6 +71,7 @@ P = repro.start(
     source=Param(str, "local", paper="hub", choices=("local", "hub"), help="offline stand-ins or the paper's Hub data"),
     base_name=Param(str, "HuggingFaceTB/SmolLM2-135M-Instruct", paper="huggyllama/llama-7b", help="base model at source hub"),
     small_ref_name=Param(str, "", paper="openlm-research/open_llama_3b", help="smaller reference model (hub)"),
+    base_layers=Param(int, 0, smoke=2, low=0, high=128, help="first n decoder layers only (0 = all; smoke)"),
     sets=Param(list, ["strategyqa", "social_iqa", "amazon_reviews", "truthful_qa"], items=str,
                smoke=["strategyqa", "truthful_qa"], paper=["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"], help="downstream sets"),
     n_members=Param(int, 60, smoke=6, paper=200, low=4, high=5000, help="members per set (as many non-members)"),
@@ -131,6 +133,7 @@ if P.learning_rate <= P.low_learning_rate:
 
 # %%
 import time
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -141,10 +144,12 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from repro import contamination as C
 from repro import membership, metrics, pretrain
-from repro.models import smollm2_path
+from repro.models import smollm2_path, truncated_copy
 from repro.results import publish, verdict
 
 base_path = str(smollm2_path()) if P.source == "local" else P.base_name
+if P.base_layers:  # smoke: a two-layer slice of the real model, only to exercise the plumbing quickly
+    base_path = str(truncated_copy(Path(base_path), P.base_layers))
 tokenizer = AutoTokenizer.from_pretrained(base_path)
 if tokenizer.pad_token is None:
     tokenizer.pad_token = tokenizer.eos_token
@@ -292,7 +297,8 @@ def versus_paper(metric: str, paper: dict) -> pd.DataFrame:
     table = pd.DataFrame(rows).pivot(index="method", columns="set", values=["ours", "paper"])
     table[("ours", "avg")] = table["ours"].mean(axis=1).round(3)
     table[("paper", "avg")] = table["paper"].mean(axis=1).round(3)
-    return table.sort_values(("ours", "avg"))
+    table.columns = [f"{who} {name}" for who, name in table.columns]
+    return table.sort_values("ours avg")
 
 
 table3 = publish("table3_auc", versus_paper("auc", C.PAPER_AUC).reset_index())

@@ -47,6 +47,27 @@ def smollm2_path() -> Path:
     return target
 
 
+def truncated_copy(source: Path, n_layers: int) -> Path:
+    """A saved copy of a local causal LM keeping only its first `n_layers` decoder layers (for smoke runs)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = source.parent / f"{source.name}-{n_layers}layers"
+    if (target / "config.json").exists():
+        return target
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    if not 0 < n_layers <= model.config.num_hidden_layers:
+        raise ValueError(f"n_layers must be in 1..{model.config.num_hidden_layers}, got {n_layers}")
+    model.model.layers = model.model.layers[:n_layers]
+    model.config.num_hidden_layers = n_layers
+    if getattr(model.config, "layer_types", None):
+        model.config.layer_types = model.config.layer_types[:n_layers]
+    with atomic_dir(target) as tmp:
+        model.save_pretrained(tmp)
+        AutoTokenizer.from_pretrained(source).save_pretrained(tmp)
+    return target
+
+
 def load_causal_lm(source: str = "local", name: str = SMOLLM2_HUB) -> tuple[Any, Any]:
     """(model, tokenizer) in eval mode: 'local' = packaged SmolLM2, 'hub' = `name` from the Hub."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
