@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def table(results: dict, stem: str, name: str) -> list[dict]:
     """One results table of one notebook."""
@@ -147,3 +149,38 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     assert {r["percent"] for r in summary} == {0, 5, 10} and all(r["runs"] == 1 for r in summary)
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
     assert len(verdict) == 5 and all(r["held"] in ("yes", "no", "partly") for r in verdict)
+
+
+def test_mink_chapter_tables(smoke_results) -> None:
+    detection = table(smoke_results, "mink_contamination", "detection")
+    experiments = {r["experiment"] for r in detection}
+    assert {"main", "lr", "size_outlier", "size_indist", "frequency", "k_sweep", "base"} <= experiments
+    keys = {"experiment", "dataset", "method", "k", "learning_rate", "corpus_tokens", "occurrences", "auc", "tpr_at_5fpr"}
+    assert all(keys <= set(r) and 0 <= r["auc"] <= 1 and 0 <= r["tpr_at_5fpr"] <= 1 for r in detection)
+    main = [r for r in detection if r["experiment"] == "main"]
+    methods = {r["method"] for r in main}
+    assert {"Min-K%", "Min-K%++", "PPL", "Zlib", "Lowercase", "Ref"} <= methods
+    assert sorted({r["k"] for r in main if r["method"] == "Min-K%"}) == [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    # the size experiments grow the corpus: distinct, increasing corpus sizes
+    sizes = sorted({r["corpus_tokens"] for r in detection if r["experiment"] == "size_outlier"})
+    assert len(sizes) == 2 and sizes[0] < sizes[1]
+    assert {r["learning_rate"] for r in detection if r["experiment"] == "lr"} == {1e-5}
+    training = table(smoke_results, "mink_contamination", "training")
+    assert [r["experiment"] for r in training] == ["main", "lr", "size_outlier", "size_indist", "size_outlier",
+                                                   "size_indist", "frequency"]
+    assert all(r["train_tokens"] >= r["corpus_tokens"] > r["contaminant_tokens"] > 0 for r in training)
+    throughput = {r["what"]: r for r in table(smoke_results, "mink_contamination", "throughput")}
+    assert throughput["forward pass"]["time_vs_forward"] == 1.0
+    assert throughput["scoring with Min-K%++"]["tokens_per_second"] > 0
+    verdict = table(smoke_results, "mink_contamination", "verdict")
+    assert len(verdict) == 7 and all(r["held"] in ("yes", "no", "partly") for r in verdict)
+
+
+def test_mink_main_run_separates_members(smoke_results) -> None:
+    detection = table(smoke_results, "mink_contamination", "detection")
+    # even a two-layer slice at lr 1e-4 separates members after one epoch, and the reference calibration helps most
+    ref = [r["auc"] for r in detection if r["experiment"] == "main" and r["method"] == "Ref"]
+    assert min(ref) > 0.7
+    t3 = table(smoke_results, "mink_contamination", "table3_auc")
+    assert {"method", "ours avg", "paper avg"} <= set(t3[0])
+    assert {r["method"]: r["paper avg"] for r in t3}["Min-K%"] == pytest.approx(0.825)  # BoolQ .91 + TruthfulQA .74

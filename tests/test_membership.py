@@ -1,0 +1,236 @@
+"""Min-K% chapter: detectors against direct formulas, corpus construction, continued pretraining and its cache."""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from repro import contamination as C
+from repro import membership, metrics, pretrain
+
+KS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 1.0)
+
+
+def padded(rows: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded values (pad = a huge number that must never be picked) and their mask."""
+    width = max(map(len, rows))
+    values = torch.full((len(rows), width), 1e9)
+    mask = torch.zeros((len(rows), width), dtype=torch.bool)
+    for i, r in enumerate(rows):
+        values[i, : len(r)] = torch.as_tensor(r)
+        mask[i, : len(r)] = True
+    return values, mask
+
+
+def test_lowest_k_mean_matches_min_k_prob_including_short_texts() -> None:
+    rng = np.random.default_rng(0)
+    # lengths 1-4 are shorter than 1/k tokens for most k: the authors' int(len*k) is 0 there, guarded to 1 token
+    rows = [rng.normal(-3, 2, n).astype(np.float32) for n in (1, 2, 3, 4, 7, 10, 19, 20, 33, 100)]
+    values, mask = padded(rows)
+    got = membership.lowest_k_mean(values, mask, KS).numpy()
+    for j, k in enumerate(KS):
+        for i, r in enumerate(rows):
+            assert got[j, i] == pytest.approx(metrics.min_k_prob(r, k), abs=1e-5), (k, len(r))
+
+
+def test_lowest_k_mean_worked_example() -> None:
+    values, mask = padded([np.array([-1.0, -5.0, -2.0, -4.0, -3.0])])
+    # k = 0.4 of 5 tokens -> the 2 lowest (-5, -4); k = 0.1 -> int(0.5) = 0 -> guarded to the single lowest
+    assert membership.lowest_k_mean(values, mask, [0.4, 0.1, 1.0]).flatten().tolist() == [-4.5, -5.0, -3.0]
+    with pytest.raises(ValueError, match="k is a fraction"):
+        membership.lowest_k_mean(values, mask, [0.0])
+
+
+def tiny_lm(vocab: int = 50) -> torch.nn.Module:
+    """A random two-layer LLaMA small enough to score texts exactly, offline."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def direct_stats(model: torch.nn.Module, ids: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token log-probs, mu and sigma of one unpadded sequence, in float64, by the textbook formulas."""
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits[0, :-1].double()
+    logp = torch.log_softmax(logits, -1)
+    lp = logp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
+    p = logp.exp()
+    mu = (p * logp).sum(-1)
+    sigma = torch.sqrt((p * (logp - mu[:, None]) ** 2).sum(-1))
+    return lp.numpy(), mu.numpy(), sigma.numpy()
+
+
+def test_batch_scores_equal_per_text_formulas_with_padding() -> None:
+    model = tiny_lm()
+    rng = np.random.default_rng(1)
+    seqs = [rng.integers(1, 50, n).tolist() for n in (2, 3, 6, 11, 17)]  # 1..16 scored tokens
+    width = max(map(len, seqs))
+    ids = torch.zeros((len(seqs), width), dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)], mask[i, : len(s)] = torch.tensor(s), 1
+    got = membership.batch_scores(model, ids, mask, KS, plus=True)
+    for i, s in enumerate(seqs):
+        lp, mu, sigma = direct_stats(model, s)
+        assert got["tokens"][i] == len(s) - 1
+        assert got["loss"][i] == pytest.approx(-lp.mean(), abs=1e-4)
+        for k in KS:
+            assert got[f"mink_{k:g}"][i] == pytest.approx(metrics.min_k_prob(lp, k), abs=1e-4)
+            assert got[f"minkpp_{k:g}"][i] == pytest.approx(metrics.min_k_plus_plus(lp, mu, sigma, k), abs=2e-3)
+
+
+def test_detector_scores_are_the_authors_formulas_negated() -> None:
+    texts = ["Q: What is the capital of France?\nA: Paris.", "Review: fine, fine, fine, fine, fine."]
+    loss = np.array([2.0, 3.5])
+    target = pd.DataFrame({"loss": loss, "mink_0.2": [-4.0, -6.0], "minkpp_0.2": [-1.0, -0.5]})
+    lower = pd.DataFrame({"loss": [2.6, 3.0]})
+    ref = pd.DataFrame({"loss": [2.5, 3.0]})
+    s = membership.detector_scores(target, texts, [0.2], lower=lower, refs={"Ref": ref}, neighbor_loss=np.array([2.2, 3.1]))
+    # authors' code: lower score = member; ppl = exp(loss), zlib = log(ppl)/len(zlib), lowercase = -(log ppl_l / log ppl)
+    ppl = np.exp(loss)
+    authors = {
+        "PPL": np.log(ppl),
+        "Zlib": np.log(ppl) / np.array([len(zlib.compress(t.encode())) for t in texts]),
+        "Lowercase": -(np.array([2.6, 3.0]) / np.log(ppl)),
+        "Ref": loss - np.array([2.5, 3.0]),
+        "Neighbor": loss - np.array([2.2, 3.1]),
+        "Min-K% 0.2": np.array([4.0, 6.0]),
+    }
+    for name, value in authors.items():
+        np.testing.assert_allclose(s[name], -value, err_msg=name)
+    assert s["Min-K%++ 0.2"].tolist() == [-1.0, -0.5]
+
+
+def test_evaluate_auc_and_tpr() -> None:
+    labels = np.array([1, 1, 1, 0, 0, 0])
+    table = membership.evaluate({"PPL": np.array([3.0, 2.0, 0.5, 1.0, 0.0, -1.0]), "Min-K% 0.2": np.arange(6.0)}, labels)
+    ppl = table.set_index("method").loc["PPL"]
+    assert ppl.auc == pytest.approx(8 / 9) and math.isnan(ppl.k)
+    assert ppl.tpr_at_5fpr == pytest.approx(2 / 3)  # two members above every non-member
+    mk = table.set_index("method").loc["Min-K%"]
+    assert mk.k == 0.2 and mk.auc == 0.0
+
+
+WORDS = "the a cat dog sat ran on mat fast slow big small red".split()
+
+
+def word_tokenizer(extra: dict[str, str] | None = None):
+    """A word-level fast tokenizer over WORDS plus special tokens (pad, eos, optionally mask)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = {"pad_token": "<pad>", "eos_token": "<s>", "unk_token": "<unk>", **(extra or {})}
+    vocab = {t: i for i, t in enumerate([*specials.values(), *WORDS])}
+    raw = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=raw, **specials), vocab
+
+
+def test_text_scores_keep_input_order_and_match_batches_of_one() -> None:
+    tok, vocab = word_tokenizer()
+    model = tiny_lm(vocab=len(vocab))
+    texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat"]
+    batched = membership.text_scores(model, tok, texts, KS, batch_size=3)
+    single = membership.text_scores(model, tok, texts, KS, batch_size=1)
+    assert batched.index.tolist() == [0, 1, 2, 3]
+    np.testing.assert_allclose(batched.to_numpy(float), single.to_numpy(float), atol=1e-4)
+    assert batched.tokens.tolist() == [5, 2, 9, 1]
+
+
+def test_insert_blocks_keeps_every_document_and_background_order() -> None:
+    background = [f"doc{i}" for i in range(20)]
+    blocks = [f"item{i}" for i in range(7)] + ["item0"]  # a repeated item is a second, separate copy
+    docs = C.insert_blocks(background, blocks, seed=3)
+    assert sorted(docs) == sorted(background + blocks)
+    assert [d for d in docs if d.startswith("doc")] == background
+    assert docs == C.insert_blocks(background, blocks, seed=3)
+    assert docs != C.insert_blocks(background, blocks, seed=4)
+
+
+def test_member_split_poisson_and_take_tokens() -> None:
+    split = C.split_members("s", [f"t{i}" for i in range(30)] + ["t0"], 10, seed=0)
+    assert len(split.members) == len(split.nonmembers) == 10
+    assert not set(split.members) & set(split.nonmembers)
+    assert split.labels.tolist() == [1] * 10 + [0] * 10
+    with pytest.raises(ValueError, match="fewer than"):
+        C.split_members("s", ["a", "b", "c"], 2, seed=0)
+    copies = C.poisson_copies(1000, 1.5, seed=0)
+    assert copies.min() == 1 and 1.5 < copies.mean() < 2.0  # Poisson(1.5) floored at 1: mean 1.5 + P(0) = 1.72
+    parts = C.occurrence_splits(C.MemberSplit("s", ["a", "b", "c"], ["x", "y"]), np.array([2, 1, 2]))
+    assert [(p.name, p.members) for p in parts] == [("s x1", ["b"]), ("s x2", ["a", "c"])]
+    assert C.take_tokens(["aa", "bbb", "c", "dd"], 4, len) == ["aa", "bbb"]
+
+
+def test_formats_and_trim_words() -> None:
+    assert C.format_yes_no(" Frost happens in December.", "Is frost common?", True) == \
+        "Frost happens in December.\nQuestion: Is frost common?\nAnswer: yes"
+    assert C.format_choice("Why?", ["a", "b"], "b") == "Question: Why?\nChoices: (A) a (B) b\nAnswer: b"
+    assert C.trim_words("One two three. Four five six. Seven.", 6) == "One two three. Four five six."
+    assert C.trim_words("one two three four five", 3) == "one two three"
+    assert C.format_review("Great<br />phone.", 10) == "Review: Great phone."
+
+
+def test_token_blocks_wrap_the_tail() -> None:
+    class Tok:
+        eos_token_id = 0
+
+        def __call__(self, docs, add_special_tokens=False):
+            return {"input_ids": [[len(d)] * len(d) for d in docs]}
+
+    blocks = pretrain.token_blocks(Tok(), ["abc", "de"], 4)  # stream 3 3 3 0 2 2 0 -> 2 blocks, tail wraps
+    assert blocks.tolist() == [[3, 3, 3, 0], [2, 2, 0, 3]]
+    with pytest.raises(ValueError, match="fewer than one block"):
+        pretrain.token_blocks(Tok(), ["a"], 4)
+
+
+def test_cached_pretraining_trains_stores_and_reloads(tmp_path, monkeypatch) -> None:
+    from transformers import AutoTokenizer
+
+    from repro.models import smollm2_path
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    base = tmp_path / "tiny"
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    model = tiny_lm(vocab=len(tok))
+    model.save_pretrained(base)
+    tok.save_pretrained(base)
+    docs = ["The quick brown fox jumps over the lazy dog."] * 6
+    cfg = pretrain.PretrainConfig(learning_rate=1e-2, block_size=16, batch_size=2, seed=0)
+    trained, stats = pretrain.cached_pretraining("t", base, docs, cfg)
+    assert not stats["cached"] and stats["train_tokens"] % 16 == 0
+    assert stats["steps"] == math.ceil(stats["train_tokens"] / 16 / 2)  # one epoch of 2-block batches
+    assert stats["tokens_per_second"] > 0
+    before = next(tiny_lm(vocab=len(tok)).parameters())
+    assert not torch.equal(next(trained.parameters()), before)  # it trained
+    again, stats2 = pretrain.cached_pretraining("t", base, docs, cfg)
+    assert stats2["cached"] and stats2["train_loss"] == stats["train_loss"]
+    for a, b in zip(trained.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+    other = pretrain.checkpoint_dir("t", base, docs[:-1], cfg)
+    assert other != pretrain.checkpoint_dir("t", base, docs, cfg) and not other.exists()
+    _, unstored = pretrain.cached_pretraining("u", base, docs, cfg, store=False)
+    assert not unstored["cached"] and not pretrain.checkpoint_dir("u", base, docs, cfg).exists()
+
+
+def test_neighbors_swap_exactly_one_word() -> None:
+    from transformers import BertConfig, BertForMaskedLM
+
+    tok, vocab = word_tokenizer({"mask_token": "<mask>"})
+    torch.manual_seed(0)
+    mlm = BertForMaskedLM(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=32)).eval()
+    texts = ["the cat sat on the mat", "a dog ran fast"]
+    out = membership.neighbors(texts, mlm, tok, n=3, seed=0, batch_size=4)
+    assert [len(ns) for ns in out] == [3, 3]
+    for text, ns in zip(texts, out):
+        for n in ns:
+            diff = [i for i, (a, b) in enumerate(zip(text.split(), n.split())) if a != b]
+            assert len(n.split()) == len(text.split()) and len(diff) == 1, (text, n)
