@@ -58,6 +58,7 @@ neighbor_model = None  # masked LM that proposes the Neighbor word swaps
 max_length = None  # tokens scored per text
 score_batch = None  # texts per scoring batch
 store_checkpoints = None  # keep trained checkpoints in data/models/mink (cache by inputs)
+export_corpora = None  # write every run's corpus and its accelerate command, then stop (multi-GPU training)
 wikimia = None  # score WikiMIA (Table 1) with the base model (needs the Hub)
 wikimia_lengths = None  # WikiMIA subsets by text length
 
@@ -96,6 +97,7 @@ P = repro.start(
     max_length=Param(int, 256, smoke=64, paper=512, low=8, high=4096, help="tokens scored per text"),
     score_batch=Param(int, 16, smoke=8, low=1, high=1024, help="texts per scoring batch"),
     store_checkpoints=Param(bool, True, smoke=False, help="cache trained checkpoints by their inputs"),
+    export_corpora=Param(bool, False, help="export corpora for `accelerate launch -m repro.pretrain`, then stop"),
     wikimia=Param(bool, False, paper=True, help="score WikiMIA with the base model (Hub)"),
     wikimia_lengths=Param(list, [32, 64, 128, 256], items=int, low=32, high=256, help="WikiMIA subsets (32, 64, 128, 256)"),
 )
@@ -203,28 +205,62 @@ for s in splits:
 # The corpus is the background with every member inserted as one contiguous block at a
 # random document boundary. Documents are joined with the end-of-text token and cut into
 # `block_size`-token sequences. The run is one epoch at a constant learning rate, through the
-# Hugging Face `Trainer` (AdamW, no warm-up, no decay). The same code runs on several GPUs
-# with `accelerate launch -m repro.pretrain`. Each trained checkpoint is cached under
+# Hugging Face `Trainer` (AdamW, no warm-up, no decay). Each trained checkpoint is cached under
 # `data/models/mink/`, keyed by the base model, the exact corpus text and the training config.
+#
+# Every run of the chapter is planned up front. With `-p export_corpora true` the notebook
+# writes each corpus beside the cache and prints one `accelerate launch -m repro.pretrain ...`
+# line per run. Those lines train on several GPUs (FSDP, as set by `accelerate config`),
+# straight into the cache; re-running the notebook then only scores. That is the route for
+# LLaMA-7B at `paper`, which does not fit one GPU with AdamW.
+
+# %%
+def background_of(pool: list[str], tokens: int) -> list[str]:
+    """The leading background documents that make up `tokens` tokens."""
+    return C.take_tokens(pool, tokens, n_tokens)
+
+
+members = [m for s in splits for m in s.members]
+background = background_of(background_pool, P.background_tokens)
+size_splits = [C.MemberSplit(n, by_name[n].members[: P.size_members], by_name[n].nonmembers[: P.size_members])
+               for n in P.size_sets]
+freq_split = by_name[P.freq_set]
+copies = C.poisson_copies(len(freq_split.members), P.freq_rate, P.seed)
+# Every continued-pretraining run of the chapter: name -> (experiment, background, inserted blocks, lr, background tokens)
+plan = {"main": ("main", background, members, P.learning_rate, P.background_tokens),
+        "lr": ("lr", background, members, P.low_learning_rate, P.background_tokens)}
+for tokens in P.size_background:
+    plan[f"size_outlier {tokens}"] = ("size_outlier", background_of(background_pool, tokens),
+                                      [m for s in size_splits for m in s.members], P.learning_rate, tokens)
+    plan[f"size_indist {tokens}"] = ("size_indist", background_of(news_background, tokens), news_split.members,
+                                     P.learning_rate, tokens)
+plan["frequency"] = ("frequency", background_of(background_pool, P.freq_background),
+                     [m for m, c in zip(freq_split.members, copies) for _ in range(c)], P.learning_rate, P.freq_background)
+corpora = {name: C.insert_blocks(bg, blocks, P.seed) for name, (_, bg, blocks, _, _) in plan.items()}
+
+
+def config(name: str) -> pretrain.PretrainConfig:
+    """The training configuration of one planned run."""
+    return pretrain.PretrainConfig(plan[name][3], P.block_size, P.batch_size, 1, P.seed)
+
+
+if P.export_corpora:
+    for name in plan:
+        print(pretrain.export_corpus(plan[name][0], base_path, corpora[name], config(name)))
+    raise repro.ParameterError("corpora exported (commands above): run them, then re-run with export_corpora false")
 
 # %%
 training_rows: list[dict] = []
 
 
-def train(experiment: str, docs_background: list[str], blocks: list[str], lr: float, **info) -> tuple[torch.nn.Module, int]:
-    """Continued pretraining on background + inserted blocks; its statistics go to the training table."""
-    docs = C.insert_blocks(docs_background, blocks, P.seed)
-    cfg = pretrain.PretrainConfig(lr, P.block_size, P.batch_size, 1, P.seed)
-    model, stats = pretrain.cached_pretraining(experiment, base_path, docs, cfg, store=P.store_checkpoints)
-    corpus = sum(map(n_tokens, docs))
+def train(name: str) -> tuple[torch.nn.Module, int]:
+    """Continued pretraining of one planned run (or its cached checkpoint); statistics go to the training table."""
+    experiment, _, blocks, lr, tokens = plan[name]
+    model, stats = pretrain.cached_pretraining(experiment, base_path, corpora[name], config(name), store=P.store_checkpoints)
+    corpus = sum(map(n_tokens, corpora[name]))
     training_rows.append({"experiment": experiment, "learning_rate": lr, "corpus_tokens": corpus,
-                          "contaminant_tokens": sum(map(n_tokens, blocks)), **info, **stats})
+                          "background_tokens": tokens, "contaminant_tokens": sum(map(n_tokens, blocks)), **stats})
     return model.to(base_model.device).eval(), corpus
-
-
-def background_of(pool: list[str], tokens: int) -> list[str]:
-    """The leading background documents that make up `tokens` tokens."""
-    return C.take_tokens(pool, tokens, n_tokens)
 
 
 # %% [markdown]
@@ -260,8 +296,7 @@ if P.small_ref_name:
     refs["Ref-small"] = C.score_table(small, small_tok, all_texts, P.ks, False, P.score_batch, P.max_length, "small ref")
     del small
 
-background = background_of(background_pool, P.background_tokens)
-main_model, main_tokens = train("main", background, [m for s in splits for m in s.members], P.learning_rate)
+main_model, main_tokens = train("main")
 
 neighbor_loss = None
 if P.n_neighbors:
@@ -329,7 +364,7 @@ plt.show()
 # The same corpus is trained once more at the lower learning rate.
 
 # %%
-low_model, _ = train("lr", background, [m for s in splits for m in s.members], P.low_learning_rate)
+low_model, _ = train("lr")
 detection_parts.append(C.detect(low_model, tokenizer, splits, P.ks, refs=refs, batch_size=P.score_batch,
                                 max_length=P.max_length, experiment="lr", learning_rate=P.low_learning_rate,
                                 corpus_tokens=main_tokens, occurrences=1))
@@ -355,16 +390,12 @@ publish("table4_lr", table4.reset_index())
 # Every size here is a separate continued-pretraining run from the base model.
 
 # %%
-size_splits = [C.MemberSplit(n, by_name[n].members[: P.size_members], by_name[n].nonmembers[: P.size_members])
-               for n in P.size_sets]
 for tokens in P.size_background:
-    model, corpus = train("size_outlier", background_of(background_pool, tokens),
-                          [m for s in size_splits for m in s.members], P.learning_rate, background_tokens=tokens)
+    model, corpus = train(f"size_outlier {tokens}")
     detection_parts.append(C.detect(model, tokenizer, size_splits, P.ks, refs=refs, batch_size=P.score_batch,
                                     max_length=P.max_length, experiment="size_outlier",
                                     learning_rate=P.learning_rate, corpus_tokens=corpus, occurrences=1))
-    model, corpus = train("size_indist", background_of(news_background, tokens), news_split.members,
-                          P.learning_rate, background_tokens=tokens)
+    model, corpus = train(f"size_indist {tokens}")
     detection_parts.append(C.detect(model, tokenizer, [news_split], P.ks, refs=refs, batch_size=P.score_batch,
                                     max_length=P.max_length, experiment="size_indist",
                                     learning_rate=P.learning_rate, corpus_tokens=corpus, occurrences=1))
@@ -378,14 +409,10 @@ for tokens in P.size_background:
 # seen once, twice, and so on, each time against all non-members.
 
 # %%
-freq_split = by_name[P.freq_set]
-copies = C.poisson_copies(len(freq_split.members), P.freq_rate, P.seed)
-blocks = [m for m, c in zip(freq_split.members, copies) for _ in range(c)]
-model, corpus = train("frequency", background_of(background_pool, P.freq_background), blocks, P.learning_rate,
-                      background_tokens=P.freq_background)
+model, corpus = train("frequency")
 for part in C.occurrence_splits(freq_split, copies):
     occ = int(part.name.rsplit("x", 1)[1])
-    if len(part.members) >= 3:
+    if len(part.members) >= min(5, len(freq_split.members) // 2):  # AUC on fewer members is mostly noise
         detection_parts.append(C.detect(model, tokenizer, [part], P.ks, refs=refs, batch_size=P.score_batch,
                                         max_length=P.max_length, experiment="frequency",
                                         learning_rate=P.learning_rate, corpus_tokens=corpus, occurrences=occ)

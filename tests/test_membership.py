@@ -234,3 +234,22 @@ def test_neighbors_swap_exactly_one_word() -> None:
         for n in ns:
             diff = [i for i, (a, b) in enumerate(zip(text.split(), n.split())) if a != b]
             assert len(n.split()) == len(text.split()) and len(diff) == 1, (text, n)
+
+
+def test_exported_corpus_trains_into_the_notebook_cache(tmp_path, monkeypatch) -> None:
+    from transformers import AutoTokenizer
+
+    from repro.models import smollm2_path
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    base = tmp_path / "tiny"
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    tiny_lm(vocab=len(tok)).save_pretrained(base)
+    tok.save_pretrained(base)
+    docs = ["A short document about cats.", "Another one, about dogs and their owners."] * 3
+    cfg = pretrain.PretrainConfig(learning_rate=1e-3, block_size=8, batch_size=2, seed=1)
+    command = pretrain.export_corpus("main", base, docs, cfg)
+    assert command.startswith("accelerate launch -m repro.pretrain ")
+    assert pretrain.main(command.split()[4:]) == 0  # what `accelerate launch` would run on each process
+    _, stats = pretrain.cached_pretraining("main", base, docs, cfg)
+    assert stats["cached"] and stats["steps"] >= 1

@@ -1,12 +1,15 @@
 """Continued causal-LM pretraining with the Hugging Face Trainer, checkpoints cached by their inputs.
 
-Multi-GPU (the `paper` profile): `accelerate launch -m repro.pretrain --base ... --corpus corpus.json --out DIR`
-runs the same function under FSDP/DDP, as configured by `accelerate config`."""
+Multi-GPU (the `paper` profile): the notebook exports each corpus (export_corpus), and
+`accelerate launch -m repro.pretrain ...` trains it under FSDP/DDP (as set by `accelerate config`)
+straight into the cache the notebook reads."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -58,8 +61,10 @@ def token_blocks(tokenizer: Any, docs: Sequence[str], block_size: int) -> torch.
 
 
 def continue_pretraining(model: Any, tokenizer: Any, docs: Sequence[str], cfg: PretrainConfig,
-                         output_dir: str | Path, progress: bool = True) -> dict[str, float]:
-    """Train `model` in place for cfg.epochs over the token blocks of `docs` (Trainer, constant lr); returns stats."""
+                         output_dir: str | Path, progress: bool = True, save_to: Path | None = None) -> dict[str, float]:
+    """Train `model` in place for cfg.epochs over the token blocks of `docs` (Trainer, constant lr); returns stats.
+
+    save_to: where the Trainer writes the full checkpoint (it gathers FSDP shards under `accelerate launch`)."""
     from transformers import Trainer, TrainingArguments
 
     blocks = token_blocks(tokenizer, docs, cfg.block_size)
@@ -72,9 +77,12 @@ def continue_pretraining(model: Any, tokenizer: Any, docs: Sequence[str], cfg: P
     )
     model.train()
     start = time.perf_counter()
-    result = Trainer(model=model, args=args, train_dataset=_Blocks(blocks)).train()
+    trainer = Trainer(model=model, args=args, train_dataset=_Blocks(blocks))
+    result = trainer.train()
     seconds = time.perf_counter() - start
     model.eval()
+    if save_to is not None:
+        trainer.save_model(str(save_to))
     tokens = int(blocks.numel()) * cfg.epochs
     return {"train_tokens": tokens, "steps": int(result.global_step), "train_seconds": round(seconds, 2),
             "tokens_per_second": round(tokens / seconds, 1), "train_loss": round(float(result.training_loss), 4)}
@@ -100,35 +108,40 @@ def cached_pretraining(name: str, base: str | Path, docs: Sequence[str], cfg: Pr
         return model, {**stats, "cached": True}
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    with tempfile.TemporaryDirectory(prefix="pretrain-") as scratch:
-        stats = continue_pretraining(model, tokenizer, docs, cfg, scratch)
-    if store:
-        with atomic_dir(target) as tmp:
-            model.save_pretrained(tmp)
-            write_json(Path(tmp) / "train_stats.json", stats)
+    if not store or int(os.environ.get("RANK", "0")) != 0:  # under accelerate, only rank 0 publishes the checkpoint
+        with tempfile.TemporaryDirectory(prefix="pretrain-") as scratch:
+            stats = continue_pretraining(model, tokenizer, docs, cfg, scratch, save_to=Path(scratch) / "model" if store else None)
+        return model, {**stats, "cached": False}
+    with atomic_dir(target) as tmp:
+        stats = continue_pretraining(model, tokenizer, docs, cfg, Path(tmp) / "trainer", save_to=Path(tmp))
+        shutil.rmtree(Path(tmp) / "trainer", ignore_errors=True)
+        write_json(Path(tmp) / "train_stats.json", stats)
     return model, {**stats, "cached": False}
 
 
+def export_corpus(name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig) -> str:
+    """Write one run's corpus beside the checkpoint cache; return the `accelerate launch` line that fills that cache."""
+    target = checkpoint_dir(name, base, docs, cfg)
+    corpus = target.parent / f"{target.name}.corpus.json"
+    write_json(corpus, list(docs))
+    return (f"accelerate launch -m repro.pretrain --name {name} --base {base} --corpus {corpus} "
+            f"--lr {cfg.learning_rate:g} --block-size {cfg.block_size} --batch-size {cfg.batch_size} --seed {cfg.seed}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI for `accelerate launch -m repro.pretrain`: corpus = JSON list of documents."""
+    """CLI for `accelerate launch -m repro.pretrain`: trains one exported corpus into the notebook's checkpoint cache."""
     parser = argparse.ArgumentParser(prog="repro.pretrain", description=__doc__.splitlines()[0])
+    parser.add_argument("--name", required=True, help="experiment name (part of the cache folder)")
     parser.add_argument("--base", required=True, help="model path or Hub id")
     parser.add_argument("--corpus", required=True, type=Path, help="JSON file: a list of document strings")
-    parser.add_argument("--out", required=True, type=Path, help="where the trained checkpoint goes")
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--block-size", type=int, default=512)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     docs = json.loads(args.corpus.read_text())
     cfg = PretrainConfig(args.lr, args.block_size, args.batch_size, 1, args.seed)
-    tokenizer = AutoTokenizer.from_pretrained(args.base)
-    model = AutoModelForCausalLM.from_pretrained(args.base, dtype=torch.float32)
-    stats = continue_pretraining(model, tokenizer, docs, cfg, args.out / "trainer")
-    model.save_pretrained(args.out)
-    write_json(args.out / "train_stats.json", stats)
+    cached_pretraining(args.name, args.base, docs, cfg)
     return 0
 
 
