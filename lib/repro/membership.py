@@ -35,29 +35,28 @@ def lowest_k_mean(values: torch.Tensor, mask: torch.Tensor, ks: Sequence[float])
 
 def next_token_stats(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, plus: bool = True,
                      rows: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(log p(x_t), mean and std of log p over the vocabulary, mask) for tokens 2..N; padded rows skipped.
+    """(log p(x_t), mean and std of log p over the vocabulary, mask) for tokens 2..N of right-padded rows.
 
-    Works through the real tokens `rows` at a time so the vocabulary-sized temporaries stay in cache."""
-    vocab = logits.shape[-1]
-    flat = logits[:, :-1].reshape(-1, vocab)
-    target = input_ids[:, 1:].reshape(-1)
-    mask = attention_mask[:, 1:].bool()
-    real = mask.reshape(-1).nonzero()[:, 0]
-    token_lp = torch.zeros(len(flat))
-    mu, sigma = torch.zeros(len(flat)), torch.ones(len(flat))
-    for lo in range(0, len(real), rows):
-        idx = real[lo : lo + rows]
-        logp = flat[idx].float()
-        logp = logp - torch.logsumexp(logp, -1, keepdim=True)
-        token_lp[idx] = logp.gather(1, target[idx][:, None])[:, 0].cpu()
-        if plus:
-            p = logp.exp()
-            mean = torch.einsum("nv,nv->n", p, logp)
-            logp -= mean[:, None]
-            mu[idx] = mean.cpu()
-            sigma[idx] = torch.einsum("nv,nv->n", p * logp, logp).clamp_min(1e-12).sqrt().cpu()
-    shape = mask.shape
-    return token_lp.view(shape), mu.view(shape), sigma.view(shape), mask.cpu()
+    Works through each row's real tokens `rows` positions at a time (views, no gathers), so the
+    vocabulary-sized temporaries stay small and padding costs nothing."""
+    mask = attention_mask[:, 1:].bool().cpu()
+    lengths = mask.sum(1).tolist()
+    token_lp, mu, sigma = torch.zeros(mask.shape), torch.zeros(mask.shape), torch.ones(mask.shape)
+    for i, n in enumerate(lengths):
+        if mask[i, n:].any():
+            raise ValueError("next_token_stats needs right padding (tokenizer.padding_side = 'right')")
+        for lo in range(0, n, rows):
+            hi = min(lo + rows, n)
+            logp = logits[i, lo:hi].float()
+            logp = logp - torch.logsumexp(logp, -1, keepdim=True)
+            token_lp[i, lo:hi] = logp.gather(1, input_ids[i, lo + 1 : hi + 1, None])[:, 0].cpu()
+            if plus:
+                p = logp.exp()
+                mean = torch.einsum("nv,nv->n", p, logp)
+                logp -= mean[:, None]
+                mu[i, lo:hi] = mean.cpu()
+                sigma[i, lo:hi] = torch.einsum("nv,nv->n", p * logp, logp).clamp_min(1e-12).sqrt().cpu()
+    return token_lp, mu, sigma, mask
 
 
 def batch_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, ks: Sequence[float] = KS,
