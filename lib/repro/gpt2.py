@@ -47,11 +47,13 @@ class GPT2LM(nn.Module):
 
 
 def small_gpt2(vocab: Vocab, n_positions: int, n_embd: int, n_layer: int, n_head: int) -> GPT2LM:
-    """A GPT-2 of the given size, randomly initialized over `vocab`, without dropout."""
+    """A GPT-2 of the given size, randomly initialized over `vocab`, without dropout; its GELU is GPT-2's tanh
+    approximation in PyTorch's fused kernel (the same function as "gelu_new", about a quarter faster on CPU)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(vocab_size=len(vocab), n_positions=n_positions, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
-                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, pad_token_id=vocab.stoi[PAD],
+                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu_pytorch_tanh",
+                        pad_token_id=vocab.stoi[PAD],
                         bos_token_id=vocab.stoi[BOS], eos_token_id=vocab.stoi[EOS])
     return GPT2LM(GPT2LMHeadModel(config))
 
