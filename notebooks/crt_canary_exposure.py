@@ -121,8 +121,8 @@ if not set(P.gpt_gammas) <= set(P.gammas):
 #   the LSTM at all six;
 # - the Fig. 2 sweep over ε at three target values.
 #
-# The cuts fit the budget: each GPT-2 trainer costs a little more than the LSTM's, and the
-# chapter trains about 50 models.
+# The cuts fit the budget: a GPT-2 trainer costs somewhat more than the LSTM's, and the
+# chapter trains several dozen models (the `train_seconds` column of the `utility` table).
 #
 # The `paper` profile fine-tunes distilgpt2 from the Hub with its BPE tokenizer. The `smoke`
 # profile only checks the plumbing.
@@ -527,9 +527,9 @@ fig.tight_layout()
 # every candidate sequence from scratch in batches. We time the tree on the same space and on
 # the full 10⁶ space, in the same run, on the same non-private model, for each model. The
 # table reports both ratios. For the 10⁶ space, the naive time is extrapolated linearly from
-# the measured cost per candidate token. The saving is smaller for GPT-2 than for the LSTM:
-# its state is a key/value cache that grows with the prefix and is copied at every level,
-# where the LSTM's is a fixed (h, c).
+# the measured cost per candidate token. Compare the ratio across models: GPT-2's state is a
+# key/value cache that grows with the prefix and is copied at every level, where the LSTM's is
+# a fixed (h, c), so the tree cannot save as much for GPT-2.
 
 # %%
 def benchmark(name: str) -> list[dict]:
