@@ -286,7 +286,7 @@ def encoded(name: str, part: str, gamma: float | None = None) -> tuple[list[list
     """One model's ids, with marks on the ids π flags at γ, of the raw or π-redacted ("mask") training sentences;
     or the ids of the test sentences, D_pub or D_pri (marks all 0)."""
     if part in ("raw", "mask"):
-        redacted, flags = privacy.masked_corpus(sentences, policies[0.0 if gamma is None else gamma])
+        redacted, flags = privacy.masked_corpus(sentences, privacy.RegexPolicy(seed=P.seed) if gamma is None else policies[gamma])
         tokens = [s.tokens for s in sentences] if part == "raw" else redacted
     else:
         tokens = [s.tokens for s in test_sentences] if part == "test" else splits[gamma].part(part == "private")
