@@ -453,8 +453,9 @@ grid = sns.relplot(mia_table, x="gamma", y="accuracy", hue="trainer", style="tra
 for ax in grid.axes.flat:
     ax.axhline(0.5, color="grey", ls=":", lw=1)
 grid.set_axis_labels("γ", "MIA accuracy")
-grid.set_titles("{row_name} — {col_name} MIA (Fig. 4 individual, Fig. 5 group)")
-grid.figure.suptitle("Paper: CRT ≈ 0.5 at every γ; mask and S-DP rise for γ > 0; group > individual", fontsize=9, y=1.02)
+grid.set_titles("{row_name} — {col_name} MIA")
+grid.figure.suptitle("Figs. 4 (individual) and 5 (group) — ours. Paper: CRT ≈ 0.5 at every γ; mask and S-DP rise "
+                     "for γ > 0; group > individual", fontsize=9, y=1.02)
 
 # %% [markdown]
 # ## 5. Utility and privacy: Fig. 2
@@ -477,7 +478,7 @@ utility = publish("utility", pd.DataFrame([
 # %%
 dp_rows = utility[utility.target_epsilon.notna()]
 grid = sns.relplot(dp_rows, x="epsilon", y="perplexity", hue="trainer", style="trainer", col="model", kind="line",
-                   markers=True, dashes=False, height=3.6, aspect=1.1, facet_kws={"sharey": False})
+                   markers=True, dashes=False, height=3.6, aspect=1.1)
 for name, ax in grid.axes_dict.items():
     for trainer, ls in (("non-private", "-"), ("non-private + mask", "--")):
         ax.axhline(utility[(utility.model == name) & (utility.trainer == trainer)].perplexity.iloc[0], color="grey", ls=ls,
