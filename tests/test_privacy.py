@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from repro import canary, customersim, lm, mia, privacy
+from repro import canary, customersim, gpt2, lm, mia, privacy
 from repro.customersim import make_turn
 
 
@@ -86,20 +86,79 @@ def test_crt_batches_are_never_mixed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kinds[:first_pri] == ["pub"] * 3  # one full public epoch, then the private epoch
 
 
-def test_tree_rank_equals_brute_force_on_a_tiny_model() -> None:
+def tiny_gpt2(vocab_size: int = 20) -> gpt2.GPT2LM:
+    """A 2-layer, width-8 GPT-2 in float64 over `vocab_size` ids, with tied input/output embeddings."""
+    vocab = lm.Vocab([lm.PAD, lm.UNK, lm.BOS, lm.EOS] + [f"w{i}" for i in range(vocab_size - 4)])
+    return gpt2.small_gpt2(vocab, n_positions=16, n_embd=8, n_layer=2, n_head=2).double()
+
+
+TINY_MODELS = {"LSTM": (lambda: lm.LSTMLM(20, 6, 6).double(), lm.LSTMStepper), "GPT-2": (tiny_gpt2, gpt2.GPT2Stepper)}
+
+
+@pytest.mark.parametrize("kind", TINY_MODELS)
+def test_tree_rank_equals_brute_force_on_a_tiny_model(kind: str) -> None:
     torch.manual_seed(0)
-    model = lm.LSTMLM(20, 6, 6).double()
+    build, stepper = TINY_MODELS[kind]
+    model = build()
     for p in model.parameters():
         p.data *= 4  # sharpen the distribution so ranks are spread out
     context, digits = [2, 4, 5], [10, 11, 12, 13, 14, 15, 16]
-    tree = canary.tree_scores(lm.LSTMStepper(model), context, digits, 4, batch=50)
+    tree = canary.tree_scores(stepper(model), context, digits, 4, batch=50)
     brute = canary.brute_force_scores(lambda s: lm.suffix_logprob(model, s, 4), context, digits, 4, batch=100)
     assert tree.shape == (7**4,)
     np.testing.assert_allclose(tree, brute, atol=1e-10)
+    assert np.ptp(tree) > 5  # the scores really differ, so equal ranks are not trivial
     ranks_tree = [canary.rank_of(tree, i) for i in range(0, 7**4, 97)]
     ranks_brute = [int(1 + (brute > brute[i]).sum()) for i in range(0, 7**4, 97)]
     assert ranks_tree == ranks_brute and min(ranks_tree) >= 1
     assert canary.rank_of(tree, int(np.argmax(tree))) == 1
+
+
+def test_gpt2_per_sample_gradients_equal_a_loop_over_examples() -> None:
+    from opacus import GradSampleModule
+    from transformers.pytorch_utils import Conv1D
+
+    torch.manual_seed(1)
+    model = tiny_gpt2()
+    assert any(isinstance(m, Conv1D) for m in model.modules()) and Conv1D in GradSampleModule.GRAD_SAMPLERS
+    batch = lm.pad([[2, 5, 6, 7, 8, 3], [2, 9, 3], [2, 10, 11, 12, 3], [2, 13, 14, 15, 16, 17, 3]])
+    weights = (torch.rand(batch.shape) > 0.3).double()  # S-DP-style token weights
+    wrapped = GradSampleModule(model)
+    lm.sample_loss(wrapped, batch, weights).backward()
+    per_sample = {name: p.grad_sample.clone() for name, p in model.named_parameters()}
+    wrapped.disable_hooks()
+    assert model.gpt.lm_head.weight is model.gpt.transformer.wte.weight  # tied: both uses add up in one grad_sample
+    for i in range(len(batch)):
+        model.zero_grad(set_to_none=True)
+        lm.sample_loss(model, batch[i : i + 1], weights[i : i + 1]).backward()
+        for name, p in model.named_parameters():
+            torch.testing.assert_close(per_sample[name][i], p.grad, rtol=1e-9, atol=1e-12, msg=name)
+    assert len(per_sample) == len(list(model.parameters())) and all(g.abs().sum() > 0 for g in per_sample.values())
+
+
+class CharTokenizer:
+    """A stand-in Hub tokenizer: one piece per letter (a=1, b=2, ...; a space joins the next piece), '!' = 0,
+    <|endoftext|> 28, <pad> 29."""
+
+    pad_token_id, eos_token_id = 29, 28
+
+    def __len__(self) -> int:
+        return 30
+
+    def __call__(self, text: str) -> dict:
+        return {"input_ids": [ord(c) - 96 if c.isalpha() else 0 for c in text if c != " "]}
+
+
+def test_bpe_vocab_moves_pad_to_zero_and_marks_every_piece_of_a_flagged_word() -> None:
+    vocab = gpt2.BPEVocab(CharTokenizer())
+    ids, marks = vocab.encode_marked(["ab", "cd", "!"], [False, True, False])
+    # eos, a, b, c, d, ! (the tokenizer's id 0, relabelled to <pad>'s 29), eos: id 0 stays free for padding
+    assert ids == [28, 1, 2, 3, 4, 29, 28]
+    assert marks.tolist() == [0, 0, 0, 1, 1, 0, 0]  # both pieces of the flagged word, nothing else
+    assert vocab.encode(["ab", "cd", "!"]) == ids
+    assert vocab.token_id("c") == 3 and vocab.token_id("!") == 29
+    with pytest.raises(ValueError, match="2 BPE pieces"):
+        vocab.token_id("ab")  # a digit that merged with its neighbour would break the exact rank
 
 
 def test_fig6_example_with_autodp() -> None:

@@ -22,12 +22,13 @@ def tree_scores(stepper: Stepper, context: Sequence[int], digit_ids: Sequence[in
                 batch: int = 16384) -> np.ndarray:
     """Log-probability of every candidate digit string of `length` after `context`, index = its base-|digits| value.
 
-    One batched forward pass per prefix level: 1, 10, 100, ... prefixes; scores summed in float64."""
+    One batched forward pass per prefix level: 1, 10, 100, ... prefixes; scores summed in float64; the states of
+    the last level are dropped as they are made."""
     digits = torch.as_tensor(list(digit_ids))
     k = len(digits)
     logp, state = stepper.start(context)
     scores = logp[:, digits].double().reshape(-1)  # level-1 candidates
-    for _ in tqdm(range(1, length), desc="prefix levels", leave=False):
+    for level in tqdm(range(1, length), desc="prefix levels", leave=False):
         parents = torch.arange(len(scores))
         logps, states = [], []
         for lo in range(0, len(scores), batch):
@@ -35,10 +36,11 @@ def tree_scores(stepper: Stepper, context: Sequence[int], digit_ids: Sequence[in
             parent_state = state[rows // k]
             lp, st = stepper.step(parent_state, digits[rows % k])
             logps.append(lp[:, digits].double())
-            states.append(st)
+            if level < length - 1:  # the last level's states would never be used
+                states.append(st)
         child = torch.cat(logps)  # (n_prefixes, k)
         scores = (scores[:, None] + child).reshape(-1)
-        state = torch.cat(states)
+        state = torch.cat(states) if states else state
     return scores.numpy()
 
 

@@ -1,6 +1,7 @@
-"""A 1-layer LSTM language model over sentences and its four trainers: non-private, S-DP, DPSGD and CRT.
+"""Sentence language models (a 1-layer LSTM, a GPT-2) and their model-agnostic trainers: non-private, S-DP, DPSGD, CRT.
 
-DP-SGD runs through Opacus (DPLSTM layer, per-sample clipping, Gaussian noise, RDP accountant)."""
+Every model maps ids (B, T) to (logits (B, T, V), state). DP-SGD runs through Opacus (per-sample clipping,
+Gaussian noise, RDP accountant): DPLSTM for the LSTM, a registered per-sample gradient for GPT-2's Conv1D."""
 
 from __future__ import annotations
 
@@ -33,10 +34,21 @@ class Vocab:
         specials = [PAD, UNK, BOS, EOS, *extra]
         return cls(specials + [t for t, _ in counts.most_common() if t not in specials])
 
+    def __len__(self) -> int:
+        return len(self.itos)
+
     def encode(self, tokens: Sequence[str]) -> list[int]:
         """<s> tokens </s> as ids, unknown tokens as <unk>."""
         unk = self.stoi[UNK]
         return [self.stoi[BOS], *(self.stoi.get(t, unk) for t in tokens), self.stoi[EOS]]
+
+    def encode_marked(self, tokens: Sequence[str], flags: Sequence[bool]) -> tuple[list[int], np.ndarray]:
+        """encode(tokens) and, aligned with it, 1.0 at the ids of flagged tokens (0 at <s>, </s>)."""
+        return self.encode(tokens), np.r_[0, np.asarray(flags, dtype=np.float32), 0].astype(np.float32)
+
+    def token_id(self, token: str) -> int:
+        """The id of one known token."""
+        return self.stoi[token]
 
 
 class LSTMLM(nn.Module):
@@ -124,6 +136,13 @@ class TrainConfig:
     target_epsilon: float = 3.0
     delta: float = 8e-5
     seed: int = 0
+    optimizer: str = "sgd"  # "sgd" or "adam", for public and DP steps alike
+
+
+def _optimizer(model: nn.Module, lr: float, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """SGD or Adam over the model's parameters, as `cfg.optimizer` says."""
+    kind = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}[cfg.optimizer]
+    return kind(model.parameters(), lr=lr)
 
 
 def _batches(n: int, size: int, gen: torch.Generator) -> list[torch.Tensor]:
@@ -139,10 +158,10 @@ def _sgd_step(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor, 
     opt.step()
 
 
-def train_nonprivate(model: LSTMLM, data: Sequence[Sequence[int]], cfg: TrainConfig, desc: str = "non-private") -> LSTMLM:
-    """Plain SGD over all sentences (optionally already redacted by π)."""
+def train_nonprivate(model: nn.Module, data: Sequence[Sequence[int]], cfg: TrainConfig, desc: str = "non-private") -> nn.Module:
+    """Plain (non-private) training over all sentences (optionally already redacted by π)."""
     gen = torch.Generator().manual_seed(cfg.seed)
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
+    opt = _optimizer(model, cfg.lr, cfg)
     model.train()
     for _ in tqdm(range(cfg.epochs), desc=desc, leave=False):
         for idx in _batches(len(data), cfg.batch, gen):
@@ -153,16 +172,16 @@ def train_nonprivate(model: LSTMLM, data: Sequence[Sequence[int]], cfg: TrainCon
 class _Private:
     """An Opacus DP-SGD engine over `n` data points: Poisson-sampled index batches, noise calibrated to ε."""
 
-    def __init__(self, model: LSTMLM, n: int, cfg: TrainConfig, epochs: int):
+    def __init__(self, model: nn.Module, n: int, cfg: TrainConfig, epochs: int):
         from opacus import PrivacyEngine
 
         self.engine = PrivacyEngine(accountant="rdp")
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(n)), batch_size=min(cfg.dp_batch, n))
         self.module, self.opt, self.loader = self.engine.make_private_with_epsilon(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=cfg.dp_lr), data_loader=loader,
+            module=model, optimizer=_optimizer(model, cfg.dp_lr, cfg), data_loader=loader,
             target_epsilon=cfg.target_epsilon, target_delta=cfg.delta, epochs=epochs,
             max_grad_norm=cfg.max_grad_norm, poisson_sampling=True)
-        self.pub_opt = torch.optim.SGD(model.parameters(), lr=cfg.lr)
+        self.pub_opt = _optimizer(model, cfg.lr, cfg)
         self.cfg = cfg
 
     def dp_step(self, batch: torch.Tensor, weights: torch.Tensor | None = None) -> None:
@@ -173,7 +192,7 @@ class _Private:
         self.opt.step()
 
     def public_step(self, batch: torch.Tensor, weights: torch.Tensor | None = None) -> None:
-        """One ordinary SGD step (no per-sample hooks, no noise) on public data."""
+        """One ordinary step (no per-sample hooks, no noise) on public data."""
         self.module.disable_hooks()
         _sgd_step(self.module, self.pub_opt, sample_loss(self.module, batch, weights), self.cfg.clip)
         self.module.enable_hooks()
@@ -194,7 +213,7 @@ def _dp_batches(private: _Private):
             yield idx
 
 
-def train_dpsgd(model: LSTMLM, data: Sequence[Sequence[int]], cfg: TrainConfig) -> tuple[LSTMLM, float]:
+def train_dpsgd(model: nn.Module, data: Sequence[Sequence[int]], cfg: TrainConfig) -> tuple[nn.Module, float]:
     """DP-SGD on every sentence; returns the model and ε at δ."""
     engine = _Private(model, len(data), cfg, cfg.epochs)
     engine.module.train()
@@ -205,16 +224,15 @@ def train_dpsgd(model: LSTMLM, data: Sequence[Sequence[int]], cfg: TrainConfig) 
     return model, engine.epsilon(cfg.delta)
 
 
-def train_sdp(model: LSTMLM, data: Sequence[Sequence[int]], flags: Sequence[np.ndarray], redacted: Sequence[Sequence[int]],
-              cfg: TrainConfig) -> tuple[LSTMLM, float]:
-    """Selective DP-SGD (Shi et al.): per batch, an SGD step on the π-redacted sentences (public tokens only),
-    then a DP-SGD step whose loss covers only the tokens π flags as private."""
+def train_sdp(model: nn.Module, data: Sequence[Sequence[int]], marks: Sequence[np.ndarray], redacted: Sequence[Sequence[int]],
+              redacted_marks: Sequence[np.ndarray], cfg: TrainConfig) -> tuple[nn.Module, float]:
+    """Selective DP-SGD (Shi et al.): per batch, a non-private step on the π-redacted sentences (loss on their
+    unmarked ids), then a DP-SGD step on the raw sentences whose loss covers only the ids π flags (`marks`)."""
     engine = _Private(model, len(data), cfg, cfg.epochs)
     engine.module.train()
-    marks = [np.r_[0, f.astype(np.float32), 0] for f in flags]  # align with <s> ... </s>
     for _ in tqdm(range(cfg.epochs), desc="S-DP", leave=False):
         for idx in _dp_batches(engine):
-            engine.public_step(pad([redacted[i] for i in idx]), 1.0 - pad_float([marks[i] for i in idx]))
+            engine.public_step(pad([redacted[i] for i in idx]), 1.0 - pad_float([redacted_marks[i] for i in idx]))
             engine.dp_step(pad([data[i] for i in idx]), pad_float([marks[i] for i in idx]))
     engine.finish()
     return model, engine.epsilon(cfg.delta)
@@ -228,8 +246,8 @@ def pad_float(rows: Sequence[np.ndarray]) -> torch.Tensor:
     return out
 
 
-def train_crt(model: LSTMLM, public: Sequence[Sequence[int]], private: Sequence[Sequence[int]], cfg: TrainConfig,
-              gamma: float) -> tuple[LSTMLM, float, float]:
+def train_crt(model: nn.Module, public: Sequence[Sequence[int]], private: Sequence[Sequence[int]], cfg: TrainConfig,
+              gamma: float) -> tuple[nn.Module, float, float]:
     """CRT: each epoch, one SGD epoch on D_pub, then one DP-SGD epoch on D_pri; batches never mix the two.
     Returns the model, ε_dp at δ and the confidentiality ε at δ/γ amplified by γ."""
     from .privacy import confidentiality_epsilon
