@@ -426,7 +426,7 @@ detection = detection[["experiment", "dataset", "method", "k", "learning_rate", 
                        "auc", "tpr_at_5fpr"]]
 detection = pd.concat([detection, detection[detection.experiment == "main"].assign(experiment="k_sweep")
                        .query("method in ['Min-K%', 'Min-K%++']")], ignore_index=True)
-publish("detection", detection.round(4), show=False)
+publish("detection", detection.round({"auc": 4, "tpr_at_5fpr": 4}), show=False)
 training = publish("training", pd.DataFrame(training_rows))
 
 # %%
