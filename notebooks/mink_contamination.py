@@ -423,7 +423,7 @@ print("copies per member:", dict(zip(*np.unique(copies, return_counts=True))))
 # %%
 detection = pd.concat(detection_parts, ignore_index=True)
 detection = detection[["experiment", "dataset", "method", "k", "learning_rate", "corpus_tokens", "occurrences",
-                       "auc", "tpr_at_5fpr"]]
+                       "members", "nonmembers", "auc", "tpr_at_5fpr"]]
 detection = pd.concat([detection, detection[detection.experiment == "main"].assign(experiment="k_sweep")
                        .query("method in ['Min-K%', 'Min-K%++']")], ignore_index=True)
 publish("detection", detection.round({"auc": 4, "tpr_at_5fpr": 4}), show=False)
@@ -528,53 +528,60 @@ else:
 # ## 10. Verdict
 
 # %%
-def mean_auc(experiment: str, method: str, k: float | None = 0.2, **where) -> float:
-    """Mean AUC over the rows of one experiment and method (k for the Min-K% family)."""
+def headline_rows(experiment: str, method: str = "Min-K%", k: float = 0.2) -> pd.DataFrame:
+    """Rows of one experiment and method (k for the Min-K% family), each with its Hanley-McNeil standard error."""
     d = detection[(detection.experiment == experiment) & (detection.method == method)]
-    if k is not None and method.startswith("Min-K"):
+    if method.startswith("Min-K"):
         d = d[np.isclose(d.k, k)]
+    se = [metrics.auc_standard_error(a, m, n) for a, m, n in zip(d.auc, d.members, d.nonmembers)]
+    return d.assign(se=se)
+
+
+def mean_auc(experiment: str, method: str = "Min-K%", **where) -> tuple[float, float]:
+    """Mean AUC over the sets of one experiment, and the standard error of that mean."""
+    d = headline_rows(experiment, method)
     for col, value in where.items():
         d = d[d[col] == value]
-    return float(d.auc.mean())
+    return float(d.auc.mean()), float(np.sqrt((d.se**2).sum()) / len(d))
 
 
-mk, ppl, zl, lc = (mean_auc("main", m) for m in ("Min-K%", "PPL", "Zlib", "Lowercase"))
+def size_trend(experiment: str) -> tuple[float, float, float]:
+    """Min-K% mean AUC at the smallest and the largest corpus of a size experiment, and the SE of their difference."""
+    sizes = sorted(headline_rows(experiment).corpus_tokens.unique())
+    (lo, se_lo), (hi, se_hi) = (mean_auc(experiment, corpus_tokens=t) for t in (sizes[0], sizes[-1]))
+    return lo, hi, float(np.hypot(se_lo, se_hi))
+
+
+(mk, mk_se), (ppl, _), (zl, _), (lc, _), (mkpp, _) = (mean_auc("main", m) for m in
+                                                      ("Min-K%", "PPL", "Zlib", "Lowercase", "Min-K%++"))
 base_auc = detection[detection.experiment == "base"].auc
-lr_hi, lr_lo = mean_auc("main", "Min-K%"), mean_auc("lr", "Min-K%")
-occ = detection[(detection.experiment == "frequency") & (detection.method == "Min-K%") & np.isclose(detection.k, 0.2)]
-occ = occ.sort_values("occurrences")
-occ_rho = occ[["occurrences", "auc"]].corr(method="spearman").iloc[0, 1] if len(occ) > 1 else np.nan
-
-
-def size_trend(experiment: str) -> tuple[float, float]:
-    """Min-K% AUC at the smallest and at the largest corpus of a size experiment (mean over sets)."""
-    d = detection[(detection.experiment == experiment) & (detection.method == "Min-K%") & np.isclose(detection.k, 0.2)]
-    by = d.groupby("corpus_tokens").auc.mean()
-    return float(by.iloc[0]), float(by.iloc[-1])
-
-
-out_lo, out_hi = size_trend("size_outlier")
-ind_lo, ind_hi = size_trend("size_indist")
-mkpp = mean_auc("main", "Min-K%++")
+(lr_hi, se_hi), (lr_lo, se_lo) = mean_auc("main"), mean_auc("lr")
+occ = headline_rows("frequency").sort_values("occurrences")
+occ_se = float(np.hypot(occ.se.iloc[0], occ.se.iloc[-1])) if len(occ) > 1 else np.nan
+out_lo, out_hi, out_se = size_trend("size_outlier")
+ind_lo, ind_hi, ind_se = size_trend("size_indist")
+ranking = (mk >= ppl and ppl > max(zl, lc)) or ("partly" if ppl > max(zl, lc) else False)
 verdict([
     {"claim": "Before continued pretraining, members and non-members are indistinguishable (control)",
      "paper": "implied by the random split", "ours": f"base-model AUC {base_auc.min():.2f}–{base_auc.max():.2f}",
      "held": bool(base_auc.between(0.3, 0.7).all())},
-    {"claim": "Min-K% ≥ PPL > Zlib and Lowercase (mean AUC, Table 3)",
-     "paper": "0.86 ≥ 0.84 > 0.68, 0.68",
-     "ours": f"{mk:.3f} vs PPL {ppl:.3f}, Zlib {zl:.3f}, Lowercase {lc:.3f}",
-     "held": (mk >= ppl and ppl > max(zl, lc)) or ("partly" if ppl > max(zl, lc) else False)},
+    {"claim": "Min-K% ≥ PPL > Zlib and Lowercase (mean AUC, Table 3)", "paper": "0.86 ≥ 0.84 > 0.68, 0.68",
+     "ours": f"{mk:.3f} vs PPL {ppl:.3f}, Zlib {zl:.3f}, Lowercase {lc:.3f} (SE of a mean ≈ {mk_se:.3f})",
+     "held": ranking},
     {"claim": "A higher learning rate gives a higher AUC (Table 4)", "paper": "1e-5 → 1e-4: 0.61 → 0.85 on average",
-     "ours": f"{P.low_learning_rate:g} → {P.learning_rate:g}: {lr_lo:.3f} → {lr_hi:.3f}", "held": bool(lr_hi > lr_lo)},
+     "ours": f"{P.low_learning_rate:g} → {P.learning_rate:g}: {lr_lo:.3f} → {lr_hi:.3f} (SE {np.hypot(se_lo, se_hi):.3f})",
+     "held": metrics.trend_call(lr_lo, lr_hi, float(np.hypot(se_lo, se_hi)))},
     {"claim": "More occurrences give a higher AUC (Fig. 5c)", "paper": "rises to ≈ 1.0 by about 4 copies",
-     "ours": ", ".join(f"{o}×: {a:.2f}" for o, a in zip(occ.occurrences, occ.auc)) + f" (Spearman {occ_rho:.2f})",
-     "held": bool(occ_rho > 0)},
+     "ours": ", ".join(f"{o}×: {a:.2f} ({m} members)" for o, a, m in zip(occ.occurrences, occ.auc, occ.members)),
+     "held": metrics.trend_call(occ.auc.iloc[0], occ.auc.iloc[-1], occ_se) if len(occ) > 1 else "not measured"},
     {"claim": "Outlier contaminants: AUC rises with corpus size (Fig. 5a)", "paper": "e.g. BoolQ ≈ 0.75 → 0.90",
-     "ours": f"{out_lo:.3f} → {out_hi:.3f}", "held": bool(out_hi > out_lo)},
+     "ours": f"{out_lo:.3f} → {out_hi:.3f} (SE {out_se:.3f})", "held": metrics.trend_call(out_lo, out_hi, out_se)},
     {"claim": "In-distribution contaminants: AUC falls with corpus size (Fig. 5b)", "paper": "≈ 0.64 → 0.52",
-     "ours": f"{ind_lo:.3f} → {ind_hi:.3f}", "held": bool(ind_hi < ind_lo)},
+     "ours": f"{ind_lo:.3f} → {ind_hi:.3f} (SE {ind_se:.3f})",
+     "held": metrics.trend_call(ind_lo, ind_hi, ind_se, expect="down")},
     {"claim": "Min-K%++ improves on Min-K% (Zhang et al.; WikiMIA-32 78.3 vs 67.8)", "paper": "follow-up paper",
-     "ours": f"{mkpp:.3f} vs {mk:.3f} here", "held": bool(mkpp > mk)},
+     "ours": f"{mkpp:.3f} vs {mk:.3f} here (SE of a mean ≈ {mk_se:.3f})",
+     "held": metrics.trend_call(mk, mkpp, float(np.hypot(mk_se, mk_se)))},
 ])
 
 # %% [markdown]
@@ -582,10 +589,12 @@ verdict([
 #
 # - **The control row** guards every other row. If the base model already separated members
 #   from non-members, the split would be leaking something other than training exposure.
+# - **"within noise"** means the change is smaller than two standard errors. The standard
+#   errors are Hanley and McNeil's for each AUC, combined as if the runs were independent.
+#   They share their members, so this is conservative.
 # - **Detector ranking.** The gap between Min-K% and PPL in the paper is 0.02 AUC on average,
-#   smaller than the sampling error of a 200 + 200 AUC (about ±0.03). With `n_members` members
-#   per set here the error is larger still, so the order of Min-K% and PPL is not a robust
-#   finding in either direction. The gap to Zlib and Lowercase is.
+#   about one standard error of a single 200 + 200 AUC near 0.85. With `n_members` members per
+#   set here the error is larger, so compare the ranking with the standard error in its row.
 # - **Size trends.** Our corpora are tiny and mostly contaminant. The outlier trend asks
 #   whether more background steps after an insertion strengthen or erase its trace. The
 #   in-distribution trend asks whether members blend in among many look-alikes.

@@ -200,3 +200,19 @@ def test_fault_curve_area_equals_apfd() -> None:
         first = metrics.first_detection(FAULTS, list(order))
         counts = np.bincount(list(first.values()), minlength=6)[1:]
         assert curve_area(*fault_curve(counts)) == pytest.approx(expected)
+
+
+def test_auc_standard_error_hanley_mcneil() -> None:
+    from repro.metrics import auc_standard_error, auroc, trend_call
+
+    # A = 0.5, 60 + 60: Q1 = Q2 = 1/3, var = (0.25 + 118 * (1/3 - 0.25)) / 3600
+    assert auc_standard_error(0.5, 60, 60) == pytest.approx(math.sqrt((0.25 + 118 / 12) / 3600))
+    assert auc_standard_error(0.5, 60, 60) == pytest.approx(0.0529, abs=1e-4)
+    assert auc_standard_error(0.9, 60, 60) < auc_standard_error(0.7, 60, 60) < auc_standard_error(0.5, 60, 60)
+    assert auc_standard_error(0.7, 200, 200) < auc_standard_error(0.7, 50, 50)
+    # the simulated spread of the AUC of two identical score distributions matches it
+    rng = np.random.default_rng(0)
+    aucs = [auroc(np.r_[np.ones(60), np.zeros(60)], rng.normal(size=120)) for _ in range(400)]
+    assert np.std(aucs) == pytest.approx(auc_standard_error(0.5, 60, 60), rel=0.15)
+    assert trend_call(0.60, 0.80, 0.05) == "yes" and trend_call(0.80, 0.60, 0.05) == "no"
+    assert trend_call(0.70, 0.72, 0.05) == "within noise" and trend_call(0.80, 0.60, 0.05, expect="down") == "yes"

@@ -187,7 +187,7 @@ def test_mink_chapter_tables(smoke_results) -> None:
     assert throughput["forward pass"]["time_vs_forward"] == 1.0
     assert throughput["scoring with Min-K%++"]["tokens_per_second"] > 0
     verdict = table(smoke_results, "mink_contamination", "verdict")
-    assert len(verdict) == 7 and all(r["held"] in ("yes", "no", "partly") for r in verdict)
+    assert len(verdict) == 7 and all(r["held"] in ("yes", "no", "partly", "within noise", "not measured") for r in verdict)
 
 
 def test_mink_main_run_separates_members(smoke_results) -> None:

@@ -217,7 +217,8 @@ def detect(model: Any, tokenizer: Any, splits: Sequence[MemberSplit], ks: Sequen
         refs_s = {name: ref.loc[s.texts] for name, ref in (refs or {}).items()}
         neigh = np.array([neighbor_loss[t] for t in s.texts]) if neighbor_loss else None
         scores = membership.detector_scores(target.loc[s.texts], s.texts, ks, lower_s, refs_s, neigh)
-        rows.append(membership.evaluate(scores, s.labels).assign(dataset=s.name, **columns))
+        rows.append(membership.evaluate(scores, s.labels).assign(dataset=s.name, members=len(s.members),
+                                                                 nonmembers=len(s.nonmembers), **columns))
     return pd.concat(rows, ignore_index=True)
 
 

@@ -166,6 +166,25 @@ def auroc(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarr
     return float(roc_auc_score(y, s))
 
 
+def auc_standard_error(auc: float, n_pos: int, n_neg: int) -> float:
+    """Hanley & McNeil (1982) standard error of an AUC estimated from n_pos positives and n_neg negatives."""
+    if not 0 <= auc <= 1 or n_pos < 1 or n_neg < 1:
+        raise ValueError(f"need 0 <= auc <= 1 and at least one positive and one negative, got {auc}, {n_pos}, {n_neg}")
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    var = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2)) / (n_pos * n_neg)
+    return math.sqrt(max(var, 0.0))
+
+
+def trend_call(before: float, after: float, se: float, expect: str = "up") -> str:
+    """'yes' / 'no' for a change beyond two standard errors in / against the expected direction, else 'within noise'."""
+    if expect not in ("up", "down"):
+        raise ValueError(f"expect must be 'up' or 'down', got {expect!r}")
+    change = (after - before) * (1 if expect == "up" else -1)
+    if abs(after - before) <= 2 * se:
+        return "within noise"
+    return "yes" if change > 0 else "no"
+
+
 def tpr_at_fpr(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray, fpr: float = 0.05) -> float:
     """TPR at the last ROC threshold whose FPR stays below `fpr` (the Min-K% authors' convention)."""
     if not 0 < fpr < 1:
