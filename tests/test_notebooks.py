@@ -114,7 +114,7 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     amp = [r for r in tables["amplification"] if r["epsilon_prime"] == 1.0 and r["gamma"] == 0.1][0]
     assert round(amp["epsilon_conf"], 4) == 0.1158 and round(amp["epsilon_dp"], 3) == 0.801
     for row in tables["enumeration_benchmark"]:
-        if row["naive_measured"]:  # the tree gives the naive scores, faster
+        if row["naive_measured"]:  # the tree gives the naive scores
             # the tree and the naive enumeration agree; their speed ratio is a report (timing on a shared
             # machine is noise at smoke size), so only its presence is checked
             assert row["max_abs_score_diff"] < 1e-3 and row["ratio"] > 0, row
