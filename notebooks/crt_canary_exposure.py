@@ -68,7 +68,7 @@ from repro import Param
 
 P = repro.start(
     globals(),
-    seed=Param(int, 0, low=0, help="random seed"),
+    seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     n_dialogues=Param(int, 150, smoke=40, paper=10_000, low=20, high=100_000, help="training dialogues"),
     n_test=Param(int, 100, smoke=20, paper=1000, low=10, high=10_000, help="test dialogues"),
     canary_copies=Param(int, 20, smoke=5, low=1, high=100, help="insertions of each canary"),
@@ -129,8 +129,6 @@ if not set(P.gpt_gammas) <= set(P.gammas):
 
 # %%
 import functools
-import hashlib
-import json
 import random
 import time
 from dataclasses import replace
@@ -141,8 +139,9 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from repro import atomic, canary, customersim, gpt2, lm, metrics, mia, privacy
-from repro.paths import data_dir
+from repro import atomic, cache, metrics
+from repro.crt import (accounting, canary, customersim, gpt, language_model, membership_attacks, redaction,
+                       trainers)
 from repro.results import publish, verdict
 
 DELTA = 8e-5
@@ -174,8 +173,8 @@ canaries = [f"{rng.integers(0, 10**6):06d}" for _ in range(N_CANARIES)]
 train_dialogues = customersim.insert_canaries(customersim.corpus(P.n_dialogues, P.seed), canaries,
                                               P.canary_copies, P.seed + 1)
 test_dialogues = customersim.corpus(P.n_test, P.seed + 2)
-sentences = privacy.split_sentences(train_dialogues)
-test_sentences = privacy.split_sentences(test_dialogues, prefix="test")
+sentences = redaction.split_sentences(train_dialogues)
+test_sentences = redaction.split_sentences(test_dialogues, prefix="test")
 print(sentences[2].text, "->", list(zip(sentences[2].tokens, sentences[2].labels))[:6])
 
 # %% [markdown]
@@ -188,7 +187,7 @@ print(sentences[2].text, "->", list(zip(sentences[2].tokens, sentences[2].labels
 # after its first token.
 
 # %%
-def policy_counts(policy: privacy.RegexPolicy) -> dict:
+def policy_counts(policy: redaction.RegexPolicy) -> dict:
     """Token-level confusion of π against the gold labels, and π_c's sentence recall."""
     tp = fp = fn = 0
     for s in sentences:
@@ -197,12 +196,12 @@ def policy_counts(policy: privacy.RegexPolicy) -> dict:
     return {"gamma": policy.gamma, "secret_tokens": tp + fn, "recall": tp / (tp + fn), "precision": tp / max(tp + fp, 1)}
 
 
-policies = {g: privacy.RegexPolicy(gamma=g, seed=P.seed) for g in P.gammas}
-splits = {g: privacy.crt_split(sentences, pol) for g, pol in policies.items()}
+policies = {g: redaction.RegexPolicy(gamma=g, seed=P.seed) for g in P.gammas}
+splits = {g: redaction.crt_split(sentences, pol) for g, pol in policies.items()}
 pipeline = publish("pipeline", pd.DataFrame([
     {**policy_counts(pol), "sentences": len(sentences), "tokens": sum(len(s.tokens) for s in sentences),
-     "duplicates_masked": int(splits[g].duplicate.sum()), "pi_c_flagged": int(sum(map(privacy.conservative_flag, sentences))),
-     "pi_c_recall": float(np.mean([privacy.conservative_flag(s) for s in sentences if s.has_secret])),
+     "duplicates_masked": int(splits[g].duplicate.sum()), "pi_c_flagged": int(sum(map(redaction.conservative_flag, sentences))),
+     "pi_c_recall": float(np.mean([redaction.conservative_flag(s) for s in sentences if s.has_secret])),
      "d_pub": int((~splits[g].private).sum()), "d_pri": int(splits[g].private.sum())}
     for g, pol in policies.items()]).round(4))
 
@@ -256,29 +255,28 @@ pipeline = publish("pipeline", pd.DataFrame([
 # Trained models are cached under `data/crt/`, keyed by everything that determines them.
 
 # %%
-vocab = lm.Vocab.build([s.tokens for s in sentences], extra=[privacy.MASK])
+vocab = language_model.Vocab.build([s.tokens for s in sentences], extra=[redaction.MASK])
 if P.profile == "paper":  # distilgpt2 and its BPE tokenizer, from the Hub
-    vocabs = {"LSTM": vocab, "GPT-2": gpt2.pretrained_gpt2(P.gpt_name, [privacy.MASK])[1]}
+    vocabs = {"LSTM": vocab, "GPT-2": gpt.pretrained_gpt2(P.gpt_name, [redaction.MASK])[1]}
 else:
     vocabs = {"LSTM": vocab, "GPT-2": vocab}
 n_positions = 2 + max(len(s.tokens) for s in sentences + test_sentences)
 configs = {
-    "LSTM": lm.TrainConfig(epochs=P.epochs, lr=P.lr, dp_lr=P.dp_lr, target_epsilon=P.target_epsilon, delta=DELTA,
+    "LSTM": trainers.TrainConfig(epochs=P.epochs, lr=P.lr, dp_lr=P.dp_lr, target_epsilon=P.target_epsilon, delta=DELTA,
                            seed=P.seed),
-    "GPT-2": lm.TrainConfig(epochs=P.gpt_epochs, lr=P.gpt_lr, batch=32, dp_lr=P.gpt_dp_lr, clip=1.0,
+    "GPT-2": trainers.TrainConfig(epochs=P.gpt_epochs, lr=P.gpt_lr, batch=32, dp_lr=P.gpt_dp_lr, clip=1.0,
                             target_epsilon=P.target_epsilon, delta=DELTA, seed=P.seed, optimizer="adam"),
 }
 GAMMAS = {"LSTM": P.gammas, "GPT-2": P.gpt_gammas}
-CACHE = data_dir() / "crt"
 
 
 def new_model(name: str, private: bool) -> torch.nn.Module:
     """A freshly initialized (or freshly loaded pretrained) model; `private` picks the LSTM's DPLSTM layer."""
     if name == "LSTM":
-        return lm.LSTMLM(len(vocab), P.emb, P.hidden, private=private)
+        return language_model.LSTMLM(len(vocab), P.emb, P.hidden, private=private)
     if P.profile == "paper":
-        return gpt2.pretrained_gpt2(P.gpt_name, [privacy.MASK])[0]
-    return gpt2.small_gpt2(vocab, n_positions, P.gpt_embd, P.gpt_layers, P.gpt_heads)
+        return gpt.pretrained_gpt2(P.gpt_name, [redaction.MASK])[0]
+    return gpt.small_gpt2(vocab, n_positions, P.gpt_embd, P.gpt_layers, P.gpt_heads)
 
 
 @functools.cache
@@ -286,7 +284,7 @@ def encoded(name: str, part: str, gamma: float | None = None) -> tuple[list[list
     """One model's ids, with marks on the ids π flags at γ, of the raw or π-redacted ("mask") training sentences;
     or the ids of the test sentences, D_pub or D_pri (marks all 0)."""
     if part in ("raw", "mask"):
-        redacted, flags = privacy.masked_corpus(sentences, privacy.RegexPolicy(seed=P.seed) if gamma is None else policies[gamma])
+        redacted, flags = redaction.masked_corpus(sentences, redaction.RegexPolicy(seed=P.seed) if gamma is None else policies[gamma])
         tokens = [s.tokens for s in sentences] if part == "raw" else redacted
     else:
         tokens = [s.tokens for s in test_sentences] if part == "test" else splits[gamma].part(part == "private")
@@ -304,19 +302,18 @@ OWN = {"LSTM": ("emb", "hidden", "epochs", "lr", "dp_lr"),
        "GPT-2": ("gpt_embd", "gpt_layers", "gpt_heads", "gpt_epochs", "gpt_lr", "gpt_dp_lr", "gpt_name")}
 
 
-def cache_key(name: str, trainer: str, gamma: float | None, cfg: lm.TrainConfig) -> str:
-    """SHA-1 of everything that determines a trained model (not the other model's parameters)."""
+def model_spec(name: str, trainer: str, gamma: float | None, cfg: trainers.TrainConfig) -> dict:
+    """Everything that determines a trained model (not the other model's parameters)."""
     unused = ("n_mia", "n_groups", "bench_digits", "amp_epsilons", "epsilons", "target_epsilon", "multiwoz_name",
               *(k for other, keys in OWN.items() if other != name for k in keys))
-    spec = {"model": name, "trainer": trainer, "gamma": gamma, "params": {k: v for k, v in P.items() if k not in unused},
+    return {"model": name, "trainer": trainer, "gamma": gamma, "params": {k: v for k, v in P.items() if k not in unused},
             "cfg": cfg.__dict__, "vocab": len(vocabs[name]), "version": 2}
-    return hashlib.sha1(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def trained(name: str, trainer: str, gamma: float | None, epsilon: float | None) -> tuple[torch.nn.Module, dict]:
     """Train (or load from the cache) one model; returns it with its ε values and training time."""
     cfg = replace(configs[name], target_epsilon=epsilon or configs[name].target_epsilon)
-    path = CACHE / f"{name}-{trainer}-{cache_key(name, trainer, gamma, cfg)}.pt"
+    path = cache.entry_path("crt", f"{name}-{trainer}", model_spec(name, trainer, gamma, cfg), suffix=".pt")
     private = trainer not in ("non-private", "non-private + mask")
     if path.exists():
         model, saved = new_model(name, private), torch.load(path, weights_only=False)
@@ -326,17 +323,17 @@ def trained(name: str, trainer: str, gamma: float | None, epsilon: float | None)
     model = new_model(name, private)
     began, info = time.perf_counter(), {"epsilon": None, "epsilon_dp": None}
     if trainer == "non-private":
-        lm.train_nonprivate(model, ids(name, "raw"), cfg)
+        trainers.train_nonprivate(model, ids(name, "raw"), cfg)
     elif trainer == "non-private + mask":
-        lm.train_nonprivate(model, ids(name, "mask", gamma), cfg, desc="mask")
+        trainers.train_nonprivate(model, ids(name, "mask", gamma), cfg, desc="mask")
     elif trainer == "S-DP":
-        _, eps = lm.train_sdp(model, *encoded(name, "raw", gamma), *encoded(name, "mask", gamma), cfg)
+        _, eps = trainers.train_sdp(model, *encoded(name, "raw", gamma), *encoded(name, "mask", gamma), cfg)
         info.update(epsilon=eps, epsilon_dp=eps)
     elif trainer == "DPSGD":
-        _, eps = lm.train_dpsgd(model, ids(name, "raw"), cfg)
+        _, eps = trainers.train_dpsgd(model, ids(name, "raw"), cfg)
         info.update(epsilon=eps, epsilon_dp=eps)
     elif trainer == "CRT":
-        _, eps_dp, eps_conf = lm.train_crt(model, ids(name, "public", gamma), ids(name, "private", gamma), cfg, gamma)
+        _, eps_dp, eps_conf = trainers.train_crt(model, ids(name, "public", gamma), ids(name, "private", gamma), cfg, gamma)
         info.update(epsilon=eps_conf, epsilon_dp=eps_dp)
     info["train_seconds"] = round(time.perf_counter() - began, 1)
     with atomic.atomic_path(path) as tmp:
@@ -373,7 +370,7 @@ models = {(name, *run): trained(name, *run) for name in MODELS for run in SWEEP[
 # GPT-2 as spaced digits.
 
 # %%
-STEPPERS = {"LSTM": (lm.LSTMStepper, 16384), "GPT-2": (gpt2.GPT2Stepper, 4096)}
+STEPPERS = {"LSTM": (language_model.LSTMStepper, 16384), "GPT-2": (gpt.GPT2Stepper, 4096)}
 contexts = {name: v.encode(["My", "ID", "is", ":"])[:-1] for name, v in vocabs.items()}
 digit_ids = {name: [v.token_id(str(d)) for d in range(10)] for name, v in vocabs.items()}
 
@@ -428,7 +425,7 @@ grid.figure.suptitle("Fig. 3 — ours. Paper: CRT ≈ 0 for all γ; mask and S-D
 
 # %%
 fresh_rng = random.Random(P.seed + 3)
-look_alikes = {f.key: f for f in privacy.split_sentences([[customersim.look_alike(t, fresh_rng) for t in d]
+look_alikes = {f.key: f for f in redaction.split_sentences([[customersim.look_alike(t, fresh_rng) for t in d]
                                                            for d in train_dialogues])}
 pairs = [(s, look_alikes[s.key]) for s in sentences
          if s.has_secret and "id" not in s.labels and s.key in look_alikes and look_alikes[s.key].has_secret]
@@ -437,10 +434,10 @@ pick = np.random.default_rng(P.seed + 4).permutation(len(pairs))[: P.n_mia]
 
 def attacks(name: str, model: torch.nn.Module) -> dict[str, float]:
     """Individual and group MIA accuracy on one model."""
-    pm, pn = (np.exp(lm.sentence_nll(model, [vocabs[name].encode(pairs[i][side].tokens) for i in pick])) for side in (0, 1))
-    return {"individual": mia.threshold_accuracy(pm, pn, P.seed),
-            "group": mia.threshold_accuracy(mia.group_scores(pm, GROUP, P.n_groups, P.seed),
-                                            mia.group_scores(pn, GROUP, P.n_groups, P.seed + 1), P.seed)}
+    pm, pn = (np.exp(language_model.sentence_nll(model, [vocabs[name].encode(pairs[i][side].tokens) for i in pick])) for side in (0, 1))
+    return {"individual": membership_attacks.threshold_accuracy(pm, pn, P.seed),
+            "group": membership_attacks.threshold_accuracy(membership_attacks.group_scores(pm, GROUP, P.n_groups, P.seed),
+                                            membership_attacks.group_scores(pn, GROUP, P.n_groups, P.seed + 1), P.seed)}
 
 
 mia_by_model = {key: attacks(key[0], model) for key, (model, _) in swept.items()}
@@ -471,7 +468,7 @@ shown = [(name, t, g, e) for (name, t, g, e) in models if (t, g) in (("non-priva
          or (g == fig2_gamma and t in ("non-private + mask", "S-DP", "CRT"))]
 utility = publish("utility", pd.DataFrame([
     {"model": name, "trainer": t, "gamma": g, "target_epsilon": e, "epsilon": models[name, t, g, e][1]["epsilon"],
-     "epsilon_dp": models[name, t, g, e][1]["epsilon_dp"], "perplexity": lm.perplexity(models[name, t, g, e][0], ids(name, "test")),
+     "epsilon_dp": models[name, t, g, e][1]["epsilon_dp"], "perplexity": language_model.perplexity(models[name, t, g, e][0], ids(name, "test")),
      "train_seconds": models[name, t, g, e][1]["train_seconds"]}
     for name, t, g, e in shown]).sort_values(["model", "trainer", "target_epsilon"]).reset_index(drop=True).round(3))
 
@@ -509,7 +506,7 @@ grid.figure.suptitle("Fig. 2 — ours; grey lines: non-private (solid), non-priv
 
 # %%
 amp = publish("amplification", pd.DataFrame(
-    [r for e in sorted({1.0, *P.amp_epsilons}) for r in privacy.amplification(e, [0.05, 0.1, 0.2, 0.3, 0.4, 0.5], 0.1, 100, DELTA)]
+    [r for e in sorted({1.0, *P.amp_epsilons}) for r in accounting.amplification(e, [0.05, 0.1, 0.2, 0.3, 0.4, 0.5], 0.1, 100, DELTA)]
 ).round(4))
 example = amp[(amp.epsilon_prime == 1.0) & (amp.gamma == 0.1)].iloc[0]
 
@@ -537,7 +534,7 @@ def benchmark(name: str) -> list[dict]:
     """Naive enumeration against the prefix tree on one model's non-private run: a measured and an extrapolated row."""
     model, context, digits = models[name, "non-private", None, None][0], contexts[name], digit_ids[name]
     t0 = time.perf_counter()
-    naive = canary.brute_force_scores(lambda s: lm.suffix_logprob(model, s, P.bench_digits), context, digits, P.bench_digits)
+    naive = canary.brute_force_scores(lambda s: language_model.suffix_logprob(model, s, P.bench_digits), context, digits, P.bench_digits)
     naive_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     small = scores_of(name, model, P.bench_digits)
@@ -567,9 +564,9 @@ if P.profile == "paper":
     from datasets import load_dataset
 
     multiwoz = load_dataset(P.multiwoz_name, split="train")
-    zero_shot = gpt2.pretrained_gpt2(P.gpt_name, [privacy.MASK])[0].eval()
+    zero_shot = gpt.pretrained_gpt2(P.gpt_name, [redaction.MASK])[0].eval()
     publish("gpt2_zero_shot", pd.DataFrame([{"model": P.gpt_name, "multiwoz_dialogues": len(multiwoz),
-                                             "customersim_test_ppl": lm.perplexity(zero_shot, ids("GPT-2", "test"))}]))
+                                             "customersim_test_ppl": language_model.perplexity(zero_shot, ids("GPT-2", "test"))}]))
 
 # %% [markdown]
 # ## Verdict

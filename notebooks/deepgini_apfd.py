@@ -48,7 +48,7 @@ from repro import Param
 
 P = repro.start(
     globals(),
-    seed=Param(int, 0, low=0, help="random seed"),
+    seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     pairs=Param(list, ["fashion_mnist:lenet1", "fashion_mnist:lenet5"], items=str,
                 smoke=["digits:lenet1", "digits:lenet5"],
                 paper=["mnist:lenet1", "mnist:lenet5", "cifar10:resnet20", "cifar10:vgg16",
@@ -90,8 +90,9 @@ import seaborn as sns
 from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
-from repro import attacks, classifiers, coverage, plots
-from repro import deepgini as dg
+from repro import plots
+from repro.deepgini import attacks, coverage, nets
+from repro.deepgini import experiment as dg
 from repro.data import image_dataset
 from repro.results import publish, verdict
 
@@ -125,8 +126,8 @@ models, rows = {}, []
 for ds, arch in PAIRS:
     x_train, y_train, x_test, y_test = data[ds]
     began = time.perf_counter()
-    models[ds, arch], cached = classifiers.train_cached(arch, x_train, y_train, CLASSES, P.epochs, P.seed)
-    probs = classifiers.predict_proba(models[ds, arch], x_test)
+    models[ds, arch], cached = nets.train_cached(arch, x_train, y_train, CLASSES, P.epochs, P.seed)
+    probs = nets.predict_proba(models[ds, arch], x_test)
     rows.append({"dataset": ds, "model": arch, "train_images": len(x_train), "test_images": len(x_test),
                  "epochs": P.epochs, "test_accuracy": round(float((probs.argmax(1) == y_test).mean()), 4),
                  "train_seconds": round(time.perf_counter() - began, 1), "weights_from_cache": cached})
@@ -157,7 +158,7 @@ for ds, arch in PAIRS:
         began = time.perf_counter()
         adv = attacks.adversarial_examples(clf, x_test[idx], attack)
         seconds = time.perf_counter() - began
-        pred = classifiers.predict_proba(models[ds, arch], adv).argmax(1)
+        pred = nets.predict_proba(models[ds, arch], adv).argmax(1)
         xs.append(adv), sources.append(idx), kinds.append(np.full(len(idx), attack))
         rows.append({"dataset": ds, "model": arch, "attack": attack, "examples_added": len(idx),
                      "accuracy_on_them": round(float((pred == y_test[idx]).mean()), 4),
@@ -196,8 +197,8 @@ adversarial = publish("adversarial", pd.DataFrame(rows))
 def forward(model, x):
     """Softmax and neuron activations of `x`, timed."""
     began = time.perf_counter()
-    probs = classifiers.predict_proba(model, x)
-    acts, layer = classifiers.neuron_activations(model, x)
+    probs = nets.predict_proba(model, x)
+    acts, layer = nets.neuron_activations(model, x)
     return probs, acts, layer, time.perf_counter() - began
 
 
@@ -473,7 +474,7 @@ for ds, arch in PAIRS:
 
     def score(model) -> dict[str, float]:
         """Accuracy on the held-out adversarial and original inputs."""
-        return {key: float((classifiers.predict_proba(model, m["x"][idx]).argmax(1) == m["y"][idx]).mean())
+        return {key: float((nets.predict_proba(model, m["x"][idx]).argmax(1) == m["y"][idx]).mean())
                 for key, idx in (("adversarial_accuracy", held_adv), ("original_accuracy", held_orig))}
 
     rows.append({"dataset": ds, "model": arch, "method": "none", "percent": 0, "repeat": 0, **score(models[ds, arch])})
@@ -486,7 +487,7 @@ for ds, arch in PAIRS:
                 extra = rng.choice(len(x_train), len(top), replace=False)
                 x_fit = np.concatenate([m["x"][top], x_train[extra]])
                 y_fit = np.concatenate([m["y"][top], y_train[extra]])
-                tuned = classifiers.fine_tune(models[ds, arch], x_fit, y_fit, P.retrain_epochs, run_seed)
+                tuned = nets.fine_tune(models[ds, arch], x_fit, y_fit, P.retrain_epochs, run_seed)
                 rows.append({"dataset": ds, "model": arch, "method": name, "percent": pct, "repeat": repeat,
                              **score(tuned)})
 retraining = publish("retraining", pd.DataFrame(rows).round(4), show=False)

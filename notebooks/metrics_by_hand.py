@@ -37,7 +37,7 @@ from repro import Param
 
 P = repro.start(
     globals(),
-    seed=Param(int, 0, low=0, help="random seed"),
+    seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     toy_n=Param(int, 2000, smoke=200, low=20, high=200_000, help="points per class in the Mahalanobis toy"),
     lm_source=Param(str, "local", paper="hub", choices=("local", "hub"), help="where the language model comes from"),
     lm_name=Param(str, "HuggingFaceTB/SmolLM2-135M-Instruct", help="Hub id of the LM (lm_source='hub')"),
@@ -246,7 +246,7 @@ SENTENCES = [
     ("new", "Rain on the greenhouse roof drowned out the tomato grower's radio interview."),
 ][: P.n_sentences]
 
-from repro.models import load_causal_lm, token_stats
+from repro.pretrained import load_causal_lm, token_stats
 
 model, tokenizer = load_causal_lm(P.lm_source, P.lm_name)
 stats = token_stats(model, tokenizer, [text for _, text in SENTENCES])

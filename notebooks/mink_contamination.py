@@ -68,7 +68,7 @@ from repro import Param
 
 P = repro.start(
     globals(),
-    seed=Param(int, 0, low=0, help="random seed"),
+    seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     source=Param(str, "local", paper="hub", choices=("local", "hub"), help="offline stand-ins or the paper's Hub data"),
     base_name=Param(str, "HuggingFaceTB/SmolLM2-135M-Instruct", paper="huggyllama/llama-7b", help="base model at source hub"),
     small_ref_name=Param(str, "", paper="openlm-research/open_llama_3b", help="smaller reference model (hub)"),
@@ -97,7 +97,7 @@ P = repro.start(
     max_length=Param(int, 256, smoke=64, paper=512, low=8, high=4096, help="tokens scored per text"),
     score_batch=Param(int, 16, smoke=8, low=1, high=1024, help="texts per scoring batch"),
     store_checkpoints=Param(bool, True, smoke=False, help="cache trained checkpoints by their inputs"),
-    export_corpora=Param(bool, False, help="export corpora for `accelerate launch -m repro.pretrain`, then stop"),
+    export_corpora=Param(bool, False, help="export corpora for `accelerate launch -m repro.mink.pretraining`, then stop"),
     wikimia=Param(bool, False, paper=True, help="score WikiMIA with the base model (Hub)"),
     wikimia_lengths=Param(list, [32, 64, 128, 256], items=int, low=32, high=256, help="WikiMIA subsets (32, 64, 128, 256)"),
 )
@@ -144,9 +144,10 @@ import seaborn as sns
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from repro import contamination as C
-from repro import membership, metrics, pretrain
-from repro.models import smollm2_path, truncated_copy
+from repro.mink import corpora as C
+from repro import metrics
+from repro.mink import detectors, pretraining
+from repro.pretrained import smollm2_path, truncated_copy
 from repro.results import publish, verdict
 
 base_path = str(smollm2_path()) if P.source == "local" else P.base_name
@@ -209,7 +210,7 @@ for s in splits:
 # `data/models/mink/`, keyed by the base model, the exact corpus text and the training config.
 #
 # Every run of the chapter is planned up front. With `-p export_corpora true` the notebook
-# writes each corpus beside the cache and prints one `accelerate launch -m repro.pretrain ...`
+# writes each corpus beside the cache and prints one `accelerate launch -m repro.mink.pretraining ...`
 # line per run. Those lines train on several GPUs (FSDP, as set by `accelerate config`),
 # straight into the cache; re-running the notebook then only scores. That is the route for
 # LLaMA-7B at `paper`, which does not fit one GPU with AdamW.
@@ -239,14 +240,14 @@ plan["frequency"] = ("frequency", background_of(background_pool, P.freq_backgrou
 corpora = {name: C.insert_blocks(bg, blocks, P.seed) for name, (_, bg, blocks, _, _) in plan.items()}
 
 
-def config(name: str) -> pretrain.PretrainConfig:
+def config(name: str) -> pretraining.PretrainConfig:
     """The training configuration of one planned run."""
-    return pretrain.PretrainConfig(plan[name][3], P.block_size, P.batch_size, 1, P.seed)
+    return pretraining.PretrainConfig(plan[name][3], P.block_size, P.batch_size, 1, P.seed)
 
 
 if P.export_corpora:
     for name in plan:
-        print(pretrain.export_corpus(plan[name][0], base_path, corpora[name], config(name)))
+        print(pretraining.export_corpus(plan[name][0], base_path, corpora[name], config(name)))
     raise repro.ParameterError("corpora exported (commands above): run them, then re-run with export_corpora false")
 
 # %%
@@ -256,7 +257,7 @@ training_rows: list[dict] = []
 def train(name: str) -> tuple[torch.nn.Module, int]:
     """Continued pretraining of one planned run (or its cached checkpoint); statistics go to the training table."""
     experiment, _, blocks, lr, tokens = plan[name]
-    model, stats = pretrain.cached_pretraining(experiment, base_path, corpora[name], config(name), store=P.store_checkpoints)
+    model, stats = pretraining.cached_pretraining(experiment, base_path, corpora[name], config(name), store=P.store_checkpoints)
     corpus = sum(map(n_tokens, corpora[name]))
     training_rows.append({"experiment": experiment, "learning_rate": lr, "corpus_tokens": corpus,
                           "background_tokens": tokens, "contaminant_tokens": sum(map(n_tokens, blocks)), **stats})
@@ -305,7 +306,7 @@ if P.n_neighbors:
     mlm = AutoModelForMaskedLM.from_pretrained(P.neighbor_model).to(base_model.device).eval()
     mlm_tok = AutoTokenizer.from_pretrained(P.neighbor_model)
     texts = [t for s in splits for t in s.texts]
-    perturbed = membership.neighbors(texts, mlm, mlm_tok, P.n_neighbors, P.seed)
+    perturbed = detectors.neighbors(texts, mlm, mlm_tok, P.n_neighbors, P.seed)
     flat = [n for ns in perturbed for n in ns]
     losses = C.score_table(main_model, tokenizer, flat, P.ks, False, P.score_batch, P.max_length, "neighbors")["loss"]
     neighbor_loss = {t: float(losses.loc[ns].mean()) for t, ns in zip(texts, perturbed)}
@@ -479,9 +480,9 @@ publish("k_sweep", sweep.pivot_table(index="k", columns="method", values="auc").
 bench_texts = [t for s in splits for t in s.texts][: 4 * P.score_batch]
 enc = tokenizer(bench_texts[: P.score_batch], return_tensors="pt", padding=True, truncation=True, max_length=P.max_length)
 ids, mask = enc["input_ids"].to(base_model.device), enc["attention_mask"].to(base_model.device)
-variants = {"forward pass": lambda: membership.forward_only(base_model, ids, mask),
-            "scoring without Min-K%++": lambda: membership.batch_scores(base_model, ids, mask, P.ks, plus=False),
-            "scoring with Min-K%++": lambda: membership.batch_scores(base_model, ids, mask, P.ks, plus=True)}
+variants = {"forward pass": lambda: detectors.forward_only(base_model, ids, mask),
+            "scoring without Min-K%++": lambda: detectors.batch_scores(base_model, ids, mask, P.ks, plus=False),
+            "scoring with Min-K%++": lambda: detectors.batch_scores(base_model, ids, mask, P.ks, plus=True)}
 timings = {name: [] for name in variants}
 for f in variants.values():
     f()  # warm-up

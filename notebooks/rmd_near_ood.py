@@ -49,7 +49,7 @@ from repro import Param
 
 P = repro.start(
     globals(),
-    seed=Param(int, 0, low=0, help="random seed"),
+    seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     image_source=Param(str, "local", paper="hub", choices=("local", "hub"), help="image near-OOD data and models"),
     text_source=Param(str, "local", paper="hub", choices=("local", "hub"), help="text near-OOD data and encoder"),
     n_per_class=Param(int, 3000, smoke=150, paper=5000, low=20, high=6000, help="training images per class"),
@@ -78,7 +78,8 @@ import torch
 from scipy.stats import spearmanr
 from tqdm.auto import tqdm
 
-from repro import data, metrics, models, ood, training
+from repro import cache, data, metrics, pretrained, training
+from repro.rmd import nets, scores
 from repro.results import publish, verdict
 
 # %% [markdown]
@@ -154,7 +155,7 @@ if P.image_source == "local":
     fm_test_x, fm_test_y = data.fashion_mnist("test")
     tr = data.per_class_subset(fm_train_y, P.n_per_class, P.seed)
     te = data.per_class_subset(fm_test_y, P.n_test_per_class, P.seed)
-    fm_train, fm_test = training.images_tensor(fm_train_x[tr], 255.0), training.images_tensor(fm_test_x[te], 255.0)
+    fm_train, fm_test = nets.images_tensor(fm_train_x[tr], 255.0), nets.images_tensor(fm_test_x[te], 255.0)
     fm_train_y, fm_test_y = fm_train_y[tr], fm_test_y[te]
     upper = [0, 2, 4, 6]
     directions += both_ways("image-near", "image", data.FASHION_MNIST_CLASSES, fm_train, fm_train_y, fm_test, fm_test_y,
@@ -185,9 +186,9 @@ else:
     fx, fy = data.fashion_mnist("train", "hub")
     gx, gy = data.fashion_mnist("test", "hub")
     a, b = data.per_class_subset(fy, 3000, P.seed), data.per_class_subset(gy, 1000, P.seed)
-    far_fm_train, far_fm_train_y = training.images_tensor(fx[a], 255.0), fy[a]
-    far_fm_test, far_fm_test_y = training.images_tensor(gx[b], 255.0), gy[b]
-dg_all = training.images_tensor(dg_x, 16.0)
+    far_fm_train, far_fm_train_y = nets.images_tensor(fx[a], 255.0), fy[a]
+    far_fm_test, far_fm_test_y = nets.images_tensor(gx[b], 255.0), gy[b]
+dg_all = nets.images_tensor(dg_x, 16.0)
 directions += both_ways(
     "image-far", "image", None,
     torch.cat([far_fm_train, dg_all[dg_idx[:dg_cut]]]), np.concatenate([far_fm_train_y, dg_y[dg_idx[:dg_cut]] + 10]),
@@ -222,7 +223,7 @@ if P.text_source == "local":
     for setting, split in groups.items():
         directions += both_ways(setting, "text", intent_names, tx(t_train), intent_y[t_train], tx(t_test), intent_y[t_test],
                                 {name: [ids[i] for i in members] for name, members in split.items()})
-    text_encoder = models.minilm_path()
+    text_encoder = pretrained.minilm_path()
 else:
     c_train, c_train_y, c_names = data.clinc_oos("train")
     c_test, c_test_y, _ = data.clinc_oos("test")
@@ -231,7 +232,7 @@ else:
     d = both_ways("text-near", "text", c_names, c_train, c_train_y, c_test, c_test_y,
                   {"CLINC150 in-scope": in_scope, "out-of-scope": [oos]})
     directions.append(d[0])  # the reverse would have one class, where RMD is identically zero
-    text_encoder = models.BERT_HUB
+    text_encoder = pretrained.BERT_HUB
 
 publish("directions", pd.DataFrame([
     {"setting": d.setting, "in_dist": d.in_dist, "ood": d.ood, "train": len(d.train_y),
@@ -261,11 +262,11 @@ publish("directions", pd.DataFrame([
 def image_pretrained_model(source):
     """The label-free image encoder: auto-encoder on unlabeled Fashion-MNIST ("local") or ViT-B/16 in21k ("hub")."""
     if source == "hub":
-        return models.EncoderClassifier(models.VIT_IN21K_HUB, 1, "image")
-    key = training.input_digest(far_fm_train, P.feat_dim, P.ae_epochs, P.seed)
-    return training.cached_fit("fmnist-dae", training.ConvAutoencoder(P.feat_dim), key,
-                               lambda m: training.fit(m, far_fm_train, far_fm_train, training.reconstruction_loss,
-                                                      P.ae_epochs, seed=P.seed, desc="auto-encoder"))
+        return pretrained.EncoderClassifier(pretrained.VIT_IN21K_HUB, 1, "image")
+    return cache.weights("fmnist-dae", nets.ConvAutoencoder(P.feat_dim),
+                         lambda m: training.fit(m, far_fm_train, far_fm_train, training.reconstruction_loss,
+                                                P.ae_epochs, seed=P.seed, desc="auto-encoder"),
+                         far_fm_train, P.feat_dim, P.ae_epochs, P.seed)[0]
 
 
 def uses_encoder(d):
@@ -278,16 +279,16 @@ def finetuned_model(d):
     n = int(d.train_y.max()) + 1
     y = torch.as_tensor(d.train_y)
     if not uses_encoder(d):
-        key = training.input_digest(d.train_x, d.train_y, P.feat_dim, P.cnn_epochs, P.seed)
-        return training.cached_fit("cnn", training.SmallCNN(n, P.feat_dim), key,
-                                   lambda m: training.fit(m, d.train_x, y, training.classification_loss, P.cnn_epochs,
-                                                          seed=P.seed, desc=f"CNN on {d.in_dist}"))
-    name, epochs = (text_encoder, P.text_epochs) if d.modality == "text" else (models.VIT_IN21K_HUB, P.cnn_epochs)
+        return cache.weights("cnn", nets.SmallCNN(n, P.feat_dim),
+                             lambda m: training.fit(m, d.train_x, y, training.classification_loss, P.cnn_epochs,
+                                                    seed=P.seed, desc=f"CNN on {d.in_dist}"),
+                             d.train_x, d.train_y, P.feat_dim, P.cnn_epochs, P.seed)[0]
+    name, epochs = (text_encoder, P.text_epochs) if d.modality == "text" else (pretrained.VIT_IN21K_HUB, P.cnn_epochs)
     inputs = list(d.train_x) if d.modality == "text" else d.train_x
-    key = training.input_digest(str(name), inputs, d.train_y, epochs, P.seed)
-    return training.cached_fit(f"{d.modality}-encoder", models.EncoderClassifier(name, n, d.modality), key,
-                               lambda m: training.fit(m, d.train_x, y, training.classification_loss, epochs, lr=3e-5,
-                                                      batch_size=32, seed=P.seed, desc=f"fine-tune on {d.in_dist}"))
+    return cache.weights(f"{d.modality}-encoder", pretrained.EncoderClassifier(name, n, d.modality),
+                         lambda m: training.fit(m, d.train_x, y, training.classification_loss, epochs, lr=3e-5,
+                                                batch_size=32, seed=P.seed, desc=f"fine-tune on {d.in_dist}"),
+                         str(name), inputs, d.train_y, epochs, P.seed)[0]
 
 
 PRETRAINED = {}
@@ -295,7 +296,7 @@ if any(d.modality == "image" for d in directions):
     PRETRAINED["image-far"] = image_pretrained_model("local")
     PRETRAINED["image-near"] = image_pretrained_model(P.image_source) if P.image_source == "hub" else PRETRAINED["image-far"]
 if any(d.modality == "text" for d in directions):
-    PRETRAINED["text"] = models.EncoderClassifier(text_encoder, 1, "text")
+    PRETRAINED["text"] = pretrained.EncoderClassifier(text_encoder, 1, "text")
 
 
 @dataclass
@@ -330,7 +331,7 @@ def features(d, kind):
     ood_train, _ = embed(model, d.ood_train_x, memo)
     test, logits = embed(model, training.concat(d.test_in_x, d.test_ood_x), memo)
     if kind == "pretrained":
-        logits = ood.linear_probe(train, d.train_y, P.seed).predict_log_proba(test)
+        logits = scores.linear_probe(train, d.train_y, P.seed).predict_log_proba(test)
     is_ood = np.r_[np.zeros(len(d.test_in_x)), np.ones(len(d.test_ood_x))].astype(int)
     return Feats(train, ood_train, test, is_ood, logits)
 
@@ -352,7 +353,7 @@ for d in directions:
     for kind in ("pretrained", "finetuned"):
         f = FEATS[(d.setting, d.in_dist, kind)]
         s = metrics.mahalanobis_scores(f.train, d.train_y, f.test)
-        rows += ood.score_rows(f.is_ood, {"MSP": ood.msp(f.logits), "MD": s.md, "RMD": s.rmd},
+        rows += scores.score_rows(f.is_ood, {"MSP": scores.msp(f.logits), "MD": s.md, "RMD": s.rmd},
                                setting=d.setting, in_dist=d.in_dist, ood=d.ood, features=kind)
 auroc_table = publish("auroc", pd.DataFrame(rows).round(4))
 
@@ -406,7 +407,7 @@ cov_rows = []
 for d in directions:
     for kind in ("pretrained", "finetuned"):
         f = FEATS[(d.setting, d.in_dist, kind)]
-        full_rank = bool(np.linalg.matrix_rank(ood.shared_covariance(f.train, d.train_y)[1]) == f.train.shape[1])
+        full_rank = bool(np.linalg.matrix_rank(scores.shared_covariance(f.train, d.train_y)[1]) == f.train.shape[1])
         for ridge in [0.0, *P.ridges]:
             s = metrics.mahalanobis_scores(f.train, d.train_y, f.test, ridge=ridge)
             cov_rows += [{"setting": d.setting, "in_dist": d.in_dist, "features": kind, "full_rank": full_rank,
@@ -452,7 +453,7 @@ for d in directions:
     n_in = int(d.train_y.max()) + 1
     both_x = np.concatenate([f.train, f.ood_train])
     both_y = np.concatenate([d.train_y, d.ood_train_y + n_in])
-    clp = ood.confusion_log_probability(both_x, both_y, range(n_in), f.test[f.is_ood == 1], P.clp_members, P.seed)
+    clp = scores.confusion_log_probability(both_x, both_y, range(n_in), f.test[f.is_ood == 1], P.clp_members, P.seed)
     for kind in ("pretrained", "finetuned"):
         g = gains.set_index(["setting", "in_dist", "features"]).loc[(d.setting, d.in_dist, kind)]
         diff_rows.append({"setting": d.setting, "in_dist": d.in_dist, "ood": d.ood, "clp": clp, "features": kind,
@@ -487,7 +488,7 @@ eig_rows, eig_summary = [], []
 for d in [d for d in directions if d.setting == "image-near"]:
     for kind in ("pretrained", "finetuned"):
         f = FEATS[(d.setting, d.in_dist, kind)]
-        vals, contrib = ood.eigen_contributions(f.train, d.train_y, f.test)
+        vals, contrib = scores.eigen_contributions(f.train, d.train_y, f.test)
         for label, mask in (("in-distribution", f.is_ood == 0), ("OOD", f.is_ood == 1)):
             eig_rows += [{"direction": f"{d.in_dist} in", "features": kind, "set": label, "rank": i + 1, "contribution": c}
                          for i, c in enumerate(contrib[mask].mean(axis=0))]
@@ -523,7 +524,7 @@ pc_rows = []
 for d in tqdm(directions, desc="PC sweep"):
     for kind in ("pretrained", "finetuned"):
         f = FEATS[(d.setting, d.in_dist, kind)]
-        pc_rows += ood.pc_sweep(f.train, d.train_y, f.test, f.is_ood, P.pc_ks,
+        pc_rows += scores.pc_sweep(f.train, d.train_y, f.test, f.is_ood, P.pc_ks,
                                 setting=d.setting, in_dist=d.in_dist, features=kind)
 pc_table = publish("pc_sweep", pd.DataFrame(pc_rows).round(4))
 pc_range = (pc_table.groupby(["setting", "in_dist", "features", "score"])["auroc"].agg(lambda a: a.max() - a.min())
@@ -567,7 +568,7 @@ if P.text_source == "local":
         f = FEATS[(d.setting, d.in_dist, "pretrained")]
         bg = background[: len(f.train)]
         md_in = metrics.gaussian_distance(f.train, f.test)
-        input_rows += ood.score_rows(f.is_ood, {"input-MD": md_in, "input-RMD": md_in - metrics.gaussian_distance(bg, f.test)},
+        input_rows += scores.score_rows(f.is_ood, {"input-MD": md_in, "input-RMD": md_in - metrics.gaussian_distance(bg, f.test)},
                                      setting=d.setting, in_dist=d.in_dist, ood=d.ood, features="pretrained",
                                      background=len(bg))
 input_table = publish("input_rmd", pd.DataFrame(input_rows).round(4))
@@ -584,7 +585,7 @@ input_table = publish("input_rmd", pd.DataFrame(input_rows).round(4))
 # %%
 import os
 
-bench = ood.throughput(P.bench_dims, P.bench_classes, seed=P.seed)
+bench = scores.throughput(P.bench_dims, P.bench_classes, seed=P.seed)
 bench["threads"] = torch.get_num_threads()
 bench = publish("throughput", bench.round(2))
 print(f"threads: {torch.get_num_threads()} (REPRO_THREADS={os.environ.get('REPRO_THREADS', '2')})")

@@ -15,8 +15,8 @@ import pytest
 import torch
 from scipy import sparse
 
-from repro import coverage as cv
-from repro import classifiers, prioritize, sa
+from repro.deepgini import coverage as cv
+from repro.deepgini import nets, prioritizers, surprise
 
 W = np.array([[1.0, -1.0, 0.5], [0.0, 1.0, 0.5]])
 TRAIN = np.maximum(np.array([[0, 0], [2, 0], [0, 2]], dtype=float) @ W, 0)
@@ -105,40 +105,40 @@ def test_cam_incremental_equals_naive_rescan(seed: int) -> None:
 
 def test_softmax_scores_by_hand() -> None:
     p = np.array([[0.3, 0.5, 0.2], [0.1, 0.1, 0.8], [0.5, 0.5, 0.0]])
-    assert prioritize.max_softmax(p) == pytest.approx([0.5, 0.2, 0.5])
-    assert prioritize.margin(p) == pytest.approx([0.8, 0.3, 1.0])
-    assert prioritize.entropy(p) == pytest.approx([1.0297, 0.6390, np.log(2)], abs=1e-4)
-    assert prioritize.softmax_order("DeepGini", p, 0).tolist() == [0, 2, 1]  # 0.62, 0.34, 0.5
-    assert prioritize.softmax_order("margin", p, 0).tolist() == [2, 0, 1]
+    assert prioritizers.max_softmax(p) == pytest.approx([0.5, 0.2, 0.5])
+    assert prioritizers.margin(p) == pytest.approx([0.8, 0.3, 1.0])
+    assert prioritizers.entropy(p) == pytest.approx([1.0297, 0.6390, np.log(2)], abs=1e-4)
+    assert prioritizers.softmax_order("DeepGini", p, 0).tolist() == [0, 2, 1]  # 0.62, 0.34, 0.5
+    assert prioritizers.softmax_order("margin", p, 0).tolist() == [2, 0, 1]
 
 
 def test_seeded_order_breaks_ties_randomly_but_reproducibly() -> None:
     ties = np.zeros(50)
-    assert prioritize.seeded_order(ties, 3).tolist() == prioritize.seeded_order(ties, 3).tolist()
-    assert prioritize.seeded_order(ties, 3).tolist() != list(range(50))
-    assert prioritize.seeded_order(np.array([1.0, 3.0, 2.0]), 0).tolist() == [1, 2, 0]
+    assert prioritizers.seeded_order(ties, 3).tolist() == prioritizers.seeded_order(ties, 3).tolist()
+    assert prioritizers.seeded_order(ties, 3).tolist() != list(range(50))
+    assert prioritizers.seeded_order(np.array([1.0, 3.0, 2.0]), 0).tolist() == [1, 2, 0]
 
 
 def test_dsa_by_hand() -> None:
     train = np.array([[0.0], [1.0], [3.0]])
     pred = np.array([0, 0, 1])
     # x = 0.2, predicted 0: nearest same-class trace 0 (distance 0.2); from it, nearest class-1 trace is 3 away
-    assert sa.dsa(train, pred, np.array([[0.2]]), np.array([0])) == pytest.approx([0.2 / 3])
+    assert surprise.dsa(train, pred, np.array([[0.2]]), np.array([0])) == pytest.approx([0.2 / 3])
 
 
 def test_lsa_grows_with_distance_from_training_traces() -> None:
     rng = np.random.default_rng(0)
     train = rng.normal(size=(400, 2))
     pred = np.zeros(400, dtype=int)
-    values = sa.lsa(train, pred, np.array([[0.0, 0.0], [2.0, 2.0], [5.0, 5.0]]), np.zeros(3, dtype=int))
+    values = surprise.lsa(train, pred, np.array([[0.0, 0.0], [2.0, 2.0], [5.0, 5.0]]), np.zeros(3, dtype=int))
     assert values[0] < values[1] < values[2]
 
 
 def test_conv_neurons_are_spatial_means_of_feature_maps() -> None:
-    model = classifiers.build("lenet5", (1, 28, 28), 10, seed=0).eval()
+    model = nets.build("lenet5", (1, 28, 28), 10, seed=0).eval()
     x = np.random.default_rng(0).random((3, 1, 28, 28)).astype(np.float32)
-    acts, layer = classifiers.neuron_activations(model, x)
+    acts, layer = nets.neuron_activations(model, x)
     assert acts.shape == (3, 6 + 16 + 120 + 84) and np.bincount(layer).tolist() == [6, 16, 120, 84]
     with torch.no_grad():
-        maps = model.blocks[0](torch.as_tensor(x).to(classifiers.device())).cpu()
+        maps = model.blocks[0](torch.as_tensor(x).to(nets.device())).cpu()
     assert acts[:, :6] == pytest.approx(maps.mean(dim=(2, 3)).double().numpy(), abs=1e-6)

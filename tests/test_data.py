@@ -7,7 +7,7 @@ import gzip
 import numpy as np
 import pytest
 
-from repro import data, models
+from repro import data, pretrained
 
 
 def test_fashion_mnist_is_the_real_dataset() -> None:
@@ -36,13 +36,13 @@ def test_bad_split_and_source_are_refused() -> None:
 
 def test_missing_model_package_names_the_fix() -> None:
     with pytest.raises(data.MissingDataError, match="make data"):
-        models.package_dir("no_such_model_package", "a model")
+        pretrained.package_dir("no_such_model_package", "a model")
 
 
 def test_smollm2_loads_offline_and_prefers_real_text() -> None:
-    model, tok = models.load_causal_lm("local")
+    model, tok = pretrained.load_causal_lm("local")
     assert model.config.model_type == "llama" and model.num_parameters() > 100e6
-    real, scrambled = models.token_stats(
+    real, scrambled = pretrained.token_stats(
         model, tok, ["The cat sat on the mat and looked out of the window.",
                      "window the of out looked and mat the on sat cat The."])
     assert real.logprob.mean() > scrambled.logprob.mean() + 1.0
@@ -50,16 +50,16 @@ def test_smollm2_loads_offline_and_prefers_real_text() -> None:
 
 
 def test_token_stats_batching_masks_padding() -> None:
-    model, tok = models.load_causal_lm("local")
+    model, tok = pretrained.load_causal_lm("local")
     texts = ["Short one.", "A much longer sentence that needs padding in a batch with the short one."]
-    batched = models.token_stats(model, tok, texts, batch_size=2)
-    single = [models.token_stats(model, tok, [t], batch_size=1)[0] for t in texts]
+    batched = pretrained.token_stats(model, tok, texts, batch_size=2)
+    single = [pretrained.token_stats(model, tok, [t], batch_size=1)[0] for t in texts]
     for b, s in zip(batched, single):
         np.testing.assert_allclose(b.logprob, s.logprob, atol=1e-4)
 
 
 def test_minilm_model_files_ship_in_the_package() -> None:
-    path = models.minilm_path("local")
+    path = pretrained.minilm_path("local")
     assert (path / "model.safetensors").stat().st_size > 80e6
 
 

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 import torch
 
-from repro import contamination as C
-from repro import membership, metrics, pretrain
+from repro.mink import corpora as C
+from repro import metrics
+from repro.mink import detectors, pretraining
 
 KS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 1.0)
 
@@ -32,7 +33,7 @@ def test_lowest_k_mean_matches_min_k_prob_including_short_texts() -> None:
     # lengths 1-4 are shorter than 1/k tokens for most k: the authors' int(len*k) is 0 there, guarded to 1 token
     rows = [rng.normal(-3, 2, n).astype(np.float32) for n in (1, 2, 3, 4, 7, 10, 19, 20, 33, 100)]
     values, mask = padded(rows)
-    got = membership.lowest_k_mean(values, mask, KS).numpy()
+    got = detectors.lowest_k_mean(values, mask, KS).numpy()
     for j, k in enumerate(KS):
         for i, r in enumerate(rows):
             assert got[j, i] == pytest.approx(metrics.min_k_prob(r, k), abs=1e-5), (k, len(r))
@@ -41,9 +42,9 @@ def test_lowest_k_mean_matches_min_k_prob_including_short_texts() -> None:
 def test_lowest_k_mean_worked_example() -> None:
     values, mask = padded([np.array([-1.0, -5.0, -2.0, -4.0, -3.0])])
     # k = 0.4 of 5 tokens -> the 2 lowest (-5, -4); k = 0.1 -> int(0.5) = 0 -> guarded to the single lowest
-    assert membership.lowest_k_mean(values, mask, [0.4, 0.1, 1.0]).flatten().tolist() == [-4.5, -5.0, -3.0]
+    assert detectors.lowest_k_mean(values, mask, [0.4, 0.1, 1.0]).flatten().tolist() == [-4.5, -5.0, -3.0]
     with pytest.raises(ValueError, match="k is a fraction"):
-        membership.lowest_k_mean(values, mask, [0.0])
+        detectors.lowest_k_mean(values, mask, [0.0])
 
 
 def tiny_lm(vocab: int = 50) -> torch.nn.Module:
@@ -77,7 +78,7 @@ def test_batch_scores_equal_per_text_formulas_with_padding() -> None:
     mask = torch.zeros_like(ids)
     for i, s in enumerate(seqs):
         ids[i, : len(s)], mask[i, : len(s)] = torch.tensor(s), 1
-    got = membership.batch_scores(model, ids, mask, KS, plus=True)
+    got = detectors.batch_scores(model, ids, mask, KS, plus=True)
     for i, s in enumerate(seqs):
         lp, mu, sigma = direct_stats(model, s)
         assert got["tokens"][i] == len(s) - 1
@@ -93,7 +94,7 @@ def test_detector_scores_are_the_authors_formulas_negated() -> None:
     target = pd.DataFrame({"loss": loss, "mink_0.2": [-4.0, -6.0], "minkpp_0.2": [-1.0, -0.5]})
     lower = pd.DataFrame({"loss": [2.6, 3.0]})
     ref = pd.DataFrame({"loss": [2.5, 3.0]})
-    s = membership.detector_scores(target, texts, [0.2], lower=lower, refs={"Ref": ref}, neighbor_loss=np.array([2.2, 3.1]))
+    s = detectors.detector_scores(target, texts, [0.2], lower=lower, refs={"Ref": ref}, neighbor_loss=np.array([2.2, 3.1]))
     # authors' code: lower score = member; ppl = exp(loss), zlib = log(ppl)/len(zlib), lowercase = -(log ppl_l / log ppl)
     ppl = np.exp(loss)
     authors = {
@@ -111,7 +112,7 @@ def test_detector_scores_are_the_authors_formulas_negated() -> None:
 
 def test_evaluate_auc_and_tpr() -> None:
     labels = np.array([1, 1, 1, 0, 0, 0])
-    table = membership.evaluate({"PPL": np.array([3.0, 2.0, 0.5, 1.0, 0.0, -1.0]), "Min-K% 0.2": np.arange(6.0)}, labels)
+    table = detectors.evaluate({"PPL": np.array([3.0, 2.0, 0.5, 1.0, 0.0, -1.0]), "Min-K% 0.2": np.arange(6.0)}, labels)
     ppl = table.set_index("method").loc["PPL"]
     assert ppl.auc == pytest.approx(8 / 9) and math.isnan(ppl.k)
     assert ppl.tpr_at_5fpr == pytest.approx(2 / 3)  # two members above every non-member
@@ -138,8 +139,8 @@ def test_text_scores_keep_input_order_and_match_batches_of_one() -> None:
     tok, vocab = word_tokenizer()
     model = tiny_lm(vocab=len(vocab))
     texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat"]
-    batched = membership.text_scores(model, tok, texts, KS, batch_size=3)
-    single = membership.text_scores(model, tok, texts, KS, batch_size=1)
+    batched = detectors.text_scores(model, tok, texts, KS, batch_size=3)
+    single = detectors.text_scores(model, tok, texts, KS, batch_size=1)
     assert batched.index.tolist() == [0, 1, 2, 3]
     np.testing.assert_allclose(batched.to_numpy(float), single.to_numpy(float), atol=1e-4)
     assert batched.tokens.tolist() == [5, 2, 9, 1]
@@ -185,16 +186,16 @@ def test_token_blocks_wrap_the_tail() -> None:
         def __call__(self, docs, add_special_tokens=False):
             return {"input_ids": [[len(d)] * len(d) for d in docs]}
 
-    blocks = pretrain.token_blocks(Tok(), ["abc", "de"], 4)  # stream 3 3 3 0 2 2 0 -> 2 blocks, tail wraps
+    blocks = pretraining.token_blocks(Tok(), ["abc", "de"], 4)  # stream 3 3 3 0 2 2 0 -> 2 blocks, tail wraps
     assert blocks.tolist() == [[3, 3, 3, 0], [2, 2, 0, 3]]
     with pytest.raises(ValueError, match="fewer than one block"):
-        pretrain.token_blocks(Tok(), ["a"], 4)
+        pretraining.token_blocks(Tok(), ["a"], 4)
 
 
 def test_cached_pretraining_trains_stores_and_reloads(tmp_path, monkeypatch) -> None:
     from transformers import AutoTokenizer
 
-    from repro.models import smollm2_path
+    from repro.pretrained import smollm2_path
 
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
     base = tmp_path / "tiny"
@@ -203,21 +204,21 @@ def test_cached_pretraining_trains_stores_and_reloads(tmp_path, monkeypatch) -> 
     model.save_pretrained(base)
     tok.save_pretrained(base)
     docs = ["The quick brown fox jumps over the lazy dog."] * 6
-    cfg = pretrain.PretrainConfig(learning_rate=1e-2, block_size=16, batch_size=2, seed=0)
-    trained, stats = pretrain.cached_pretraining("t", base, docs, cfg)
+    cfg = pretraining.PretrainConfig(learning_rate=1e-2, block_size=16, batch_size=2, seed=0)
+    trained, stats = pretraining.cached_pretraining("t", base, docs, cfg)
     assert not stats["cached"] and stats["train_tokens"] % 16 == 0
     assert stats["steps"] == math.ceil(stats["train_tokens"] / 16 / 2)  # one epoch of 2-block batches
     assert stats["tokens_per_second"] > 0
     before = next(tiny_lm(vocab=len(tok)).parameters())
     assert not torch.equal(next(trained.parameters()), before)  # it trained
-    again, stats2 = pretrain.cached_pretraining("t", base, docs, cfg)
+    again, stats2 = pretraining.cached_pretraining("t", base, docs, cfg)
     assert stats2["cached"] and stats2["train_loss"] == stats["train_loss"]
     for a, b in zip(trained.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
-    other = pretrain.checkpoint_dir("t", base, docs[:-1], cfg)
-    assert other != pretrain.checkpoint_dir("t", base, docs, cfg) and not other.exists()
-    _, unstored = pretrain.cached_pretraining("u", base, docs, cfg, store=False)
-    assert not unstored["cached"] and not pretrain.checkpoint_dir("u", base, docs, cfg).exists()
+    other = pretraining.checkpoint_dir("t", base, docs[:-1], cfg)
+    assert other != pretraining.checkpoint_dir("t", base, docs, cfg) and not other.exists()
+    _, unstored = pretraining.cached_pretraining("u", base, docs, cfg, store=False)
+    assert not unstored["cached"] and not pretraining.checkpoint_dir("u", base, docs, cfg).exists()
 
 
 def test_neighbors_swap_exactly_one_word() -> None:
@@ -228,7 +229,7 @@ def test_neighbors_swap_exactly_one_word() -> None:
     mlm = BertForMaskedLM(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                      intermediate_size=32, max_position_embeddings=32)).eval()
     texts = ["the cat sat on the mat", "a dog ran fast"]
-    out = membership.neighbors(texts, mlm, tok, n=3, seed=0, batch_size=4)
+    out = detectors.neighbors(texts, mlm, tok, n=3, seed=0, batch_size=4)
     assert [len(ns) for ns in out] == [3, 3]
     for text, ns in zip(texts, out):
         for n in ns:
@@ -239,7 +240,7 @@ def test_neighbors_swap_exactly_one_word() -> None:
 def test_exported_corpus_trains_into_the_notebook_cache(tmp_path, monkeypatch) -> None:
     from transformers import AutoTokenizer
 
-    from repro.models import smollm2_path
+    from repro.pretrained import smollm2_path
 
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
     base = tmp_path / "tiny"
@@ -247,9 +248,9 @@ def test_exported_corpus_trains_into_the_notebook_cache(tmp_path, monkeypatch) -
     tiny_lm(vocab=len(tok)).save_pretrained(base)
     tok.save_pretrained(base)
     docs = ["A short document about cats.", "Another one, about dogs and their owners."] * 3
-    cfg = pretrain.PretrainConfig(learning_rate=1e-3, block_size=8, batch_size=2, seed=1)
-    command = pretrain.export_corpus("main", base, docs, cfg)
-    assert command.startswith("accelerate launch -m repro.pretrain ")
-    assert pretrain.main(command.split()[4:]) == 0  # what `accelerate launch` would run on each process
-    _, stats = pretrain.cached_pretraining("main", base, docs, cfg)
+    cfg = pretraining.PretrainConfig(learning_rate=1e-3, block_size=8, batch_size=2, seed=1)
+    command = pretraining.export_corpus("main", base, docs, cfg)
+    assert command.startswith("accelerate launch -m repro.mink.pretraining ")
+    assert pretraining.main(command.split()[4:]) == 0  # what `accelerate launch` would run on each process
+    _, stats = pretraining.cached_pretraining("main", base, docs, cfg)
     assert stats["cached"] and stats["steps"] >= 1

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from repro import data, metrics, ood, training
+from repro import cache, data, metrics, training
+from repro.rmd import nets, scores
 
 
 def direct_scores(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -40,10 +41,10 @@ def test_vectorized_matches_direct_formula(gaussian_data) -> None:
     s = metrics.mahalanobis_scores(x, y, z)
     np.testing.assert_allclose(s.md, md, rtol=1e-9)
     np.testing.assert_allclose(s.rmd, rmd, rtol=1e-9, atol=1e-9)
-    naive = ood.mahalanobis_naive(x, y, z)
+    naive = scores.mahalanobis_naive(x, y, z)
     np.testing.assert_allclose(naive.md, md, rtol=1e-9)
     np.testing.assert_allclose(naive.rmd, rmd, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(ood.mahalanobis_batch_matrix(x, y, z), md, rtol=1e-9)
+    np.testing.assert_allclose(scores.mahalanobis_batch_matrix(x, y, z), md, rtol=1e-9)
 
 
 def test_singular_covariance_uses_the_pseudo_inverse() -> None:
@@ -78,12 +79,12 @@ def test_rmd_sign_and_single_gaussian(gaussian_data) -> None:
 
 def test_msp_matches_definition() -> None:
     logits = np.array([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    np.testing.assert_allclose(ood.msp(logits), [1 - np.exp(2) / (np.exp(2) + 2), 2 / 3])
+    np.testing.assert_allclose(scores.msp(logits), [1 - np.exp(2) / (np.exp(2) + 2), 2 / 3])
 
 
 def test_eigen_contributions_sum_to_md(gaussian_data) -> None:
     x, y, z = gaussian_data
-    vals, contrib = ood.eigen_contributions(x, y, z)
+    vals, contrib = scores.eigen_contributions(x, y, z)
     assert np.all(np.diff(vals) <= 0)
     np.testing.assert_allclose(contrib.sum(1), metrics.mahalanobis_scores(x, y, z).md, rtol=1e-9)
 
@@ -91,7 +92,7 @@ def test_eigen_contributions_sum_to_md(gaussian_data) -> None:
 def test_pc_sweep_at_full_width_equals_plain_scores(gaussian_data) -> None:
     x, y, z = gaussian_data
     is_ood = (np.arange(len(z)) % 2).astype(int)
-    rows = ood.pc_sweep(x, y, z, is_ood, [2, 5, 99])
+    rows = scores.pc_sweep(x, y, z, is_ood, [2, 5, 99])
     assert sorted({r["k"] for r in rows}) == [2, 5]
     s = metrics.mahalanobis_scores(x, y, z)
     full = {r["score"]: r["auroc"] for r in rows if r["k"] == 5}
@@ -103,15 +104,15 @@ def test_clp_is_higher_for_nearer_outliers() -> None:
     centers = np.array([[0.0, 0.0], [6.0, 0.0], [0.5, 0.5], [30.0, 30.0]])  # 2 = near class 0, 3 = far
     y = np.repeat(np.arange(4), 200)
     x = centers[y] + rng.normal(size=(800, 2))
-    near = ood.confusion_log_probability(x[y != 3], y[y != 3], [0, 1], centers[2] + rng.normal(size=(100, 2)), 2)
+    near = scores.confusion_log_probability(x[y != 3], y[y != 3], [0, 1], centers[2] + rng.normal(size=(100, 2)), 2)
     far_train = np.isin(y, [0, 1, 3])
-    far = ood.confusion_log_probability(x[far_train], np.searchsorted([0, 1, 3], y[far_train]), [0, 1],
+    far = scores.confusion_log_probability(x[far_train], np.searchsorted([0, 1, 3], y[far_train]), [0, 1],
                                         centers[3] + rng.normal(size=(100, 2)), 2)
     assert -1.5 < near <= 0 and far < near - 3
 
 
 def test_throughput_reports_a_speedup() -> None:
-    table = ood.throughput([8], [3], n_train=300, n_test=300, n_naive=30)
+    table = scores.throughput([8], [3], n_train=300, n_test=300, n_naive=30)
     assert table.loc[0, "speedup_vs_naive"] > 1
     assert {"ours_per_s", "naive_per_s", "test_x_test_per_s"} <= set(table.columns)
 
@@ -124,9 +125,9 @@ def test_select_and_subset_classes() -> None:
     assert np.bincount(labels[sub]).tolist() == [0, 2, 0, 2, 0, 2]
 
 
-def test_cached_fit_trains_once_and_reloads(tmp_path, monkeypatch) -> None:
+def test_cached_weights_train_once_and_reload(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("REPRO_DATA", str(tmp_path))
-    x = training.images_tensor(np.random.default_rng(0).integers(0, 255, size=(16, 28, 28)), 255.0)
+    x = nets.images_tensor(np.random.default_rng(0).integers(0, 255, size=(16, 28, 28)), 255.0)
     y = torch.arange(16) % 2
     calls = []
 
@@ -134,8 +135,8 @@ def test_cached_fit_trains_once_and_reloads(tmp_path, monkeypatch) -> None:
         calls.append(1)
         return training.fit(m, x, y, training.classification_loss, 1, batch_size=8)
 
-    a = training.cached_fit("cnn", training.SmallCNN(2, 8), "k", train)
-    b = training.cached_fit("cnn", training.SmallCNN(2, 8), "k", train)
-    assert len(calls) == 1
+    a, was_cached_a = cache.weights("cnn", nets.SmallCNN(2, 8), train, "k")
+    b, was_cached_b = cache.weights("cnn", nets.SmallCNN(2, 8), train, "k")
+    assert len(calls) == 1 and (was_cached_a, was_cached_b) == (False, True)
     np.testing.assert_allclose(training.predict(a, x)[1], training.predict(b, x)[1])
-    assert len(list((tmp_path / "models").glob("cnn-k-*.pt"))) == 1
+    assert len(list((tmp_path / "models").glob("cnn-*.pt"))) == 1

@@ -6,19 +6,20 @@ import numpy as np
 import pytest
 import torch
 
-from repro import canary, customersim, gpt2, lm, mia, privacy
-from repro.customersim import make_turn
+from repro.crt import (accounting, canary, customersim, gpt, language_model, membership_attacks, redaction,
+                       trainers)
+from repro.crt.customersim import make_turn
 
 
-def sentences_of(*turn_texts: str) -> list[privacy.Sentence]:
+def sentences_of(*turn_texts: str) -> list[redaction.Sentence]:
     """Split one dialogue per text (no gold spans needed for these cases)."""
-    return privacy.split_sentences([[make_turn("USR", [(t, None)])] for t in turn_texts])
+    return redaction.split_sentences([[make_turn("USR", [(t, None)])] for t in turn_texts])
 
 
 def test_generator_is_seeded_and_labels_every_secret() -> None:
     a, b = customersim.corpus(30, 7), customersim.corpus(30, 7)
     assert [t.text for d in a for t in d] == [t.text for d in b for t in d]
-    sentences = privacy.split_sentences(a)
+    sentences = redaction.split_sentences(a)
     kinds = {label for s in sentences for label in s.labels if label}
     assert kinds == {"name", "address", "phone", "order", "tracking"}
     for s in sentences:
@@ -31,54 +32,54 @@ def test_generator_is_seeded_and_labels_every_secret() -> None:
 
 
 def test_policy_at_gamma_zero_is_perfect_and_misses_are_nested() -> None:
-    sentences = privacy.split_sentences(customersim.corpus(60, 1))
+    sentences = redaction.split_sentences(customersim.corpus(60, 1))
     gold = np.concatenate([[label is not None for label in s.labels] for s in sentences])
-    flags = {g: np.concatenate([privacy.RegexPolicy(g, 3).flags(s) for s in sentences]) for g in (0.0, 0.2, 0.5)}
+    flags = {g: np.concatenate([redaction.RegexPolicy(g, 3).flags(s) for s in sentences]) for g in (0.0, 0.2, 0.5)}
     assert (flags[0.0] == gold).all()
     assert (flags[0.5] <= flags[0.2]).all() and (flags[0.2] <= flags[0.0]).all()  # a miss stays a miss
     recall = flags[0.5][gold].mean()
     assert 0.35 < recall < 0.65
-    assert all(privacy.conservative_flag(s) for s in sentences if s.has_secret)  # π_c recall 1
+    assert all(redaction.conservative_flag(s) for s in sentences if s.has_secret)  # π_c recall 1
 
 
 def test_split_into_sentences_before_dedup_and_redaction() -> None:
     # Two turns share one sentence: dedup at the turn level would keep both, sentence level masks the second.
-    split = privacy.crt_split(sentences_of("Where is my box? Thanks.", "Hi. Where is my box?"), privacy.RegexPolicy())
-    assert split.tokens == [["Where", "is", "my", "box", "?"], ["Thanks", "."], ["Hi", "."], [privacy.MASK]]
+    split = redaction.crt_split(sentences_of("Where is my box? Thanks.", "Hi. Where is my box?"), redaction.RegexPolicy())
+    assert split.tokens == [["Where", "is", "my", "box", "?"], ["Thanks", "."], ["Hi", "."], [redaction.MASK]]
     # The secret sends only its own sentence to D_pri, not its whole turn.
-    split = privacy.crt_split(sentences_of("Thanks a lot. It is 555-123-4567."), privacy.RegexPolicy())
+    split = redaction.crt_split(sentences_of("Thanks a lot. It is 555-123-4567."), redaction.RegexPolicy())
     assert split.private.tolist() == [False, True]
 
 
 def test_dedup_before_redaction_and_one_shared_mask() -> None:
     # Sentences differing only in their secret are not duplicates (redacting first would make them so).
-    split = privacy.crt_split(sentences_of("It is 555-123-4567.", "It is 555-987-6543."), privacy.RegexPolicy())
-    masked = ["It", "is"] + [privacy.MASK] * 12 + ["."]
+    split = redaction.crt_split(sentences_of("It is 555-123-4567.", "It is 555-987-6543."), redaction.RegexPolicy())
+    masked = ["It", "is"] + [redaction.MASK] * 12 + ["."]
     assert split.tokens == [masked, masked] and not split.duplicate.any()
     # Dedup and redaction produce the very same token, so a duplicate and a redaction look alike to the model.
-    dup = privacy.crt_split(sentences_of("Thanks.", "Thanks."), privacy.RegexPolicy())
-    assert dup.tokens[1] == [privacy.MASK] and dup.duplicate.tolist() == [False, True]
+    dup = redaction.crt_split(sentences_of("Thanks.", "Thanks."), redaction.RegexPolicy())
+    assert dup.tokens[1] == [redaction.MASK] and dup.duplicate.tolist() == [False, True]
 
 
 def test_every_mask_goes_to_d_pri_and_missed_secrets_are_caught_by_pi_c() -> None:
-    sentences = privacy.split_sentences(customersim.corpus(40, 2))
-    missing_all = privacy.RegexPolicy(gamma=1.0)  # π misses every secret
-    split = privacy.crt_split(sentences, missing_all)
+    sentences = redaction.split_sentences(customersim.corpus(40, 2))
+    missing_all = redaction.RegexPolicy(gamma=1.0)  # π misses every secret
+    split = redaction.crt_split(sentences, missing_all)
     for toks, private, s in zip(split.tokens, split.private, sentences):
-        if privacy.MASK in toks or s.has_secret:
+        if redaction.MASK in toks or s.has_secret:
             assert private
     public = split.part(False)
-    assert public and all(privacy.MASK not in t for t in public)
+    assert public and all(redaction.MASK not in t for t in public)
 
 
 def test_crt_batches_are_never_mixed(monkeypatch: pytest.MonkeyPatch) -> None:
     public = [[2, 5, 6, 3]] * 12
     private = [[2, 7, 8, 9, 3]] * 9  # private sentences have length 5, public ones length 4
     seen: list[tuple[str, set[int]]] = []
-    monkeypatch.setattr(lm._Private, "public_step", lambda self, b, w=None: seen.append(("pub", {b.shape[1]})))
-    monkeypatch.setattr(lm._Private, "dp_step", lambda self, b, w=None: seen.append(("pri", {b.shape[1]})))
-    model = lm.LSTMLM(10, 4, 4, private=True)
-    lm.train_crt(model, public, private, lm.TrainConfig(epochs=2, batch=5, dp_batch=3, target_epsilon=5.0), gamma=0.1)
+    monkeypatch.setattr(trainers._Private, "public_step", lambda self, b, w=None: seen.append(("pub", {b.shape[1]})))
+    monkeypatch.setattr(trainers._Private, "dp_step", lambda self, b, w=None: seen.append(("pri", {b.shape[1]})))
+    model = language_model.LSTMLM(10, 4, 4, private=True)
+    trainers.train_crt(model, public, private, trainers.TrainConfig(epochs=2, batch=5, dp_batch=3, target_epsilon=5.0), gamma=0.1)
     kinds = [k for k, _ in seen]
     assert {frozenset(lengths) for k, lengths in seen if k == "pub"} == {frozenset({4})}
     assert {frozenset(lengths) for k, lengths in seen if k == "pri"} == {frozenset({5})}
@@ -86,13 +87,13 @@ def test_crt_batches_are_never_mixed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert kinds[:first_pri] == ["pub"] * 3  # one full public epoch, then the private epoch
 
 
-def tiny_gpt2(vocab_size: int = 20) -> gpt2.GPT2LM:
+def tiny_gpt2(vocab_size: int = 20) -> gpt.GPT2LM:
     """A 2-layer, width-8 GPT-2 in float64 over `vocab_size` ids, with tied input/output embeddings."""
-    vocab = lm.Vocab([lm.PAD, lm.UNK, lm.BOS, lm.EOS] + [f"w{i}" for i in range(vocab_size - 4)])
-    return gpt2.small_gpt2(vocab, n_positions=16, n_embd=8, n_layer=2, n_head=2).double()
+    vocab = language_model.Vocab([language_model.PAD, language_model.UNK, language_model.BOS, language_model.EOS] + [f"w{i}" for i in range(vocab_size - 4)])
+    return gpt.small_gpt2(vocab, n_positions=16, n_embd=8, n_layer=2, n_head=2).double()
 
 
-TINY_MODELS = {"LSTM": (lambda: lm.LSTMLM(20, 6, 6).double(), lm.LSTMStepper), "GPT-2": (tiny_gpt2, gpt2.GPT2Stepper)}
+TINY_MODELS = {"LSTM": (lambda: language_model.LSTMLM(20, 6, 6).double(), language_model.LSTMStepper), "GPT-2": (tiny_gpt2, gpt.GPT2Stepper)}
 
 
 @pytest.mark.parametrize("kind", TINY_MODELS)
@@ -104,7 +105,7 @@ def test_tree_rank_equals_brute_force_on_a_tiny_model(kind: str) -> None:
         p.data *= 4  # sharpen the distribution so ranks are spread out
     context, digits = [2, 4, 5], [10, 11, 12, 13, 14, 15, 16]
     tree = canary.tree_scores(stepper(model), context, digits, 4, batch=50)
-    brute = canary.brute_force_scores(lambda s: lm.suffix_logprob(model, s, 4), context, digits, 4, batch=100)
+    brute = canary.brute_force_scores(lambda s: language_model.suffix_logprob(model, s, 4), context, digits, 4, batch=100)
     assert tree.shape == (7**4,)
     np.testing.assert_allclose(tree, brute, atol=1e-10)
     assert np.ptp(tree) > 5  # the scores really differ, so equal ranks are not trivial
@@ -121,16 +122,16 @@ def test_gpt2_per_sample_gradients_equal_a_loop_over_examples() -> None:
     torch.manual_seed(1)
     model = tiny_gpt2()
     assert any(isinstance(m, Conv1D) for m in model.modules()) and Conv1D in GradSampleModule.GRAD_SAMPLERS
-    batch = lm.pad([[2, 5, 6, 7, 8, 3], [2, 9, 3], [2, 10, 11, 12, 3], [2, 13, 14, 15, 16, 17, 3]])
+    batch = language_model.pad([[2, 5, 6, 7, 8, 3], [2, 9, 3], [2, 10, 11, 12, 3], [2, 13, 14, 15, 16, 17, 3]])
     weights = (torch.rand(batch.shape) > 0.3).double()  # S-DP-style token weights
     wrapped = GradSampleModule(model)
-    lm.sample_loss(wrapped, batch, weights).backward()
+    language_model.sample_loss(wrapped, batch, weights).backward()
     per_sample = {name: p.grad_sample.clone() for name, p in model.named_parameters()}
     wrapped.disable_hooks()
     assert model.gpt.lm_head.weight is model.gpt.transformer.wte.weight  # tied: both uses add up in one grad_sample
     for i in range(len(batch)):
         model.zero_grad(set_to_none=True)
-        lm.sample_loss(model, batch[i : i + 1], weights[i : i + 1]).backward()
+        language_model.sample_loss(model, batch[i : i + 1], weights[i : i + 1]).backward()
         for name, p in model.named_parameters():
             torch.testing.assert_close(per_sample[name][i], p.grad, rtol=1e-9, atol=1e-12, msg=name)
     assert len(per_sample) == len(list(model.parameters())) and all(g.abs().sum() > 0 for g in per_sample.values())
@@ -150,7 +151,7 @@ class CharTokenizer:
 
 
 def test_bpe_vocab_moves_pad_to_zero_and_marks_every_piece_of_a_flagged_word() -> None:
-    vocab = gpt2.BPEVocab(CharTokenizer())
+    vocab = gpt.BPEVocab(CharTokenizer())
     ids, marks = vocab.encode_marked(["ab", "cd", "!"], [False, True, False])
     # eos, a, b, c, d, ! (the tokenizer's id 0, relabelled to <pad>'s 29), eos: id 0 stays free for padding
     assert ids == [28, 1, 2, 3, 4, 29, 28]
@@ -162,7 +163,7 @@ def test_bpe_vocab_moves_pad_to_zero_and_marks_every_piece_of_a_flagged_word() -
 
 
 def test_fig6_example_with_autodp() -> None:
-    rows = privacy.amplification(1.0, [0.1, 0.2, 0.5], q=0.1, steps=100, delta=8e-5)
+    rows = accounting.amplification(1.0, [0.1, 0.2, 0.5], q=0.1, steps=100, delta=8e-5)
     assert rows[0]["sigma"] == pytest.approx(3.783, abs=1e-3)
     assert rows[0]["epsilon_dp"] == pytest.approx(0.801, abs=1e-3)
     assert rows[0]["epsilon_conf"] == pytest.approx(0.1158, abs=1e-4)
@@ -173,7 +174,7 @@ def test_fig6_example_with_autodp() -> None:
 def test_threshold_mia_is_half_on_identical_and_one_on_separated_scores() -> None:
     rng = np.random.default_rng(0)
     same = rng.normal(size=400)
-    assert abs(mia.threshold_accuracy(same[:200], same[200:]) - 0.5) < 0.08
-    assert mia.threshold_accuracy(rng.normal(0, 1, 200), rng.normal(10, 1, 200)) == 1.0
-    groups = mia.group_scores(np.ones(50), 20, 7)
+    assert abs(membership_attacks.threshold_accuracy(same[:200], same[200:]) - 0.5) < 0.08
+    assert membership_attacks.threshold_accuracy(rng.normal(0, 1, 200), rng.normal(10, 1, 200)) == 1.0
+    groups = membership_attacks.group_scores(np.ones(50), 20, 7)
     assert groups.tolist() == [20.0] * 7

@@ -9,6 +9,8 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.metrics import roc_auc_score, roc_curve
 
+from .stats import hanley_mcneil_se
+
 __all__ = [
     "apfd",
     "apfd_fault_matrix",
@@ -167,12 +169,8 @@ def auroc(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarr
 
 
 def auc_standard_error(auc: float, n_pos: int, n_neg: int) -> float:
-    """Hanley & McNeil (1982) standard error of an AUC estimated from n_pos positives and n_neg negatives."""
-    if not 0 <= auc <= 1 or n_pos < 1 or n_neg < 1:
-        raise ValueError(f"need 0 <= auc <= 1 and at least one positive and one negative, got {auc}, {n_pos}, {n_neg}")
-    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
-    var = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2)) / (n_pos * n_neg)
-    return math.sqrt(max(var, 0.0))
+    """Hanley & McNeil (1982) standard error of an AUC (see repro.stats.hanley_mcneil_se)."""
+    return hanley_mcneil_se(auc, n_pos, n_neg)
 
 
 def trend_call(before: float, after: float, se: float, expect: str = "up") -> str:

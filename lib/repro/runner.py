@@ -244,7 +244,7 @@ def _main(args: argparse.Namespace) -> None:
         print(json.dumps(collect(nbformat.read(args.executed, as_version=4)), indent=2))
     elif args.command == "data":
         from .data import fetch_bigbench
-        from .models import minilm_path, smollm2_path
+        from .pretrained import minilm_path, smollm2_path
 
         print(f"SmolLM2-135M: {smollm2_path()}")
         print(f"all-MiniLM-L6-v2: {minilm_path()}")

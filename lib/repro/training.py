@@ -1,11 +1,8 @@
-"""Small torch models of the chapters, one generic training loop, and weights cached under data/."""
+"""One generic training loop and batched prediction, shared by the chapters' small torch models."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,56 +10,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .atomic import atomic_path
-from .paths import data_dir
 
 Batchable = torch.Tensor | np.ndarray | Sequence[Any]
-
-
-def images_tensor(images: np.ndarray, scale: float, size: int = 28) -> torch.Tensor:
-    """Grey images (n, h, w) with values in [0, scale] as a float tensor (n, 1, size, size) in [0, 1]."""
-    x = torch.as_tensor(np.asarray(images, dtype=np.float32) / scale)[:, None]
-    return x if x.shape[-1] == size else F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
-
-
-def conv_body(dim: int) -> nn.Sequential:
-    """28x28 grey image -> `dim` linear features (no final ReLU, so no dead, constant feature columns)."""
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, stride=2, padding=1), nn.ReLU(),
-        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
-        nn.Flatten(), nn.Linear(64 * 7 * 7, dim),
-    )
-
-
-class SmallCNN(nn.Module):
-    """Classifier whose penultimate layer gives the features: returns (features, logits)."""
-
-    def __init__(self, n_classes: int, dim: int = 64):
-        super().__init__()
-        self.body, self.head = conv_body(dim), nn.Sequential(nn.ReLU(), nn.Linear(dim, n_classes))
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        feats = self.body(x)
-        return feats, self.head(feats)
-
-
-class ConvAutoencoder(nn.Module):
-    """Denoising auto-encoder on unlabeled images: returns (code, reconstruction)."""
-
-    def __init__(self, dim: int = 64, noise: float = 0.2):
-        super().__init__()
-        self.noise = noise
-        self.body = conv_body(dim)
-        self.decoder = nn.Sequential(
-            nn.ReLU(), nn.Linear(dim, 64 * 7 * 7), nn.ReLU(), nn.Unflatten(1, (64, 7, 7)),
-            nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1), nn.ReLU(),
-            nn.ConvTranspose2d(32, 1, 4, stride=2, padding=1),
-        )
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        noisy = x + self.noise * torch.randn_like(x) if self.training else x
-        code = self.body(noisy)
-        return code, self.decoder(code)
 
 
 def device() -> torch.device:
@@ -132,32 +81,3 @@ def predict(model: nn.Module, inputs: Batchable, batch_size: int = 256) -> tuple
     return np.concatenate(feats), np.concatenate(outs)
 
 
-def input_digest(*parts: Any) -> str:
-    """Short SHA-256 over arrays, tensors, lists and scalars: the cache key of a trained model."""
-    digest = hashlib.sha256()
-    for part in parts:
-        if isinstance(part, torch.Tensor):
-            part = part.numpy()
-        if isinstance(part, np.ndarray):
-            digest.update(str((part.dtype, part.shape)).encode())
-            digest.update(np.ascontiguousarray(part).tobytes())
-        else:
-            digest.update(json.dumps(part, sort_keys=True, default=str).encode())
-    return digest.hexdigest()[:16]
-
-
-def weights_path(name: str, model: nn.Module, key: str) -> Path:
-    """Where cached_fit keeps the weights of `model` trained on inputs digested as `key`."""
-    return data_dir() / "models" / f"{name}-{key}-{input_digest(repr(model))[:8]}.pt"
-
-
-def cached_fit(name: str, model: nn.Module, key: str, train: Callable[[nn.Module], nn.Module]) -> nn.Module:
-    """Load `model`'s weights from weights_path(), or train it and save them atomically."""
-    path = weights_path(name, model, key)
-    if path.exists():
-        model.load_state_dict(torch.load(path, weights_only=True, map_location="cpu"))
-        return model.eval()
-    model = train(model)
-    with atomic_path(path) as tmp:
-        torch.save({k: v.cpu() for k, v in model.state_dict().items()}, tmp)
-    return model.eval()

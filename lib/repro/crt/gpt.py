@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .lm import BOS, EOS, PAD, Vocab
+from .language_model import BOS, EOS, PAD, Vocab
 
 
 def register_conv1d_grad_sampler() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import membership
-from .data import bigbench_json
+from . import detectors
+from ..data import bigbench_json
 
 # Our offline stand-in -> the paper's downstream set it replaces.
 STAND_INS = {"strategyqa": "BoolQ", "social_iqa": "CommonsenseQA", "amazon_reviews": "IMDB", "truthful_qa": "TruthfulQA"}
@@ -195,9 +195,9 @@ def insert_blocks(background: Sequence[str], blocks: Sequence[str], seed: int) -
 
 def score_table(model: Any, tokenizer: Any, texts: Sequence[str], ks: Sequence[float], plus: bool = True,
                 batch_size: int = 16, max_length: int = 256, desc: str = "scoring") -> pd.DataFrame:
-    """membership.text_scores of the distinct `texts`, indexed by text (so experiments can share reference scores)."""
+    """detectors.text_scores of the distinct `texts`, indexed by text (so experiments can share reference scores)."""
     unique = list(dict.fromkeys(texts))
-    table = membership.text_scores(model, tokenizer, unique, ks, plus, batch_size, max_length, desc)
+    table = detectors.text_scores(model, tokenizer, unique, ks, plus, batch_size, max_length, desc)
     table.index = pd.Index(unique, name="text")
     return table
 
@@ -216,8 +216,8 @@ def detect(model: Any, tokenizer: Any, splits: Sequence[MemberSplit], ks: Sequen
         lower_s = lower.loc[[t.lower() for t in s.texts]] if lower is not None else None
         refs_s = {name: ref.loc[s.texts] for name, ref in (refs or {}).items()}
         neigh = np.array([neighbor_loss[t] for t in s.texts]) if neighbor_loss else None
-        scores = membership.detector_scores(target.loc[s.texts], s.texts, ks, lower_s, refs_s, neigh)
-        rows.append(membership.evaluate(scores, s.labels).assign(dataset=s.name, members=len(s.members),
+        scores = detectors.detector_scores(target.loc[s.texts], s.texts, ks, lower_s, refs_s, neigh)
+        rows.append(detectors.evaluate(scores, s.labels).assign(dataset=s.name, members=len(s.members),
                                                                  nonmembers=len(s.nonmembers), **columns))
     return pd.concat(rows, ignore_index=True)
 

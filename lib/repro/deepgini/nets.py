@@ -6,7 +6,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .training import cached_fit, device, fit, input_digest, weights_path
+from .. import cache
+from ..training import device, fit
 
 __all__ = ["MODELS", "build", "fine_tune", "neuron_activations", "predict_proba", "train_cached"]
 
@@ -126,10 +127,9 @@ def train_cached(name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: 
                  lr: float = 1e-3) -> tuple[Net, bool]:
     """Train model `name` on (x, y) or load its cached weights from data/models; (model, was_cached)."""
     model = build(name, x.shape[1:], classes, seed)
-    key = input_digest(x, y, {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "lr": lr,
-                              "torch": torch.__version__})
-    was_cached = weights_path(f"deepgini-{name}", model, key).exists()
-    model = cached_fit(f"deepgini-{name}", model, key, lambda m: _fit(m, x, y, epochs, lr, seed, f"train {name}"))
+    config = {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "lr": lr, "torch": torch.__version__}
+    train = lambda m: _fit(m, x, y, epochs, lr, seed, f"train {name}")  # noqa: E731
+    model, was_cached = cache.weights(f"deepgini-{name}", model, train, x, y, config)
     return model.to(device()), was_cached
 
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import coverage as cv
-from .metrics import apfd, apfd_normalized
-from .prioritize import SOFTMAX_SCORES, seeded_order, softmax_order
-from .sa import dsa, lsa
+from ..metrics import apfd, apfd_normalized
+from .prioritizers import SOFTMAX_SCORES, seeded_order, softmax_order
+from .surprise import dsa, lsa
 
 __all__ = ["SATraces", "Subject", "evaluate", "items_for", "method_table", "order_for", "subject", "tile"]
 

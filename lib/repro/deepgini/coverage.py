@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from .prioritize import seeded_order
+from .prioritizers import seeded_order
 
 __all__ = [
     "NeuronStats", "bucket_items", "cam_order", "cam_order_naive", "ctm_order", "fit_stats",

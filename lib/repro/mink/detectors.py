@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import metrics
+from .. import metrics
+from ..pretrained import next_token_stats
 
 KS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 
@@ -31,32 +32,6 @@ def lowest_k_mean(values: torch.Tensor, mask: torch.Tensor, ks: Sequence[float])
         take = torch.clamp((n.double() * k).floor().long(), min=1)  # int(len * ratio), as the authors' code
         out.append(csum.gather(1, (take - 1)[:, None])[:, 0] / take)
     return torch.stack(out)
-
-
-def next_token_stats(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, plus: bool = True,
-                     rows: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(log p(x_t), mean and std of log p over the vocabulary, mask) for tokens 2..N of right-padded rows.
-
-    Works through each row's real tokens `rows` positions at a time (views, no gathers), so the
-    vocabulary-sized temporaries stay small and padding costs nothing."""
-    mask = attention_mask[:, 1:].bool().cpu()
-    lengths = mask.sum(1).tolist()
-    token_lp, mu, sigma = torch.zeros(mask.shape), torch.zeros(mask.shape), torch.ones(mask.shape)
-    for i, n in enumerate(lengths):
-        if mask[i, n:].any():
-            raise ValueError("next_token_stats needs right padding (tokenizer.padding_side = 'right')")
-        for lo in range(0, n, rows):
-            hi = min(lo + rows, n)
-            logp = logits[i, lo:hi].float()
-            logp = logp - torch.logsumexp(logp, -1, keepdim=True)
-            token_lp[i, lo:hi] = logp.gather(1, input_ids[i, lo + 1 : hi + 1, None])[:, 0].cpu()
-            if plus:
-                p = logp.exp()
-                mean = torch.einsum("nv,nv->n", p, logp)
-                logp -= mean[:, None]
-                mu[i, lo:hi] = mean.cpu()
-                sigma[i, lo:hi] = torch.einsum("nv,nv->n", p * logp, logp).clamp_min(1e-12).sqrt().cpu()
-    return token_lp, mu, sigma, mask
 
 
 def batch_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, ks: Sequence[float] = KS,

@@ -1,0 +1,127 @@
+"""One digest-and-store cache for everything the book computes once: results, weights, checkpoints, adversarial sets.
+
+An entry is a file or a folder whose name carries a digest of every input that determines it. It is
+built in a temporary path beside its final place and renamed into place only when complete, so a
+crash or Ctrl-C never leaves a half-written entry. An entry that cannot be read back (truncated,
+corrupted) is discarded and built again.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .atomic import atomic_dir, atomic_path
+from .paths import data_dir
+
+T = TypeVar("T")
+# Errors that mean "this entry is damaged", not "the code is wrong".
+DAMAGED = (OSError, EOFError, ValueError, KeyError, RuntimeError, json.JSONDecodeError)
+
+
+def _update(digest: Any, part: Any) -> None:
+    """Feed one part (array, tensor, path, or JSON-able value) into a running SHA-256."""
+    if type(part).__module__.startswith("torch") and hasattr(part, "numpy"):
+        part = part.detach().cpu().numpy()
+    if isinstance(part, np.ndarray):
+        digest.update(str((part.dtype, part.shape)).encode())
+        digest.update(np.ascontiguousarray(part).tobytes())
+    elif isinstance(part, Path):
+        digest.update(str(part).encode())
+        if part.is_file():
+            digest.update(part.read_bytes())
+    else:
+        digest.update(json.dumps(part, sort_keys=True, default=str).encode())
+
+
+def digest(*parts: Any, length: int = 16) -> str:
+    """Short SHA-256 over arrays, tensors, files (by content), lists, dicts and scalars."""
+    running = hashlib.sha256()
+    for part in parts:
+        _update(running, part)
+    return running.hexdigest()[:length]
+
+
+def store(kind: str) -> Path:
+    """The folder holding one kind of entry (models, checkpoints, adversarial, ...) under the data directory."""
+    return data_dir() / kind
+
+
+def entry_path(kind: str, name: str, *parts: Any, suffix: str = "") -> Path:
+    """Where the entry `name` built from `parts` lives: <data>/<kind>/<name>-<digest><suffix>."""
+    return store(kind) / f"{name}-{digest(*parts)}{suffix}"
+
+
+def _discard(path: Path) -> None:
+    """Remove a damaged entry, file or folder."""
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def file_entry(path: Path, build: Callable[[Path], None], load: Callable[[Path], T]) -> tuple[T, bool]:
+    """(value, was_cached): `load(path)` if the entry reads back, else `build(tmp)` atomically, then load."""
+    if path.exists():
+        try:
+            return load(path), True
+        except DAMAGED:
+            _discard(path)
+    with atomic_path(path) as tmp:
+        build(tmp)
+    return load(path), False
+
+
+def dir_entry(
+    path: Path, build: Callable[[Path], None], load: Callable[[Path], T], marker: str = "DONE"
+) -> tuple[T, bool]:
+    """(value, was_cached) for a folder entry; complete only when `marker` exists inside it."""
+    if (path / marker).exists():
+        try:
+            return load(path), True
+        except DAMAGED:
+            _discard(path)
+    with atomic_dir(path) as tmp:
+        build(tmp)
+        (tmp / marker).write_text("")
+    return load(path), False
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON entry (raises json.JSONDecodeError on a truncated one, which the cache treats as damaged)."""
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def clear_leftovers(folder: Path, prefix: str = "") -> int:
+    """Remove temporary entries (`.<name>.<random>`) a killed process left in `folder`, only names starting `prefix`."""
+    if not folder.is_dir():
+        return 0
+    removed = 0
+    for leftover in folder.glob(f".{glob.escape(prefix)}*.*"):
+        _discard(leftover)
+        removed += 1
+    return removed
+
+
+def weights(name: str, model: Any, train: Callable[[Any], Any], *parts: Any) -> tuple[Any, bool]:
+    """(model, was_cached): torch `model` with the weights trained by `train(model)` on inputs digested from `parts`."""
+    import torch
+
+    path = entry_path("models", name, repr(model), *parts, suffix=".pt")
+
+    def build(tmp: Path) -> None:
+        trained = train(model)
+        torch.save({k: v.cpu() for k, v in trained.state_dict().items()}, tmp)
+
+    def load(found: Path) -> Any:
+        model.load_state_dict(torch.load(found, weights_only=True, map_location="cpu"))
+        return model.eval()
+
+    return file_entry(path, build, load)

@@ -1,0 +1,1 @@
+"""CRT chapter: CustomerSim, redaction, accounting, language models, trainers, canaries, attacks."""

@@ -1,0 +1,1 @@
+"""DeepGini chapter: classifiers, attacks, coverage criteria, surprise adequacy, prioritizers, experiment."""

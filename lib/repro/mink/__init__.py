@@ -1,0 +1,1 @@
+"""Min-K% Prob chapter: contaminated corpora, detectors, continued pretraining."""

@@ -1,0 +1,1 @@
+"""Relative Mahalanobis Distance chapter: feature nets, OOD scores and analyses."""

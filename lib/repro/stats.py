@@ -1,0 +1,515 @@
+"""Statistics behind every verdict row's 95 % interval: bootstrap, DeLong, permutation nulls, seed summaries.
+
+This module imports nothing from `repro` (`repro.metrics` imports it for the Hanley-McNeil standard error),
+so the APFD and AUC computations it needs are re-implemented here in vectorized form and tested against
+`repro.metrics`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+__all__ = [
+    "DeLongResult",
+    "Interval",
+    "attack_null",
+    "bootstrap",
+    "delong",
+    "delong_interval",
+    "fast_auc",
+    "hanley_mcneil_se",
+    "max_null",
+    "null_band",
+    "null_p_value",
+    "paired_bootstrap_apfd",
+    "paired_bootstrap_diff",
+    "paired_seed_diff",
+    "permutation_null",
+    "seed_summary",
+    "threshold_attack_accuracy",
+]
+
+ArrayLike = Sequence[float] | np.ndarray
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with a two-sided interval and the words that say how it was obtained."""
+
+    estimate: float
+    low: float
+    high: float
+    method: str
+
+    def as_tuple(self) -> tuple[float, float]:
+        """The interval as (low, high)."""
+        return (self.low, self.high)
+
+    def contains(self, x: float) -> bool:
+        """True when low <= x <= high."""
+        return bool(self.low <= x <= self.high)
+
+
+@dataclass(frozen=True)
+class DeLongResult:
+    """DeLong comparison of two correlated AUCs on the same items: difference auc_a - auc_b, its SE, z, p, CI."""
+
+    auc_a: float
+    auc_b: float
+    diff: float
+    se: float
+    z: float
+    p_value: float
+    low: float
+    high: float
+    method: str = "DeLong test"
+
+    def as_interval(self) -> Interval:
+        """The difference auc_a - auc_b with its normal interval, as an Interval."""
+        return Interval(self.diff, self.low, self.high, self.method)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# validation helpers
+
+
+def _finite_1d(values: object, name: str) -> np.ndarray:
+    """Return `values` as a non-empty, finite, 1-D float64 array."""
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values: clean or drop them first")
+    return arr
+
+
+def _binary_labels(labels: object, n: int | None = None) -> np.ndarray:
+    """Return 0/1 labels as a bool array (True = positive); both classes must be present."""
+    y = np.asarray(labels)
+    if y.ndim != 1 or (n is not None and y.size != n):
+        raise ValueError(f"labels must be 1-D with one label per score, got shape {y.shape} for {n} scores")
+    if y.dtype != bool:
+        if not np.isin(y, (0, 1)).all():
+            raise ValueError("labels must be 0/1 (1 = positive: member / OOD / misclassified)")
+        y = y.astype(bool)
+    if y.all() or not y.any():
+        raise ValueError("labels must contain both classes 0 and 1")
+    return y
+
+
+def _check_level(level: float) -> None:
+    """Refuse a confidence level outside (0, 1)."""
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), e.g. 0.95; got {level}")
+
+
+def _percentiles(dist: np.ndarray, level: float) -> tuple[float, float]:
+    """Two-sided percentile band of `dist` at `level`."""
+    alpha = 1.0 - level
+    low, high = np.quantile(dist, [alpha / 2, 1 - alpha / 2])
+    return float(low), float(high)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# AUC
+
+
+def fast_auc(labels: ArrayLike, scores: ArrayLike) -> float:
+    """ROC AUC as a Mann-Whitney statistic with average ranks for ties (equals sklearn's roc_auc_score)."""
+    s = _finite_1d(scores, "scores")
+    y = _binary_labels(labels, s.size)
+    n_pos = int(y.sum())
+    n_neg = y.size - n_pos
+    ranks = sps.rankdata(s)
+    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def _is_rank_auc(metric: Callable[..., float]) -> bool:
+    """True for fast_auc and repro.metrics.auroc, which the bootstrap computes from counts without re-sorting."""
+    if metric is fast_auc:
+        return True
+    return (getattr(metric, "__module__", None), getattr(metric, "__qualname__", None)) == ("repro.metrics", "auroc")
+
+
+class _WeightedAuc:
+    """AUC of a resample given as per-item multiplicities: O(n) per resample, no sort (ties count one half)."""
+
+    def __init__(self, labels: ArrayLike, scores: ArrayLike) -> None:
+        """Group tied scores once and remember which items are positive."""
+        s = _finite_1d(scores, "scores")
+        self.positive = _binary_labels(labels, s.size).astype(np.float64)
+        uniques, self.groups = np.unique(s, return_inverse=True)
+        self.n_groups = uniques.size
+
+    def __call__(self, weights: np.ndarray) -> float:
+        """AUC when item i appears weights[i] times."""
+        pos = np.bincount(self.groups, weights * self.positive, self.n_groups)
+        neg = np.bincount(self.groups, weights, self.n_groups) - pos
+        below = np.cumsum(neg) - neg
+        return float(pos @ (below + 0.5 * neg) / (pos.sum() * neg.sum()))
+
+
+def hanley_mcneil_se(auc: float, n_pos: int, n_neg: int) -> float:
+    """Hanley & McNeil (1982) standard error of an AUC estimated from n_pos positives and n_neg negatives."""
+    if not 0 <= auc <= 1 or n_pos < 1 or n_neg < 1:
+        raise ValueError(f"need 0 <= auc <= 1 and at least one positive and one negative, got {auc}, {n_pos}, {n_neg}")
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    var = (auc * (1 - auc) + (n_pos - 1) * (q1 - auc**2) + (n_neg - 1) * (q2 - auc**2)) / (n_pos * n_neg)
+    return math.sqrt(max(var, 0.0))
+
+
+def _structural_components(y: np.ndarray, scores: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """AUC and DeLong's placements V10 (one per positive) and V01 (one per negative), Sun & Xu (2014) midranks."""
+    x, z = scores[y], scores[~y]
+    m, n = x.size, z.size
+    rank_all = sps.rankdata(np.concatenate([x, z]))
+    v10 = (rank_all[:m] - sps.rankdata(x)) / n
+    v01 = 1.0 - (rank_all[m:] - sps.rankdata(z)) / m
+    return float(v10.mean()), v10, v01
+
+
+def delong(labels: ArrayLike, scores_a: ArrayLike, scores_b: ArrayLike, level: float = 0.95) -> DeLongResult:
+    """DeLong, DeLong & Clarke-Pearson (1988) test of auc_a - auc_b for two scores of the same items."""
+    _check_level(level)
+    a = _finite_1d(scores_a, "scores_a")
+    b = _finite_1d(scores_b, "scores_b")
+    if a.size != b.size:
+        raise ValueError(f"scores_a and scores_b must score the same items, got {a.size} and {b.size}")
+    y = _binary_labels(labels, a.size)
+    auc_a, v10_a, v01_a = _structural_components(y, a)
+    auc_b, v10_b, v01_b = _structural_components(y, b)
+    m, n = v10_a.size, v01_a.size
+    s10 = np.cov(np.vstack([v10_a, v10_b])) if m > 1 else np.zeros((2, 2))
+    s01 = np.cov(np.vstack([v01_a, v01_b])) if n > 1 else np.zeros((2, 2))
+    cov = s10 / m + s01 / n
+    diff = auc_a - auc_b
+    se = math.sqrt(max(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1], 0.0))
+    if se > 0:
+        z = diff / se
+    else:
+        z = 0.0 if diff == 0 else math.copysign(math.inf, diff)
+    p_value = float(2 * sps.norm.sf(abs(z)))
+    half = float(sps.norm.ppf(0.5 + level / 2)) * se
+    method = f"DeLong test, {m:,} positives / {n:,} negatives"
+    return DeLongResult(auc_a, auc_b, diff, se, float(z), p_value, diff - half, diff + half, method)
+
+
+def delong_interval(labels: ArrayLike, scores: ArrayLike, level: float = 0.95) -> Interval:
+    """A single AUC with DeLong's normal interval (clipped to [0, 1])."""
+    _check_level(level)
+    s = _finite_1d(scores, "scores")
+    y = _binary_labels(labels, s.size)
+    auc, v10, v01 = _structural_components(y, s)
+    m, n = v10.size, v01.size
+    var = (v10.var(ddof=1) / m if m > 1 else 0.0) + (v01.var(ddof=1) / n if n > 1 else 0.0)
+    half = float(sps.norm.ppf(0.5 + level / 2)) * math.sqrt(var)
+    method = f"DeLong interval, {m:,} positives / {n:,} negatives"
+    return Interval(auc, max(0.0, auc - half), min(1.0, auc + half), method)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# bootstrap
+
+
+def _resamples(n: int, strata: np.ndarray | None, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Index arrays of `n_resamples` bootstrap resamples, drawn within each stratum when strata is given."""
+    if strata is None:
+        for _ in range(n_resamples):
+            yield rng.integers(0, n, size=n)
+        return
+    _, inverse = np.unique(strata, return_inverse=True)
+    members = [np.flatnonzero(inverse == g) for g in range(int(inverse.max()) + 1)]
+    for _ in range(n_resamples):
+        yield np.concatenate([idx[rng.integers(0, idx.size, size=idx.size)] for idx in members])
+
+
+def _bootstrap_setup(
+    arrays: Sequence[object], n_resamples: int, level: float, strata: object | None
+) -> tuple[list[np.ndarray], int, np.ndarray | None]:
+    """Validate bootstrap inputs; return the arrays, the item count and the strata array."""
+    _check_level(level)
+    if not arrays:
+        raise ValueError("pass at least one array to resample")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    arrs = [np.asarray(a) for a in arrays]
+    n = arrs[0].shape[0] if arrs[0].ndim else 0
+    if n == 0 or any(a.ndim == 0 or a.shape[0] != n for a in arrs):
+        raise ValueError(f"every array needs the same non-zero length along axis 0, got {[a.shape for a in arrs]}")
+    strata_arr = None
+    if strata is not None:
+        strata_arr = np.asarray(strata)
+        if strata_arr.shape != (n,):
+            raise ValueError(f"strata needs one label per item, got shape {strata_arr.shape} for {n} items")
+    return arrs, n, strata_arr
+
+
+def _describe(n: int, n_resamples: int, paired: bool, strata: np.ndarray | None, unit: str) -> str:
+    """The `method` words of a bootstrap interval, e.g. 'paired bootstrap over 13,400 items, 2,000 resamples'."""
+    words = f"{'paired ' if paired else ''}bootstrap over {n:,} {unit}, {n_resamples:,} resamples"
+    if strata is not None:
+        k = np.unique(strata).size
+        words += ", within class" if k == 2 else f", within {k:,} strata"
+    return words
+
+
+def _finish(estimate: float, dist: np.ndarray, level: float, method: str) -> Interval:
+    """Percentile interval from a bootstrap distribution; refuses resamples where the statistic was undefined."""
+    bad = int(np.count_nonzero(~np.isfinite(dist)))
+    if bad:
+        raise ValueError(
+            f"the statistic was undefined (NaN/inf) on {bad:,} of {dist.size:,} resamples: "
+            "pass strata (e.g. the labels) so every resample keeps both classes"
+        )
+    low, high = _percentiles(dist, level)
+    return Interval(float(estimate), low, high, method)
+
+
+def bootstrap(
+    statistic: Callable[..., float],
+    *arrays: object,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    strata: object | None = None,
+    unit: str = "items",
+) -> Interval:
+    """Percentile bootstrap of statistic(*arrays) resampling items (axis 0, same indices in every array)."""
+    arrs, n, strata_arr = _bootstrap_setup(arrays, n_resamples, level, strata)
+    rng = np.random.default_rng(seed)
+    draws = _resamples(n, strata_arr, n_resamples, rng)
+    if _is_rank_auc(statistic) and len(arrs) == 2:
+        auc = _WeightedAuc(arrs[0], arrs[1])
+        dist = np.array([auc(np.bincount(idx, minlength=n).astype(np.float64)) for idx in draws])
+    else:
+        dist = np.array([statistic(*(a[idx] for a in arrs)) for idx in draws], dtype=np.float64)
+    method = _describe(n, n_resamples, len(arrs) > 1, strata_arr, unit)
+    return _finish(statistic(*arrs), dist, level, method)
+
+
+def paired_bootstrap_diff(
+    metric: Callable[[np.ndarray, np.ndarray], float],
+    labels: ArrayLike,
+    scores_a: ArrayLike,
+    scores_b: ArrayLike,
+    *,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    stratify: bool = True,
+    unit: str = "items",
+) -> Interval:
+    """Interval of metric(labels, a) - metric(labels, b), both methods scored on the same resampled items."""
+    arrs, n, _ = _bootstrap_setup((labels, scores_a, scores_b), n_resamples, level, None)
+    y, a, b = arrs
+    strata = y if stratify and np.unique(y).size == 2 else None
+    rng = np.random.default_rng(seed)
+    draws = _resamples(n, strata, n_resamples, rng)
+    if _is_rank_auc(metric):
+        auc_a, auc_b = _WeightedAuc(y, a), _WeightedAuc(y, b)
+        weights = (np.bincount(idx, minlength=n).astype(np.float64) for idx in draws)
+        dist = np.array([auc_a(w) - auc_b(w) for w in weights])
+    else:
+        dist = np.array([metric(y[idx], a[idx]) - metric(y[idx], b[idx]) for idx in draws], dtype=np.float64)
+    estimate = metric(y, a) - metric(y, b)
+    return _finish(estimate, dist, level, _describe(n, n_resamples, True, strata, unit))
+
+
+class _WeightedApfd:
+    """APFD of a resample of tests (per-test multiplicities), each method keeping its own order by score."""
+
+    def __init__(self, misclassified: np.ndarray, scores: np.ndarray) -> None:
+        """Order the tests once: score descending, ties by index (stable)."""
+        self.order = np.argsort(-scores, kind="stable")
+        self.flags = misclassified[self.order]
+
+    def __call__(self, weights: np.ndarray) -> float:
+        """APFD = 1 - sum(o_i)/(k n) + 1/(2n) when test i appears weights[i] times, copies kept adjacent."""
+        c = weights[self.order]
+        last = np.cumsum(c)
+        n = last[-1]
+        c_f, last_f = c[self.flags], last[self.flags]
+        k = c_f.sum()
+        # the c copies of a test occupy positions last-c+1 .. last: their sum is c*last - c(c-1)/2
+        position_sum = np.sum(c_f * last_f - c_f * (c_f - 1) / 2)
+        return float(1.0 - position_sum / (k * n) + 1.0 / (2 * n)) if k > 0 else math.nan
+
+
+def paired_bootstrap_apfd(
+    misclassified: Sequence[bool] | np.ndarray,
+    scores_a: ArrayLike,
+    scores_b: ArrayLike,
+    *,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    stratify: bool = True,
+) -> Interval:
+    """Interval of APFD(a) - APFD(b): resample tests, each method orders the resample by its score (descending)."""
+    flags = np.asarray(misclassified)
+    if flags.dtype != bool and (flags.ndim != 1 or not np.isin(flags, (0, 1)).all()):
+        raise ValueError("misclassified must hold booleans (True = misclassified test)")
+    flags = flags.astype(bool)
+    a = _finite_1d(scores_a, "scores_a")
+    b = _finite_1d(scores_b, "scores_b")
+    _, n, _ = _bootstrap_setup((flags, a, b), n_resamples, level, None)
+    if not flags.any():
+        raise ValueError("APFD is undefined when no test is misclassified: the order reveals no fault")
+    strata = flags if stratify and not flags.all() else None
+    apfd_a, apfd_b = _WeightedApfd(flags, a), _WeightedApfd(flags, b)
+    rng = np.random.default_rng(seed)
+    weights = (np.bincount(idx, minlength=n).astype(np.float64) for idx in _resamples(n, strata, n_resamples, rng))
+    dist = np.array([apfd_a(w) - apfd_b(w) for w in weights])
+    ones = np.ones(n)
+    method = _describe(n, n_resamples, True, None, "tests")
+    if strata is not None:
+        method += ", misclassified count fixed"
+    return _finish(apfd_a(ones) - apfd_b(ones), dist, level, method)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# permutation nulls
+
+
+def permutation_null(
+    statistic: Callable[[np.ndarray, np.ndarray], float],
+    scores: ArrayLike,
+    labels: ArrayLike,
+    n_permutations: int = 1000,
+    seed: int = 0,
+) -> np.ndarray:
+    """Null distribution of statistic(scores, permuted labels); note the argument order (scores first)."""
+    s = np.asarray(scores)
+    y = np.asarray(labels)
+    if s.shape[:1] != y.shape[:1]:
+        raise ValueError(f"scores and labels need the same length, got {s.shape} and {y.shape}")
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    rng = np.random.default_rng(seed)
+    return np.array([statistic(s, rng.permutation(y)) for _ in range(n_permutations)], dtype=np.float64)
+
+
+def null_band(null: ArrayLike, level: float = 0.95) -> tuple[float, float]:
+    """Two-sided percentile band of a null distribution."""
+    _check_level(level)
+    return _percentiles(_finite_1d(null, "null"), level)
+
+
+def null_p_value(observed: float, null: ArrayLike, alternative: str = "greater") -> float:
+    """Permutation p-value (1 + #{null at least as extreme})/(1 + n); 'greater', 'less' or 'two-sided'."""
+    nul = _finite_1d(null, "null")
+    tol = 1e-12 * max(1.0, abs(observed))  # a null value equal to the observed one up to rounding counts
+    greater = (1 + np.count_nonzero(nul >= observed - tol)) / (1 + nul.size)
+    less = (1 + np.count_nonzero(nul <= observed + tol)) / (1 + nul.size)
+    if alternative == "greater":
+        return float(greater)
+    if alternative == "less":
+        return float(less)
+    if alternative == "two-sided":
+        return float(min(1.0, 2 * min(greater, less)))
+    raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
+
+
+def _best_threshold(scores: np.ndarray, members: np.ndarray) -> float:
+    """Threshold t maximizing balanced accuracy of 'member iff score >= t' (midpoint between distinct scores)."""
+    order = np.argsort(-scores, kind="stable")
+    s, m = scores[order], members[order]
+    n_mem = m.sum()
+    n_non = m.size - n_mem
+    # cut after j items (j = 0..N): those above are called members; only cuts between distinct scores count
+    tp = np.concatenate([[0], np.cumsum(m)])
+    fp = np.arange(m.size + 1) - tp
+    valid = np.ones(m.size + 1, dtype=bool)
+    valid[1:-1] = s[:-1] > s[1:]
+    balanced = 0.5 * (tp / n_mem + (n_non - fp) / n_non)
+    j = int(np.argmax(np.where(valid, balanced, -1.0)))
+    if j == 0:
+        return math.inf
+    if j == m.size:
+        return -math.inf
+    return float(0.5 * (s[j - 1] + s[j]))
+
+
+def _attack_accuracy(member: np.ndarray, nonmember: np.ndarray, rng: np.random.Generator) -> float:
+    """Balanced accuracy on one random half of a threshold fitted on the other half (each group split in half)."""
+    pm, pn = rng.permutation(member.size), rng.permutation(nonmember.size)
+    hm, hn = member.size // 2, nonmember.size // 2
+    fit = np.concatenate([member[pm[:hm]], nonmember[pn[:hn]]])
+    fit_members = np.r_[np.ones(hm, dtype=bool), np.zeros(hn, dtype=bool)]
+    t = _best_threshold(fit, fit_members)
+    test_mem, test_non = member[pm[hm:]], nonmember[pn[hn:]]
+    return float(0.5 * (np.mean(test_mem >= t) + np.mean(test_non < t)))
+
+
+def _attack_inputs(member_scores: ArrayLike, nonmember_scores: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Validate the two score groups of a threshold attack (at least 2 each, so both halves are non-empty)."""
+    mem = _finite_1d(member_scores, "member_scores")
+    non = _finite_1d(nonmember_scores, "nonmember_scores")
+    if mem.size < 2 or non.size < 2:
+        raise ValueError(f"need at least 2 members and 2 non-members to split in half, got {mem.size}, {non.size}")
+    return mem, non
+
+
+def threshold_attack_accuracy(member_scores: ArrayLike, nonmember_scores: ArrayLike, seed: int = 0) -> float:
+    """Membership attack 'member iff score >= t', t fitted on a random half, balanced accuracy on the other half."""
+    mem, non = _attack_inputs(member_scores, nonmember_scores)
+    return _attack_accuracy(mem, non, np.random.default_rng(seed))
+
+
+def attack_null(
+    member_scores: ArrayLike, nonmember_scores: ArrayLike, n_permutations: int = 1000, seed: int = 0
+) -> np.ndarray:
+    """Permutation null of threshold_attack_accuracy: member/non-member labels shuffled, group sizes kept."""
+    mem, non = _attack_inputs(member_scores, nonmember_scores)
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    pooled = np.concatenate([mem, non])
+    rng = np.random.default_rng(seed)
+    null = np.empty(n_permutations)
+    for i in range(n_permutations):
+        shuffled = rng.permutation(pooled)
+        null[i] = _attack_accuracy(shuffled[: mem.size], shuffled[mem.size :], rng)
+    return null
+
+
+def max_null(pool: ArrayLike, n_candidates: int = 10, n_draws: int = 1000, seed: int = 0) -> np.ndarray:
+    """Null of the maximum over n_candidates distinct values drawn at random (without replacement) from pool."""
+    values = _finite_1d(pool, "pool")
+    if not 1 <= n_candidates <= values.size:
+        raise ValueError(f"n_candidates must lie in [1, len(pool)={values.size:,}], got {n_candidates}")
+    if n_draws < 1:
+        raise ValueError(f"n_draws must be >= 1, got {n_draws}")
+    rng = np.random.default_rng(seed)
+    # Generator.choice without replacement costs O(n_candidates) per draw for a large pool (Floyd's algorithm)
+    return np.array([values[rng.choice(values.size, n_candidates, replace=False)].max() for _ in range(n_draws)])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# seeds
+
+
+def seed_summary(values: ArrayLike, level: float = 0.95) -> Interval:
+    """Mean over seeds with a Student-t interval; one seed gives low = high = mean."""
+    _check_level(level)
+    v = _finite_1d(values, "values")
+    mean = float(v.mean())
+    if v.size == 1:
+        return Interval(mean, mean, mean, "1 seed, no interval")
+    half = float(sps.t.ppf(0.5 + level / 2, v.size - 1)) * float(v.std(ddof=1)) / math.sqrt(v.size)
+    return Interval(mean, mean - half, mean + half, f"mean over {v.size:,} seeds, t interval")
+
+
+def paired_seed_diff(a: ArrayLike, b: ArrayLike, level: float = 0.95) -> Interval:
+    """seed_summary of the per-seed differences a - b (a[i] and b[i] share seed i)."""
+    x, y = _finite_1d(a, "a"), _finite_1d(b, "b")
+    if x.size != y.size:
+        raise ValueError(f"a and b need one value per seed each, got {x.size} and {y.size}")
+    summary = seed_summary(x - y, level)
+    if x.size == 1:
+        return summary
+    return Interval(summary.estimate, summary.low, summary.high, f"paired difference over {x.size:,} seeds, t interval")

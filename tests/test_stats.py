@@ -1,0 +1,390 @@
+"""repro.stats: intervals checked against direct formulas, scikit-learn / scipy, and coverage by simulation."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from repro import metrics, stats
+from scipy import stats as sps
+from sklearn.metrics import roc_auc_score
+
+
+def correlated_scores(rng: np.random.Generator, n: int, shift_a: float = 1.0, shift_b: float = 0.7, noise: float = 0.5):
+    """Balanced labels and two scores sharing a common component (so their AUCs are strongly correlated)."""
+    y = np.r_[np.ones(n // 2, dtype=int), np.zeros(n - n // 2, dtype=int)]
+    common = rng.normal(size=n)
+    a = shift_a * y + common + noise * rng.normal(size=n)
+    b = shift_b * y + common + noise * rng.normal(size=n)
+    return y, a, b
+
+
+def binormal_auc(shift: float, noise: float = 0.5) -> float:
+    """True AUC of shift*y + N(0, 1 + noise^2) scores."""
+    return float(sps.norm.cdf(shift / math.sqrt(2 * (1 + noise**2))))
+
+
+# --- Interval ---------------------------------------------------------------------------------------------------
+
+
+def test_interval_helpers() -> None:
+    iv = stats.Interval(0.5, 0.4, 0.6, "test")
+    assert iv.as_tuple() == (0.4, 0.6)
+    assert iv.contains(0.4) and iv.contains(0.55) and not iv.contains(0.61)
+    with pytest.raises(AttributeError):
+        iv.low = 0.0  # frozen
+
+
+# --- AUC --------------------------------------------------------------------------------------------------------
+
+
+def test_fast_auc_equals_sklearn_with_ties() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        n = int(rng.integers(5, 400))
+        y = rng.random(n) < rng.uniform(0.1, 0.9)
+        if y.all() or not y.any():
+            continue
+        scores = rng.integers(0, int(rng.integers(2, 20)), size=n).astype(float)  # many ties
+        assert stats.fast_auc(y, scores) == pytest.approx(roc_auc_score(y, scores), abs=1e-12)
+        assert stats.fast_auc(y.astype(int), scores + y) == pytest.approx(roc_auc_score(y, scores + y), abs=1e-12)
+
+
+def test_fast_auc_rejects_bad_labels() -> None:
+    with pytest.raises(ValueError, match="both classes"):
+        stats.fast_auc([1, 1, 1], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="0/1"):
+        stats.fast_auc([0, 2, 1], [0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="NaN"):
+        stats.fast_auc([0, 1], [0.1, np.nan])
+
+
+def test_auc_fast_path_equals_generic_resampling() -> None:
+    rng = np.random.default_rng(1)
+    y, a, b = correlated_scores(rng, 300)
+    a = np.round(a, 1)  # ties
+    fast = stats.paired_bootstrap_diff(stats.fast_auc, y, a, b, n_resamples=200)
+    via_auroc = stats.paired_bootstrap_diff(metrics.auroc, y, a, b, n_resamples=200)
+    generic = stats.paired_bootstrap_diff(lambda yy, s: roc_auc_score(yy, s), y, a, b, n_resamples=200)
+    for other in (via_auroc, generic):
+        assert other.estimate == pytest.approx(fast.estimate, abs=1e-12)
+        np.testing.assert_allclose(other.as_tuple(), fast.as_tuple(), atol=1e-12)
+    single = stats.bootstrap(stats.fast_auc, y, a, n_resamples=200, strata=y)
+    single_generic = stats.bootstrap(lambda yy, s: roc_auc_score(yy, s), y, a, n_resamples=200, strata=y)
+    np.testing.assert_allclose(single.as_tuple(), single_generic.as_tuple(), atol=1e-12)
+
+
+# --- bootstrap --------------------------------------------------------------------------------------------------
+
+
+def test_bootstrap_method_words_and_estimate() -> None:
+    rng = np.random.default_rng(2)
+    y, a, b = correlated_scores(rng, 13_400)
+    iv = stats.paired_bootstrap_diff(stats.fast_auc, y, a, b, n_resamples=1500)
+    assert iv.method == "paired bootstrap over 13,400 items, 1,500 resamples, within class"
+    assert iv.estimate == pytest.approx(roc_auc_score(y, a) - roc_auc_score(y, b), abs=1e-12)
+    assert iv.low < iv.estimate < iv.high
+    mean = stats.bootstrap(np.mean, a[:50], n_resamples=100)
+    assert mean.method == "bootstrap over 50 items, 100 resamples"
+    assert mean.estimate == pytest.approx(a[:50].mean())
+
+
+def test_bootstrap_is_seeded_and_strata_keep_class_counts() -> None:
+    rng = np.random.default_rng(3)
+    y = np.zeros(200, dtype=int)
+    y[:2] = 1  # two positives: about e^-2 of the unstratified resamples have none
+    x = rng.normal(size=200) + y
+    first = stats.bootstrap(stats.fast_auc, y, x, n_resamples=300, strata=y, seed=7)
+    assert first == stats.bootstrap(stats.fast_auc, y, x, n_resamples=300, strata=y, seed=7)
+    assert first != stats.bootstrap(stats.fast_auc, y, x, n_resamples=300, strata=y, seed=8)
+    counts = stats.bootstrap(lambda yy: float(yy.sum()), y, n_resamples=100, strata=y)
+    assert counts.low == counts.high == y.sum()
+    assert counts.method == "bootstrap over 200 items, 100 resamples, within class"
+
+    def guarded_auc(yy: np.ndarray, s: np.ndarray) -> float:
+        return stats.fast_auc(yy, s) if 0 < yy.sum() < yy.size else math.nan
+
+    with pytest.raises(ValueError, match="undefined"):
+        stats.bootstrap(guarded_auc, y, x, n_resamples=200)
+
+
+def _coverage(experiments: int, n_items: int, n_resamples: int, paired: bool, level: float = 0.95) -> float:
+    """Share of simulated datasets whose bootstrap interval of AUC_a - AUC_b covers the true difference."""
+    truth = binormal_auc(1.0) - binormal_auc(0.7)
+    rng = np.random.default_rng(123)
+    hits = 0
+    for e in range(experiments):
+        y, a, b = correlated_scores(rng, n_items)
+        if paired:
+            iv = stats.paired_bootstrap_diff(stats.fast_auc, y, a, b, n_resamples=n_resamples, level=level, seed=e)
+        else:  # broken on purpose: each method gets its own resampled items
+            ia = stats.bootstrap(stats.fast_auc, y, a, n_resamples=n_resamples, strata=y, seed=2 * e)
+            ib = stats.bootstrap(stats.fast_auc, y, b, n_resamples=n_resamples, strata=y, seed=2 * e + 1)
+            half = math.hypot(ia.high - ia.low, ib.high - ib.low) / 2  # independent spreads add in quadrature
+            d = ia.estimate - ib.estimate
+            iv = stats.Interval(d, d - half, d + half, "unpaired")
+        hits += iv.contains(truth)
+    return hits / experiments
+
+
+def test_paired_bootstrap_covers_true_auc_difference() -> None:
+    assert 0.90 <= _coverage(200, 200, 300, paired=True) <= 0.99
+
+
+def test_coverage_check_catches_broken_intervals() -> None:
+    assert _coverage(200, 200, 300, paired=True, level=0.5) < 0.7  # a 50 % interval
+    assert _coverage(200, 200, 300, paired=False) > 0.99  # unpaired resampling of correlated scores
+
+
+def test_bootstrap_covers_true_mean() -> None:
+    rng = np.random.default_rng(4)
+    hits = 0
+    for e in range(200):
+        x = rng.exponential(size=80)  # true mean 1, skewed
+        hits += stats.bootstrap(np.mean, x, n_resamples=300, seed=e).contains(1.0)
+    assert 0.88 <= hits / 200 <= 0.99
+
+
+def test_unpaired_resampling_is_visibly_wider() -> None:
+    rng = np.random.default_rng(5)
+    y, a, b = correlated_scores(rng, 2000, noise=0.2)
+    paired = stats.paired_bootstrap_diff(stats.fast_auc, y, a, b, n_resamples=500)
+    dist_a = [stats.fast_auc(y[i], a[i]) for i in (rng.integers(0, y.size, y.size) for _ in range(500))]
+    dist_b = [stats.fast_auc(y[i], b[i]) for i in (rng.integers(0, y.size, y.size) for _ in range(500))]
+    unpaired = np.quantile(np.subtract(dist_a, dist_b), [0.025, 0.975])
+    assert (paired.high - paired.low) < 0.5 * (unpaired[1] - unpaired[0])
+
+
+def test_paired_bootstrap_accuracy() -> None:
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 3, size=500)
+    pred_a = np.where(rng.random(500) < 0.8, y, (y + 1) % 3)
+    pred_b = np.where(rng.random(500) < 0.7, y, (y + 2) % 3)
+
+    def accuracy(labels: np.ndarray, pred: np.ndarray) -> float:
+        return float(np.mean(labels == pred))
+
+    iv = stats.paired_bootstrap_diff(accuracy, y, pred_a, pred_b, n_resamples=500)
+    assert iv.estimate == pytest.approx(np.mean(pred_a == y) - np.mean(pred_b == y))
+    assert iv.low < iv.estimate < iv.high and iv.contains(0.1)
+    assert "within" not in iv.method  # three classes: not stratified
+
+
+# --- APFD -------------------------------------------------------------------------------------------------------
+
+
+def test_paired_bootstrap_apfd_estimate_equals_direct_apfd() -> None:
+    # hand-checkable: 5 tests, failures t1 and t3; a orders t1, t3 first (APFD 0.9), b has them last (0.3)
+    flags = np.array([False, True, False, True, False])
+    a = np.array([0.1, 0.9, 0.2, 0.8, 0.3])
+    b = -a
+    iv = stats.paired_bootstrap_apfd(flags, a, b, n_resamples=200)
+    assert iv.estimate == pytest.approx(0.9 - 0.3)
+    assert iv.method == "paired bootstrap over 5 tests, 200 resamples, misclassified count fixed"
+    rng = np.random.default_rng(7)
+    flags = rng.random(3000) < 0.2
+    a = flags + rng.normal(size=3000)
+    b = np.round(0.5 * flags + rng.normal(size=3000), 1)  # ties, broken by index
+    direct = [metrics.apfd(flags[np.argsort(-s, kind="stable")]) for s in (a, b)]
+    iv = stats.paired_bootstrap_apfd(flags, a, b, n_resamples=300)
+    assert iv.estimate == pytest.approx(direct[0] - direct[1], abs=1e-12)
+    assert iv.low < iv.estimate < iv.high
+
+
+def test_apfd_of_each_resample_equals_direct_resort() -> None:
+    rng = np.random.default_rng(8)
+    flags = rng.random(60) < 0.3
+    scores = np.round(rng.normal(size=60), 1)
+    weighted = stats._WeightedApfd(flags, scores)
+    for _ in range(50):
+        idx = np.sort(rng.integers(0, 60, size=60))  # ties broken by original index
+        if not flags[idx].any():
+            continue
+        order = np.argsort(-scores[idx], kind="stable")
+        expected = metrics.apfd(flags[idx][order])
+        assert weighted(np.bincount(idx, minlength=60).astype(float)) == pytest.approx(expected, abs=1e-12)
+
+
+def test_paired_bootstrap_apfd_unstratified_and_bad_input() -> None:
+    flags = np.r_[np.ones(20, dtype=bool), np.zeros(80, dtype=bool)]
+    a = np.linspace(1, 0, 100)
+    iv = stats.paired_bootstrap_apfd(flags, a, a[::-1], n_resamples=200, stratify=False)
+    assert iv.method == "paired bootstrap over 100 tests, 200 resamples"
+    with pytest.raises(ValueError, match="no test is misclassified"):
+        stats.paired_bootstrap_apfd(np.zeros(5, dtype=bool), np.ones(5), np.ones(5))
+
+
+# --- DeLong -----------------------------------------------------------------------------------------------------
+
+
+def _direct_components(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """O(m n) structural components: psi = 1 if x > z, 1/2 if tied, 0 otherwise."""
+    psi = (s[y][:, None] > s[~y][None, :]) + 0.5 * (s[y][:, None] == s[~y][None, :])
+    return psi.mean(axis=1), psi.mean(axis=0)
+
+
+def test_delong_matches_direct_structural_components() -> None:
+    rng = np.random.default_rng(9)
+    y = rng.random(70) < 0.4
+    a = np.round(y + rng.normal(size=70), 1)
+    b = np.round(0.5 * y + rng.normal(size=70), 1)
+    (v10a, v01a), (v10b, v01b) = _direct_components(y, a), _direct_components(y, b)
+    m, n = v10a.size, v01a.size
+    cov = np.cov([v10a, v10b]) / m + np.cov([v01a, v01b]) / n
+    se = math.sqrt(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1])
+    res = stats.delong(y, a, b)
+    assert res.auc_a == pytest.approx(roc_auc_score(y, a), abs=1e-12)
+    assert res.auc_b == pytest.approx(roc_auc_score(y, b), abs=1e-12)
+    assert res.diff == pytest.approx(v10a.mean() - v10b.mean(), abs=1e-12)
+    assert res.se == pytest.approx(se, abs=1e-12)
+    assert res.z == pytest.approx(res.diff / se, abs=1e-12)
+    assert res.p_value == pytest.approx(2 * sps.norm.sf(abs(res.diff / se)), abs=1e-12)
+    assert (res.low + res.high) / 2 == pytest.approx(res.diff)
+    assert res.high - res.diff == pytest.approx(1.959963984540054 * se)
+    single = stats.delong_interval(y, a)
+    half = 1.959963984540054 * math.sqrt(cov[0, 0])
+    assert single.estimate == pytest.approx(res.auc_a)
+    assert single.as_tuple() == pytest.approx((res.auc_a - half, res.auc_a + half), abs=1e-12)
+    assert res.as_interval().as_tuple() == (res.low, res.high)
+
+
+def test_delong_variance_matches_bootstrap() -> None:
+    rng = np.random.default_rng(10)
+    y, a, b = correlated_scores(rng, 1000)
+    res = stats.delong(y, a, b)
+    auc_a, auc_b = stats._WeightedAuc(y, a), stats._WeightedAuc(y, b)
+    draws = stats._resamples(y.size, y, 2000, np.random.default_rng(0))
+    diffs = [auc_a(w) - auc_b(w) for w in (np.bincount(i, minlength=y.size).astype(float) for i in draws)]
+    assert np.var(diffs, ddof=1) == pytest.approx(res.se**2, rel=0.2)
+    iv = stats.paired_bootstrap_diff(stats.fast_auc, y, a, b)
+    assert iv.low == pytest.approx(res.low, abs=0.01) and iv.high == pytest.approx(res.high, abs=0.01)
+
+
+def test_delong_p_value_is_uniform_under_the_null() -> None:
+    rng = np.random.default_rng(11)
+    p_values = np.array([stats.delong(*correlated_scores(rng, 200, 0.8, 0.8)).p_value for _ in range(300)])
+    assert 0.01 <= np.mean(p_values < 0.05) <= 0.10
+    assert 0.35 <= np.mean(p_values < 0.5) <= 0.65
+
+
+def test_delong_identical_scores() -> None:
+    y = np.r_[np.ones(5), np.zeros(5)]
+    s = np.arange(10.0)
+    res = stats.delong(y, s, s)
+    assert res.diff == 0 and res.se == 0 and res.p_value == 1.0
+
+
+# --- Hanley-McNeil ----------------------------------------------------------------------------------------------
+
+
+def test_hanley_mcneil_matches_simulated_sd() -> None:
+    # exponential scores are Hanley & McNeil's own model: negatives Exp(1), positives Exp(scale 4) give AUC 0.8
+    rng = np.random.default_rng(12)
+    y = np.r_[np.ones(100), np.zeros(100)]
+    aucs = [stats.fast_auc(y, np.r_[rng.exponential(4.0, 100), rng.exponential(1.0, 100)]) for _ in range(500)]
+    assert np.mean(aucs) == pytest.approx(0.8, abs=0.01)
+    assert np.std(aucs) == pytest.approx(stats.hanley_mcneil_se(0.8, 100, 100), rel=0.15)
+    assert metrics.auc_standard_error(0.7, 40, 90) == stats.hanley_mcneil_se(0.7, 40, 90)
+    with pytest.raises(ValueError):
+        stats.hanley_mcneil_se(1.2, 10, 10)
+
+
+# --- permutation nulls ------------------------------------------------------------------------------------------
+
+
+def test_attack_null_is_centred_on_half() -> None:
+    rng = np.random.default_rng(13)
+    member, nonmember = rng.normal(size=400), rng.normal(size=400)  # label-free: no signal
+    null = stats.attack_null(member, nonmember, n_permutations=1000)
+    low, high = stats.null_band(null)
+    assert abs(null.mean() - 0.5) < 0.02
+    assert abs((high - 0.5) - (0.5 - low)) < 0.02
+    strong_member = rng.normal(loc=1.5, size=400)
+    observed = stats.threshold_attack_accuracy(strong_member, nonmember)
+    assert observed > high
+    assert stats.null_p_value(observed, stats.attack_null(strong_member, nonmember, 200)) == pytest.approx(1 / 201)
+
+
+def test_threshold_attack_on_separated_scores_and_unequal_groups() -> None:
+    assert stats.threshold_attack_accuracy(np.arange(100, 110.0), np.arange(10.0)) == 1.0
+    assert stats.threshold_attack_accuracy(np.arange(10.0), np.arange(100, 110.0)) <= 0.5  # higher = member
+    rng = np.random.default_rng(14)
+    null = stats.attack_null(rng.normal(size=100), rng.normal(size=900), n_permutations=400)
+    assert abs(null.mean() - 0.5) < 0.03  # balanced accuracy: 0.5 whatever the group sizes
+
+
+def test_permutation_null_of_auc_and_p_value() -> None:
+    rng = np.random.default_rng(15)
+    y = np.r_[np.ones(100, dtype=int), np.zeros(100, dtype=int)]
+    scores = rng.normal(size=200) + 0.5 * y
+    null = stats.permutation_null(lambda s, labels: stats.fast_auc(labels, s), scores, y, n_permutations=500)
+    assert abs(null.mean() - 0.5) < 0.01
+    assert np.std(null) == pytest.approx(stats.hanley_mcneil_se(0.5, 100, 100), rel=0.15)
+    observed = stats.fast_auc(y, scores)
+    assert stats.null_p_value(observed, null) == pytest.approx(1 / 501)
+    assert stats.null_p_value(observed, null, "less") == pytest.approx(1.0)
+    assert stats.null_p_value(observed, null, "two-sided") == pytest.approx(2 / 501)
+
+
+def test_null_p_value_convention() -> None:
+    null = np.array([0.1, 0.2, 0.3, 0.4])
+    assert stats.null_p_value(0.3, null) == pytest.approx(3 / 5)  # 0.3 and 0.4 are >= 0.3
+    assert stats.null_p_value(0.1 + 0.2, null) == pytest.approx(3 / 5)  # 0.30000000000000004 ties with 0.3
+    assert stats.null_p_value(0.5, null) == pytest.approx(1 / 5)
+    assert stats.null_p_value(0.0, null, "less") == pytest.approx(1 / 5)
+    assert stats.null_band(np.arange(101.0), 0.9) == pytest.approx((5.0, 95.0))
+    with pytest.raises(ValueError, match="alternative"):
+        stats.null_p_value(0.3, null, "bigger")
+
+
+# --- max over random candidates ---------------------------------------------------------------------------------
+
+
+def test_max_null_matches_analytic_cdf() -> None:
+    rng = np.random.default_rng(16)
+    space = 2**20
+    ranks = rng.integers(1, space + 1, size=200_000)
+    pool = metrics.exposure(ranks, space)
+    null = stats.max_null(pool, n_candidates=10, n_draws=2000, seed=1)
+    for q in (0.1, 0.25, 0.5, 0.75, 0.9):
+        x = -math.log2(1 - q ** (1 / 10))  # P(single <= x) = 1 - 2^-x, so P(max <= x) = (1 - 2^-x)^10 = q
+        assert np.mean(null <= x) == pytest.approx(q, abs=0.04)
+
+
+def test_max_null_draws_distinct_candidates() -> None:
+    pool = np.arange(20.0)
+    assert np.all(stats.max_null(pool, n_candidates=20, n_draws=200) == 19.0)
+    # max of 10 distinct values out of 0..19: P(max <= m) = C(m+1, 10)/C(20, 10); with replacement ((m+1)/20)^10
+    null = stats.max_null(pool, n_candidates=10, n_draws=4000, seed=2)
+    for m in (13, 15, 17):
+        assert np.mean(null <= m) == pytest.approx(math.comb(m + 1, 10) / math.comb(20, 10), abs=0.025)
+    assert np.mean(null <= 15) < 0.5 * ((16 / 20) ** 10)
+    with pytest.raises(ValueError, match="n_candidates"):
+        stats.max_null(pool, n_candidates=21)
+
+
+# --- seeds ------------------------------------------------------------------------------------------------------
+
+
+def test_seed_summary_matches_scipy_t_interval() -> None:
+    values = np.array([0.71, 0.74, 0.69, 0.73, 0.70])
+    iv = stats.seed_summary(values)
+    low, high = sps.t.interval(0.95, df=4, loc=values.mean(), scale=sps.sem(values))
+    assert iv.estimate == pytest.approx(values.mean())
+    assert iv.as_tuple() == pytest.approx((low, high), abs=1e-12)
+    assert iv.method == "mean over 5 seeds, t interval"
+    lo90, hi90 = sps.t.interval(0.90, df=4, loc=values.mean(), scale=sps.sem(values))
+    assert stats.seed_summary(values, level=0.90).as_tuple() == pytest.approx((lo90, hi90), abs=1e-12)
+    one = stats.seed_summary([0.7])
+    assert one.estimate == one.low == one.high == 0.7 and one.method == "1 seed, no interval"
+
+
+def test_paired_seed_diff_is_seed_summary_of_differences() -> None:
+    a = np.array([0.81, 0.79, 0.84, 0.80])
+    b = np.array([0.78, 0.77, 0.80, 0.79])
+    diff, direct = stats.paired_seed_diff(a, b), stats.seed_summary(a - b)
+    assert diff.estimate == pytest.approx(direct.estimate) and diff.as_tuple() == pytest.approx(direct.as_tuple())
+    assert diff.method == "paired difference over 4 seeds, t interval"
+    with pytest.raises(ValueError, match="one value per seed"):
+        stats.paired_seed_diff(a, b[:3])
