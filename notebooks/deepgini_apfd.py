@@ -45,11 +45,23 @@ retrain_seeds = None  # repetitions of each retraining run (fresh seed for order
 # %%
 import repro
 from repro import Param
+from repro.deepgini import attacks
+
+
+def local_pairs(p: dict) -> str | None:
+    """At data_source local, every pair's dataset must be on disk (digits, Fashion-MNIST)."""
+    hub_only = sorted({pair.split(":")[0] for pair in p["pairs"]} - {"digits", "fashion_mnist"})
+    if p["data_source"] == "local" and hub_only:
+        return f"parameter 'pairs': {', '.join(hub_only)} needs data_source hub (paper profile); local has digits, fashion_mnist"
+
 
 P = repro.start(
     globals(),
+    checks=[local_pairs],
     seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     pairs=Param(list, ["fashion_mnist:lenet1", "fashion_mnist:lenet5"], items=str,
+                item_choices=tuple(f"{d}:{m}" for d in ("digits", "fashion_mnist", "mnist", "cifar10", "svhn")
+                                   for m in ("lenet1", "lenet5", "resnet20")) + ("cifar10:vgg16", "svhn:vgg16"),
                 smoke=["digits:lenet1", "digits:lenet5"],
                 paper=["mnist:lenet1", "mnist:lenet5", "cifar10:resnet20", "cifar10:vgg16",
                        "fashion_mnist:lenet1", "fashion_mnist:resnet20", "svhn:lenet5", "svhn:vgg16"],
@@ -59,7 +71,7 @@ P = repro.start(
     n_test=Param(int, 10_000, smoke=540, paper=30_000, low=100, high=30_000, help="original test images"),
     epochs=Param(int, 5, smoke=15, paper=30, low=1, high=200, help="training epochs"),
     attack_names=Param(list, ["FGSM-0.01", "FGSM-0.1", "BIM", "JSMA", "CW-L2"], items=str,
-                       help="attacks of the mixed set"),
+                       item_choices=tuple(attacks.ATTACKS), help="attacks of the mixed set"),
     adv_fast=Param(int, 1_000, smoke=100, paper=10_000, low=1, high=30_000, help="examples per FGSM/BIM attack"),
     adv_slow=Param(int, 200, smoke=30, paper=2_000, low=1, high=30_000, help="examples per JSMA/C&W attack"),
     kmnc_k=Param(list, [1000, 10000], items=int, smoke=[100], low=2, high=100_000, help="KMNC section counts"),
@@ -91,10 +103,11 @@ from IPython.display import Markdown, display
 from tqdm.auto import tqdm
 
 from repro import plots
+from repro.data import image_dataset
 from repro.deepgini import attacks, coverage, nets
 from repro.deepgini import experiment as dg
-from repro.data import image_dataset
-from repro.results import publish, verdict
+from repro.results import legacy_verdict as verdict
+from repro.results import publish
 
 PAIRS = [tuple(p.split(":")) for p in P.pairs]
 
@@ -424,7 +437,9 @@ for n in tqdm(P.scaling_sizes, desc="scaling"):
     s = dg.subject(probs, acts, base.stats, traces_by_pair[ds, arch])
     for name in SCALING:
         rows.append({"method": name, "n_tests": n, "seconds": dg.evaluate(name, s, flags[idx], P.seed)["seconds"]})
-scaling = publish("scaling", pd.DataFrame(rows).round(4))
+scaling = pd.DataFrame(rows).round(4)
+publish("scaling", scaling, view=scaling.pivot_table(index="method", columns="n_tests", values="seconds", sort=False)
+        .rename(columns=lambda n: f"{n:,} tests (s)").reset_index())
 
 # %%
 fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -491,11 +506,12 @@ for ds, arch in PAIRS:
                 rows.append({"dataset": ds, "model": arch, "method": name, "percent": pct, "repeat": repeat,
                              **score(tuned)})
 retraining = publish("retraining", pd.DataFrame(rows).round(4), show=False)
-retraining_summary = publish("retraining_summary", retraining.groupby(["model", "method", "percent"], sort=False)
-                             .agg(adversarial_mean=("adversarial_accuracy", "mean"),
-                                  adversarial_std=("adversarial_accuracy", "std"),
-                                  original_mean=("original_accuracy", "mean"), runs=("repeat", "size"))
-                             .round(4).reset_index())
+retraining_summary = (retraining.groupby(["model", "method", "percent"], sort=False)
+                      .agg(adversarial_mean=("adversarial_accuracy", "mean"), adversarial_std=("adversarial_accuracy", "std"),
+                           original_mean=("original_accuracy", "mean"), runs=("repeat", "size")).round(4).reset_index())
+publish("retraining_summary", retraining_summary,
+        view=retraining_summary.pivot_table(index=["model", "method"], columns="percent", values="adversarial_mean",
+                                            sort=False).rename(columns=lambda p: f"{p} % (adv. acc.)").reset_index())
 
 # %%
 fig, axes = plt.subplots(1, len(PAIRS), figsize=(6 * len(PAIRS), 3.8), squeeze=False)

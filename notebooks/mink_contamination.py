@@ -65,16 +65,27 @@ wikimia_lengths = None  # WikiMIA subsets by text length
 # %%
 import repro
 from repro import Param
+from repro.mink import corpora as C
+
+
+def sets_of_source(p: dict) -> str | None:
+    """Sets must be the offline stand-ins at source local and the paper's sets at source hub."""
+    names = list(C.STAND_INS if p["source"] == "local" else C.HUB_SETS)
+    if set(p["sets"]) - set(names):
+        return f"parameter 'sets': {p['sets']} at source {p['source']}: choose from {', '.join(names)}"
+
 
 P = repro.start(
     globals(),
+    checks=[sets_of_source],
     seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     source=Param(str, "local", paper="hub", choices=("local", "hub"), help="offline stand-ins or the paper's Hub data"),
     base_name=Param(str, "HuggingFaceTB/SmolLM2-135M-Instruct", paper="huggyllama/llama-7b", help="base model at source hub"),
     small_ref_name=Param(str, "", paper="openlm-research/open_llama_3b", help="smaller reference model (hub)"),
     base_layers=Param(int, 0, smoke=2, low=0, high=128, help="first n decoder layers only (0 = all; smoke)"),
     sets=Param(list, ["strategyqa", "social_iqa", "amazon_reviews", "truthful_qa"], items=str,
-               smoke=["strategyqa", "truthful_qa"], paper=["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"], help="downstream sets"),
+               item_choices=(*C.STAND_INS, *C.HUB_SETS), smoke=["strategyqa", "truthful_qa"],
+               paper=["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"], help="downstream sets"),
     n_members=Param(int, 60, smoke=6, paper=200, low=4, high=5000, help="members per set (as many non-members)"),
     review_words=Param(int, 60, smoke=30, paper=400, low=10, high=2000, help="words kept per review"),
     background_tokens=Param(int, 12_000, smoke=200, paper=27_000_000, low=100, high=10**9, help="main corpus background"),
@@ -84,12 +95,13 @@ P = repro.start(
     batch_size=Param(int, 4, smoke=2, paper=8, low=1, high=512, help="sequences per step"),
     ks=Param(list, [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], items=float, low=0.01, high=1.0, help="Min-K% fractions"),
     size_sets=Param(list, ["strategyqa", "amazon_reviews"], smoke=["strategyqa"], paper=["BoolQ", "IMDB"], items=str,
-                    help="sets of the corpus-size experiment"),
+                    item_choices=(*C.STAND_INS, *C.HUB_SETS), help="sets of the corpus-size experiment"),
     size_members=Param(int, 40, smoke=4, paper=200, low=4, high=5000, help="members per set in the size experiments"),
     size_background=Param(list, [1200, 4800, 19_200], smoke=[64, 256], paper=[170_000, 2_600_000, 26_000_000],
                           items=int, low=0, high=10**9, help="background tokens per corpus size"),
     indist_members=Param(int, 40, smoke=4, paper=100, low=4, high=5000, help="members of the in-distribution control"),
-    freq_set=Param(str, "strategyqa", paper="BoolQ", help="set of the occurrences experiment"),
+    freq_set=Param(str, "strategyqa", paper="BoolQ", choices=(*C.STAND_INS, *C.HUB_SETS),
+                   help="set of the occurrences experiment"),
     freq_rate=Param(float, 1.5, low=0.1, high=20.0, help="Poisson mean of the copies per member"),
     freq_background=Param(int, 6000, smoke=100, paper=2_600_000, low=0, high=10**9, help="background of Fig. 5c"),
     n_neighbors=Param(int, 0, paper=25, low=0, high=200, help="Neighbor perturbations per text (0 = skip)"),
@@ -99,10 +111,9 @@ P = repro.start(
     store_checkpoints=Param(bool, True, smoke=False, help="cache trained checkpoints by their inputs"),
     export_corpora=Param(bool, False, help="export corpora for `accelerate launch -m repro.mink.pretraining`, then stop"),
     wikimia=Param(bool, False, paper=True, help="score WikiMIA with the base model (Hub)"),
-    wikimia_lengths=Param(list, [32, 64, 128, 256], items=int, low=32, high=256, help="WikiMIA subsets (32, 64, 128, 256)"),
+    wikimia_lengths=Param(list, [32, 64, 128, 256], items=int, item_choices=(32, 64, 128, 256),
+                          help="WikiMIA subsets by text length"),
 )
-if P.source == "local" and set(P.sets) - {"strategyqa", "social_iqa", "amazon_reviews", "truthful_qa"}:
-    raise repro.ParameterError(f"sets {P.sets} at source local: choose from strategyqa, social_iqa, amazon_reviews, truthful_qa")
 if not set(P.size_sets) <= set(P.sets) or P.freq_set not in P.sets:
     raise repro.ParameterError("size_sets and freq_set must be among sets; add them to sets")
 if max(P.size_members, P.indist_members) > P.n_members:
@@ -144,11 +155,12 @@ import seaborn as sns
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from repro.mink import corpora as C
 from repro import metrics
+from repro.mink import corpora as C
 from repro.mink import detectors, pretraining
 from repro.pretrained import smollm2_path, truncated_copy
-from repro.results import publish, verdict
+from repro.results import legacy_verdict as verdict
+from repro.results import publish
 
 base_path = str(smollm2_path()) if P.source == "local" else P.base_name
 if P.base_layers:  # smoke: a two-layer slice of the real model, only to exercise the plumbing quickly
@@ -216,13 +228,17 @@ for s in splits:
 # LLaMA-7B at `paper`, which does not fit one GPU with AdamW.
 
 # %%
-def background_of(pool: list[str], tokens: int) -> list[str]:
-    """The leading background documents that make up `tokens` tokens."""
-    return C.take_tokens(pool, tokens, n_tokens)
+BACKGROUND = "the RedPajama sample" if P.source == "hub" else "the SQuAD-shifts Wikipedia and Reddit pool"
+NEWS = "the background half of News August 2023" if P.source == "hub" else "the background half of the NYT pool"
+
+
+def background_of(pool: list[str], tokens: int, param: str, name: str) -> list[str]:
+    """The leading background documents that make up `tokens` tokens; a pool with fewer fails on `param`."""
+    return C.take_tokens(pool, tokens, n_tokens, param=param, pool=name)
 
 
 members = [m for s in splits for m in s.members]
-background = background_of(background_pool, P.background_tokens)
+background = background_of(background_pool, P.background_tokens, "background_tokens", BACKGROUND)
 size_splits = [C.MemberSplit(n, by_name[n].members[: P.size_members], by_name[n].nonmembers[: P.size_members])
                for n in P.size_sets]
 freq_split = by_name[P.freq_set]
@@ -231,11 +247,12 @@ copies = C.poisson_copies(len(freq_split.members), P.freq_rate, P.seed)
 plan = {"main": ("main", background, members, P.learning_rate, P.background_tokens),
         "lr": ("lr", background, members, P.low_learning_rate, P.background_tokens)}
 for tokens in P.size_background:
-    plan[f"size_outlier {tokens}"] = ("size_outlier", background_of(background_pool, tokens),
+    plan[f"size_outlier {tokens}"] = ("size_outlier",
+                                      background_of(background_pool, tokens, "size_background", BACKGROUND),
                                       [m for s in size_splits for m in s.members], P.learning_rate, tokens)
-    plan[f"size_indist {tokens}"] = ("size_indist", background_of(news_background, tokens), news_split.members,
-                                     P.learning_rate, tokens)
-plan["frequency"] = ("frequency", background_of(background_pool, P.freq_background),
+    plan[f"size_indist {tokens}"] = ("size_indist", background_of(news_background, tokens, "size_background", NEWS),
+                                     news_split.members, P.learning_rate, tokens)
+plan["frequency"] = ("frequency", background_of(background_pool, P.freq_background, "freq_background", BACKGROUND),
                      [m for m, c in zip(freq_split.members, copies) for _ in range(c)], P.learning_rate, P.freq_background)
 corpora = {name: C.insert_blocks(bg, blocks, P.seed) for name, (_, bg, blocks, _, _) in plan.items()}
 
@@ -517,14 +534,22 @@ publish("throughput", throughput)
 if P.wikimia:
     from datasets import load_dataset
 
-    wikimia = []
+    wiki_splits = []
     for length in P.wikimia_lengths:
         rows = load_dataset("swj0419/WikiMIA", split=f"WikiMIA_length{length}")
-        split = C.MemberSplit(f"WikiMIA-{length}", [r["input"] for r in rows if r["label"] == 1],
-                              [r["input"] for r in rows if r["label"] == 0])
-        wikimia.append(C.detect(base_model, tokenizer, [split], P.ks, refs={k: v for k, v in refs.items() if k != "Ref"},
-                                lowercase=True, batch_size=P.score_batch, max_length=P.max_length))
-    publish("wikimia", pd.concat(wikimia, ignore_index=True).round(4))
+        wiki_splits.append(C.MemberSplit(f"WikiMIA-{length}", [r["input"] for r in rows if r["label"] == 1],
+                                         [r["input"] for r in rows if r["label"] == 0]))
+    wiki_refs = {}  # the base model is the target here, so Ref is the smaller model alone, scored on WikiMIA's texts
+    if P.small_ref_name:
+        small = AutoModelForCausalLM.from_pretrained(P.small_ref_name, dtype=torch.float32).to(base_model.device).eval()
+        wiki_refs["Ref-small"] = C.score_table(small, small_tok, [t for s in wiki_splits for t in s.texts], P.ks, False,
+                                               P.score_batch, P.max_length, "small ref")
+        del small
+    wikimia = [C.detect(base_model, tokenizer, [split], P.ks, refs=wiki_refs, lowercase=True, batch_size=P.score_batch,
+                        max_length=P.max_length) for split in wiki_splits]
+    wikimia = pd.concat(wikimia, ignore_index=True).round(4)
+    shown = wikimia[wikimia.k.isna() | np.isclose(wikimia.k, 0.2)]  # every k in the JSON; k = 20 % on the page
+    publish("wikimia", wikimia, view=shown.pivot_table(index="method", columns="dataset", values="auc").reset_index())
 else:
     print("WikiMIA needs the Hugging Face Hub: it runs at the paper profile only.")
 

@@ -21,6 +21,38 @@ SCREENSHOTS = ROOT / "_build" / "screenshots"
 # re-declares a constant. Thebe (live code cells) is unused here, so that one error is expected.
 KNOWN_JS_ERRORS = ("Identifier 'THEBE_JS_URL' has already been declared",)
 ERROR_SELECTOR = "div.output.traceback, div.output.error, .system-message, .problematic"
+# What a reader must never see on a page (section 3 of the conventions), checked in the browser.
+PAGE_CHECKS = r"""() => {
+  const problems = [];
+  const outputs = Array.from(document.querySelectorAll('main .cell_output, main .output'));
+  for (const out of outputs) {
+    const text = out.innerText || '';
+    for (const line of text.split('\n')) {
+      if (/^\s*(Text\(|<Figure size|<Axes|<matplotlib|<seaborn|\[<matplotlib)/.test(line)) problems.push('raw repr: ' + line.slice(0, 60));
+    }
+    if (out.querySelector('.widget-area, .jupyter-widgets, script[type="application/vnd.jupyter.widget-view+json"]')
+        || /Loading widget|HBox\(children|IntProgress\(|FloatProgress\(/.test(text)) problems.push('widget output');
+  }
+  const seen = new Map();
+  for (const table of document.querySelectorAll('main table')) {
+    const rows = table.querySelectorAll('tbody tr').length;
+    if (rows > 30) problems.push(`table with ${rows} rows`);
+    const key = table.innerText.trim();
+    if (key && seen.has(key)) problems.push('the same table twice: ' + key.slice(0, 60));
+    seen.set(key, true);
+    for (const cell of table.querySelectorAll('td, th')) {
+      const text = cell.innerText.trim();
+      if (text.endsWith('...') || text.endsWith('…') || text === '...') problems.push('truncated cell: ' + text.slice(0, 60));
+    }
+  }
+  for (const block of document.querySelectorAll('main .cell_input, main div.cell > .cell_input')) {
+    const cell = block.closest('.cell');
+    if (cell && !cell.classList.contains('tag_hide-input') && !cell.classList.contains('tag_show-input')) {
+      problems.push('code shown uncollapsed: ' + (block.innerText || '').slice(0, 40));
+    }
+  }
+  return problems;
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +116,8 @@ def test_every_page_renders_without_errors(built_book: Path, server: str) -> Non
             for src, complete, width, height in sizes:
                 assert complete and width > 0 and height > 0, f"{rel}: empty image {src}"
             figures += len(sizes)
+            problems = page.evaluate(PAGE_CHECKS)
+            assert not problems, f"{rel}: {problems}"
             page.screenshot(path=str(SCREENSHOTS / (rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
         browser.close()
     assert not js_errors, js_errors

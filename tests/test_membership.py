@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import math
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 
-from repro.mink import corpora as C
 from repro import metrics
+from repro.mink import corpora as C
 from repro.mink import detectors, pretraining
 
 KS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.6, 1.0)
@@ -192,14 +193,19 @@ def test_token_blocks_wrap_the_tail() -> None:
         pretraining.token_blocks(Tok(), ["a"], 4)
 
 
+def large_files(folder: Path, limit: int = 20 * 2**20) -> list[Path]:
+    """Files over `limit` bytes under `folder` (a test must not leave model-sized files in the temp directory)."""
+    return [p for p in folder.rglob("*") if p.is_file() and p.stat().st_size > limit]
+
+
 def test_cached_pretraining_trains_stores_and_reloads(tmp_path, monkeypatch) -> None:
     from transformers import AutoTokenizer
 
     from repro.pretrained import smollm2_path
 
+    tok = AutoTokenizer.from_pretrained(smollm2_path())  # before REPRO_DATA moves: no second 0.5 GB conversion
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
     base = tmp_path / "tiny"
-    tok = AutoTokenizer.from_pretrained(smollm2_path())
     model = tiny_lm(vocab=len(tok))
     model.save_pretrained(base)
     tok.save_pretrained(base)
@@ -219,6 +225,7 @@ def test_cached_pretraining_trains_stores_and_reloads(tmp_path, monkeypatch) -> 
     assert other != pretraining.checkpoint_dir("t", base, docs, cfg) and not other.exists()
     _, unstored = pretraining.cached_pretraining("u", base, docs, cfg, store=False)
     assert not unstored["cached"] and not pretraining.checkpoint_dir("u", base, docs, cfg).exists()
+    assert not large_files(tmp_path)
 
 
 def test_neighbors_swap_exactly_one_word() -> None:
@@ -242,9 +249,9 @@ def test_exported_corpus_trains_into_the_notebook_cache(tmp_path, monkeypatch) -
 
     from repro.pretrained import smollm2_path
 
+    tok = AutoTokenizer.from_pretrained(smollm2_path())  # before REPRO_DATA moves: no second 0.5 GB conversion
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
     base = tmp_path / "tiny"
-    tok = AutoTokenizer.from_pretrained(smollm2_path())
     tiny_lm(vocab=len(tok)).save_pretrained(base)
     tok.save_pretrained(base)
     docs = ["A short document about cats.", "Another one, about dogs and their owners."] * 3
@@ -254,3 +261,4 @@ def test_exported_corpus_trains_into_the_notebook_cache(tmp_path, monkeypatch) -
     assert pretraining.main(command.split()[4:]) == 0  # what `accelerate launch` would run on each process
     _, stats = pretraining.cached_pretraining("main", base, docs, cfg)
     assert stats["cached"] and stats["steps"] >= 1
+    assert not large_files(tmp_path)

@@ -11,10 +11,31 @@ def table(results: dict, stem: str, name: str) -> list[dict]:
 
 
 def test_every_verdict_row_is_decided(smoke_results) -> None:
+    from repro.verdict import COLUMNS, DECISIONS
+
     for stem, result in smoke_results.items():
         for row in result["tables"]["verdict"]:
-            assert {"claim", "paper", "ours", "held"} <= set(row), stem
             assert row["ours"] not in ("", None), (stem, row)
+            if "decision" not in row:  # a chapter that has not adopted the verdict layer yet (its own issue)
+                assert {"claim", "paper", "ours", "held"} <= set(row), stem
+                continue
+            assert set(COLUMNS) <= set(row) and row["decision"] in DECISIONS, (stem, row)
+            assert row["ci_low"] <= row["ci_high"] and row["test"] and row["rule"], (stem, row)
+            assert (row["why"] == "") == (row["decision"] == "held"), (stem, row)
+            if row["why"]:
+                assert row["why"].split(":")[0] in ("finding", "setup", "unknown"), (stem, row)
+
+
+def test_metrics_by_hand_uses_the_verdict_layer(smoke_results) -> None:
+    tables = smoke_results["metrics_by_hand"]["tables"]
+    rules = [r["rule"] for r in tables["claims"]]
+    verdict = tables["verdict"]
+    assert [r["rule"] for r in verdict] == rules  # the rules published before the numbers are the ones applied
+    assert [r["decision"] for r in verdict[:3]] == ["held"] * 3
+    assert all(r["ci_low"] == r["ci_high"] == r["ours"] < 0.005 for r in verdict[:3])  # exact: no interval to draw
+    toy = verdict[3]
+    assert toy["ci_low"] < toy["ours"] < toy["ci_high"] and "paired bootstrap" in toy["test"]
+    assert toy["decision"] == "held" and toy["ci_low"] > 0
 
 
 def test_metrics_by_hand_reproduces_the_worked_examples(smoke_results) -> None:
@@ -36,8 +57,6 @@ def test_metrics_by_hand_toy_and_min_k(smoke_results) -> None:
     for row in sentences:
         # Min-K% averages the least likely tokens, so it sits below the mean log-prob
         assert row["min_20pct"] <= row["mean_logprob"] < 0
-    verdict = table(smoke_results, "metrics_by_hand", "verdict")
-    assert all(r["held"] == "yes" for r in verdict[:3])
 
 
 def test_rmd_chapter_tables(smoke_results) -> None:
@@ -75,11 +94,11 @@ def test_rmd_chapter_analyses(smoke_results) -> None:
     sweep = tables["pc_sweep"]
     assert {r["k"] for r in sweep} == {2, 32}
     bench = tables["throughput"]
-    assert all(r["speedup_vs_naive"] > 5 for r in bench)
+    assert all(r["speedup_vs_naive"] > 0 for r in bench)  # a report: timings are not asserted
     eigen = tables["eigen"]
     assert all(0 < r["share_of_md_bottom_half"] < 1 for r in eigen)
     assert {r["score"] for r in tables["input_rmd"]} == {"input-MD", "input-RMD"}
-    assert len(tables["verdict"]) == 9
+    assert len(tables["verdict"]) == 8  # the throughput benchmark is a report, not a claim (timings vary run to run)
     assert {r["setting"] for r in tables["pc_gain"]} == {"image-near", "image-far", "text-near", "text-far"}
     assert {r["setting"] for r in tables["gain_by_ridge"]} == {"image-near", "text-near"}
 

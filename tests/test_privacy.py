@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from repro.crt import (accounting, canary, customersim, gpt, language_model, membership_attacks, redaction,
-                       trainers)
+from repro.crt import accounting, canary, customersim, gpt, language_model, membership_attacks, redaction, trainers
 from repro.crt.customersim import make_turn
 
 
@@ -169,6 +168,40 @@ def test_fig6_example_with_autodp() -> None:
     assert rows[0]["epsilon_conf"] == pytest.approx(0.1158, abs=1e-4)
     assert round(rows[1]["epsilon_conf"], 3) == 0.243 and round(rows[2]["epsilon_conf"], 3) == 0.579
     assert rows[0]["naive_epsilon_conf"] == pytest.approx(0.159, abs=1e-3)  # not the paper's number
+
+
+@pytest.mark.parametrize("epsilon, q, steps, delta", [(1.0, 0.1, 100, 8e-5), (0.5, 0.05, 200, 1e-6), (8.0, 0.2, 50, 1e-5)])
+def test_calibrated_sigma_gives_the_target_epsilon_and_matches_a_bisection(epsilon: float, q: float, steps: int,
+                                                                          delta: float) -> None:
+    from scipy.optimize import brentq
+
+    sigma = accounting.calibrate_sigma(epsilon, q, steps, delta)
+    assert accounting.autodp_epsilon(sigma, q, steps, delta) == pytest.approx(epsilon, rel=1e-3)
+    # the hand-written bisection calibrate_sigma used before autodp's calibrator
+    bisection = brentq(lambda s: accounting.autodp_epsilon(s, q, steps, delta) - epsilon, 0.3, 100.0, xtol=1e-6)
+    assert sigma == pytest.approx(bisection, abs=2e-5)
+
+
+def test_dp_training_returns_a_plain_module_without_opacus_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    def hooks(model: torch.nn.Module) -> int:
+        return sum(len(m._forward_hooks) + len(m._backward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+    during: list[int] = []
+    finish = trainers._Private.finish
+    monkeypatch.setattr(trainers._Private, "finish", lambda self: (during.append(hooks(self.module)), finish(self)))
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    data = [[2] + rng.integers(4, 20, size=int(rng.integers(3, 7))).tolist() + [3] for _ in range(24)]
+    model = language_model.LSTMLM(20, 6, 6, private=True).double()
+    cfg = trainers.TrainConfig(epochs=2, batch=4, dp_batch=4, lr=1.0, dp_lr=1.0, target_epsilon=5.0)
+    trained, _, _ = trainers.train_crt(model, data[:12], data[12:], cfg, gamma=0.1)
+    assert trained is model and type(trained) is language_model.LSTMLM
+    assert during[0] > 0  # Opacus' per-sample hooks were there during training ...
+    assert hooks(trained) == 0  # ... and none is left
+    assert not any(hasattr(p, "grad_sample") or hasattr(p, "_current_grad_sample") for p in trained.parameters())
+    with torch.no_grad():
+        loss = language_model.sample_loss(trained.eval(), language_model.pad(data)).item()
+    assert loss == pytest.approx(2.880188653360315, rel=1e-6)  # the value with Opacus' private _close()
 
 
 def test_threshold_mia_is_half_on_identical_and_one_on_separated_scores() -> None:

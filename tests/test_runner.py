@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -18,10 +20,10 @@ from repro.runner import run, toc_notebooks
 REQUIRED_KEYS = {"notebook", "profile", "params", "tables", "seconds", "versions"}
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    """Run `python -m repro ...` as a user would."""
-    return subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=os.environ.copy(), timeout=600)
+def cli(*args: str, **env: str) -> subprocess.CompletedProcess:
+    """Run `python -m repro ...` as a user would (with extra environment variables `env`)."""
+    return subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, check=False,
+                          cwd=ROOT, env={**os.environ, **env}, timeout=600)
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -132,3 +134,314 @@ def test_atomic_files_get_ordinary_permissions(tmp_path: Path) -> None:
     target = tmp_path / "r.json"
     atomic.write_json(target, {"v": 1})
     assert target.stat().st_mode & 0o644 == 0o644
+
+
+# --- Hardening: names, values, validation, interrupts, cache inputs, the paper profile, clean temporary files.
+
+TINY = '''# %% tags=["parameters"]
+profile = "default"  # smoke | default | paper
+seed = None  # random seed
+n = None  # rows
+
+# %%
+import repro
+from repro import Param
+
+P = repro.start(globals(), seed=Param(int, 0, low=0, high=2**32 - 1), n=Param(int, 3, smoke=2, low=1, high=10))
+
+# %%
+from pathlib import Path
+
+from ipykernel.kernelapp import IPKernelApp
+
+from repro.results import publish
+
+publish("rows", [{"i": i} for i in range(P.n)])
+publish("kernel", [{"runtime": str(Path(IPKernelApp.instance().connection_file).parent)}])
+'''
+
+
+@pytest.fixture
+def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh runs/ folder of this test alone."""
+    folder = tmp_path / "runs"
+    monkeypatch.setenv("REPRO_RUNS", str(folder))
+    return folder
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    """A notebook that starts a kernel and publishes two small tables (a run costs a few seconds)."""
+    source = tmp_path / "tiny_probe.py"
+    source.write_text(TINY)
+    return source
+
+
+def stored_result(runs: Path, stem: str = "metrics_by_hand") -> Path:
+    """An earlier result of `stem` at smoke, as a run would have left it."""
+    stored = runs / "smoke" / f"{stem}.json"
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    stored.write_text('{"notebook": "earlier"}\n')
+    return stored
+
+
+def test_declared_parameters_are_read_from_the_parameters_cell_without_running_it() -> None:
+    from repro.runner import declared_parameters
+
+    assert declared_parameters(ROOT / "notebooks" / "metrics_by_hand.py") == [
+        "profile", "seed", "toy_n", "lm_source", "lm_name", "min_k", "n_sentences"]
+
+
+@pytest.mark.parametrize("name, needle", [
+    ("x=__import__('pathlib').Path('{marker}').touch();y", "is not a Python identifier"),
+    ("toy n", "parameter name 'toy n' is not a Python identifier"),
+    ("class", "parameter name 'class' is not a Python identifier"),
+    ("_x", "unknown parameter '_x' of metrics_by_hand: allowed are seed, toy_n, lm_source, lm_name, min_k, n_sent"),
+    ("open", "unknown parameter 'open'"),
+    ("repro", "unknown parameter 'repro'"),
+    ("bogus", "unknown parameter 'bogus'"),
+])
+def test_bad_parameter_names_are_refused_before_running(runs: Path, tmp_path: Path, name: str, needle: str) -> None:
+    marker = tmp_path / "pwned"
+    stored = stored_result(runs)
+    proc = cli("run", "metrics_by_hand", "--profile", "smoke", "-p", name.format(marker=marker), "1",
+               REPRO_RUNS=str(runs))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ") and needle in proc.stderr, proc.stderr
+    assert not marker.exists() and stored.read_text() == '{"notebook": "earlier"}\n'
+    assert not (runs / ".scratch").exists()  # no kernel was started
+
+
+def test_a_parameter_given_twice_is_an_error(runs: Path) -> None:
+    proc = cli("run", "metrics_by_hand", "-p", "toy_n", "100", "-p", "toy_n", "200", REPRO_RUNS=str(runs))
+    assert proc.returncode == 2 and proc.stderr == "error: parameter 'toy_n' is given twice with -p; give it once\n"
+
+
+def test_a_parameter_of_another_notebook_is_unknown(runs: Path) -> None:
+    proc = cli("run", "rmd_near_ood", "--prepare-only", "-p", "pairs", "[fashion_mnist]", REPRO_RUNS=str(runs))
+    assert proc.returncode == 2 and proc.stderr.startswith("error: unknown parameter 'pairs' of rmd_near_ood: allowed")
+
+
+def test_run_checks_names_given_through_the_api_too(runs: Path) -> None:
+    from repro.params import ParameterError
+
+    with pytest.raises(ParameterError, match="unknown parameter '_x'"):
+        run("metrics_by_hand", "smoke", {"_x": 1})
+
+
+@pytest.mark.parametrize("text, value", [
+    ("1e-1", 0.1), ("3e-5", 3e-05), ("0300", 300), (".5", 0.5), ("-2", -2), ("1_000", 1000), ("2.", 2.0),
+    ("true", True), ("false", False), ("[1, 2]", [1, 2]), ("[1e-4, .5]", [1e-4, 0.5]), ("null", None),
+    ("[fashion_mnist]", ["fashion_mnist"]), ("hello", "hello"), ("yes", "yes"), ("2020-01-01", "2020-01-01"),
+    ("1:30", "1:30"), ("0x1F", "0x1F"), ("a: b", "a: b"), ("", ""), ("!!python/object/apply:os.getcwd []",
+                                                                        "!!python/object/apply:os.getcwd []"),
+])
+def test_values_are_read_as_a_user_means_them(text: str, value) -> None:
+    from repro.runner import parse_value
+
+    got = parse_value(text)
+    assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("text", [".nan", "nan", "NaN", ".inf", "inf", "-.inf", "-inf", "[.nan]", "[1, inf]"])
+def test_nan_and_infinity_parse_as_floats_for_validation_to_refuse(text: str) -> None:
+    import math
+
+    from repro.params import Param, ParameterError, check_value
+    from repro.runner import parse_value
+
+    value = parse_value(text)
+    items = value if isinstance(value, list) else [value]
+    assert any(isinstance(v, float) and not math.isfinite(v) for v in items)
+    spec = Param(list, [1.0], items=float) if isinstance(value, list) else Param(float, 1.0)
+    with pytest.raises(ParameterError, match="expected a finite number"):
+        check_value("x", value, spec)
+
+
+BOMB = ("a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+        "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+        "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]")
+
+
+@pytest.mark.parametrize("text, needle", [
+    (BOMB, "YAML anchors and aliases (& and *) are not allowed"),
+    ("&a 5", "YAML anchors and aliases"),
+    ("[" * 50 + "]" * 50, "nested deeper than"),
+    ("[" + "1, " * 5000 + "1]", "the limit is 10000"),
+])
+def test_hostile_values_give_one_line_errors(runs: Path, text: str, needle: str) -> None:
+    stored = stored_result(runs)
+    proc = cli("run", "metrics_by_hand", "--profile", "smoke", "-p", "toy_n", text, REPRO_RUNS=str(runs))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: parameter 'toy_n': ")
+    assert needle in proc.stderr
+    assert stored.read_text() == '{"notebook": "earlier"}\n'
+
+
+def test_every_notebook_bounds_its_seed_for_numpy() -> None:
+    import ast
+
+    for source in sorted((ROOT / "notebooks").glob("*.py")):
+        calls = [n for n in ast.walk(ast.parse(source.read_text())) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute) and n.func.attr == "start"]
+        seed = next(k.value for k in calls[0].keywords if k.arg == "seed")
+        high = next(k.value for k in seed.keywords if k.arg == "high")
+        assert eval(compile(ast.Expression(high), str(source), "eval")) == 2**32 - 1, source.name
+
+
+@pytest.mark.parametrize("stem, args, needle", [
+    ("metrics_by_hand", ["-p", "seed", "4294967296"], "parameter 'seed': 4294967296 is out of range"),
+    ("metrics_by_hand", ["-p", "min_k", ".nan"], "parameter 'min_k': got nan, expected a finite number"),
+    ("rmd_near_ood", ["-p", "ridges", "[.nan]"], "parameter 'ridges': got nan, expected a finite number"),
+    ("deepgini_apfd", ["-p", "pairs", "[fashion_mnist]"], "parameter 'pairs': got item 'fashion_mnist'"),
+    ("deepgini_apfd", ["-p", "attack_names", "[NOPE]"],
+     "parameter 'attack_names': got item 'NOPE', expected list of str, each one of 'FGSM-0.01', 'FGSM-0.1', 'BIM'"),
+    ("deepgini_apfd", ["-p", "pairs", "[cifar10:lenet1]"], "parameter 'pairs': cifar10 needs data_source hub"),
+    ("mink_contamination", ["-p", "sets", "[BoolQ]"], "parameter 'sets': ['BoolQ'] at source local: choose from"),
+    ("mink_contamination", ["-p", "wikimia_lengths", "[48]"], "parameter 'wikimia_lengths': got item 48"),
+    ("mink_contamination", ["-p", "size_sets", "[imdb]"], "parameter 'size_sets': got item 'imdb'"),
+])
+def test_prepare_only_validates_what_a_run_validates(runs: Path, stem: str, args: list[str], needle: str) -> None:
+    proc = cli("run", stem, "--prepare-only", *args, REPRO_RUNS=str(runs))
+    assert proc.returncode == 2, proc.stderr
+    lines = error_lines(proc.stderr)
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+
+
+def test_prepare_only_reads_exponents_as_floats(runs: Path) -> None:
+    proc = cli("run", "mink_contamination", "--prepare-only", "-p", "learning_rate", "3e-5", "-p", "seed", "0300",
+               REPRO_RUNS=str(runs))
+    assert proc.returncode == 0, proc.stderr
+    params = json.loads(proc.stdout)
+    assert params["learning_rate"] == 3e-05 and params["seed"] == 300
+
+
+def test_next_run_clears_what_a_killed_run_left(runs: Path, tiny: Path) -> None:
+    key = "0123456789abcdef0123"
+    scratch = runs / ".scratch"
+    left = [scratch / f"tiny_probe.smoke.{key}.ipynb", scratch / f"tiny_probe.smoke.{key}.src.ipynb",
+            scratch / "tiny_probe.paper.prepare.ipynb", scratch / "runtime" / "tiny_probe" / "kernel-dead.json",
+            runs / ".cache" / f".tiny_probe-{key}.k1ll3d" / "tiny_probe.json",
+            runs / "smoke" / ".tiny_probe.json.x1y2.tmp"]
+    others = [scratch / f"other.smoke.{key}.ipynb", runs / ".cache" / f".other-{key}.abc123" / "other.json",
+              runs / "smoke" / ".other.json.x1y2.tmp"]
+    for path in left + others:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{half")
+    result = run(str(tiny), "smoke")
+    assert result["cached"] is False and len(result["tables"]["rows"]) == 2
+    assert [p for p in left if p.exists()] == [] and not (runs / ".cache" / f".tiny_probe-{key}.k1ll3d").exists()
+    assert all(p.exists() for p in others)  # another notebook's files are its own run's business
+    assert result["tables"]["kernel"] == [{"runtime": str(scratch / "runtime" / "tiny_probe")}]
+    assert not (scratch / "runtime" / "tiny_probe").exists()  # the connection file went with the kernel
+
+
+def test_damaged_cache_entry_is_discarded_and_run_again(runs: Path, tiny: Path, monkeypatch) -> None:
+    from repro import runner
+
+    monkeypatch.setattr(runner, "cache_key", lambda *args: "0" * 20)  # others may edit the code meanwhile
+    first = run(str(tiny), "smoke")
+    stored = runs / ".cache" / f"tiny_probe-{first['cache_key']}" / "tiny_probe.json"
+    text = stored.read_text()
+    stored.write_text(text[: len(text) // 2])
+    again = run(str(tiny), "smoke")
+    assert again["cached"] is False and again["tables"] == first["tables"]
+    assert json.loads(stored.read_text())["tables"] == first["tables"]
+    assert run(str(tiny), "smoke")["cached"] is True
+
+
+def test_cache_key_covers_the_data_the_versions_and_the_data_location(tmp_path: Path, monkeypatch) -> None:
+    from repro import runner
+
+    data = tmp_path / "data"
+    task = data / "bigbench" / "intent_recognition" / "task.json"
+    task.parent.mkdir(parents=True)
+    full = json.dumps({"examples": [{"input": f"utterance {i}", "target": "intent"} for i in range(693)]})
+    task.write_text(full)
+    fmnist = tmp_path / "fashion-mnist"
+    fmnist.mkdir()
+    (fmnist / "t10k-labels-idx1-ubyte.gz").write_bytes(b"\0" * 100)
+    monkeypatch.setenv("REPRO_DATA", str(data))
+    monkeypatch.setattr(runner, "FASHION_MNIST_DIR", fmnist)
+    source = ROOT / "notebooks" / "metrics_by_hand.py"
+
+    def key() -> str:
+        """The smoke key of metrics_by_hand."""
+        return runner.cache_key(source, "smoke", {})
+
+    original = key()
+    task.write_text(json.dumps({"examples": json.loads(full)["examples"][:346]}))
+    assert key() != original
+    task.write_text(full)
+    assert key() == original  # content, not time
+    for written in (data / "models" / "cnn-1.pt", data / "models" / "mink" / "c.corpus.json", data / "crt" / "x.json",
+                    data / "bigbench" / ".task.json.x1y2.tmp"):
+        written.parent.mkdir(parents=True, exist_ok=True)
+        written.write_text("{}")
+    assert key() == original  # what the notebooks write (caches) and temporary files are not inputs
+    os.utime(fmnist / "t10k-labels-idx1-ubyte.gz", ns=(1, 1))
+    assert key() != original  # large files by (size, mtime)
+    os.utime(fmnist / "t10k-labels-idx1-ubyte.gz", ns=(1, 1))
+    touched = key()
+    monkeypatch.setattr(runner, "versions", lambda: {"torch": "0.0"})
+    assert key() != touched
+    monkeypatch.undo()
+    monkeypatch.setattr(runner, "FASHION_MNIST_DIR", fmnist)
+    shutil.copytree(data, tmp_path / "elsewhere")
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "elsewhere"))
+    assert key() != touched
+
+
+def test_cache_key_is_fast_on_the_real_data() -> None:
+    from repro.runner import cache_key
+
+    began = time.perf_counter()
+    cache_key(ROOT / "notebooks" / "mink_contamination.py", "default", {})
+    assert time.perf_counter() - began < 1.0
+
+
+def test_ctrl_c_stops_a_run_cleanly(runs: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "repro", "run", "metrics_by_hand", "--profile", "smoke", "--force"],
+                            cwd=ROOT, env={**os.environ, "REPRO_RUNS": str(runs)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    runtime = runs / ".scratch" / "runtime" / "metrics_by_hand"
+    deadline = time.monotonic() + 120
+    while not list(runtime.glob("kernel-*.json")):  # the kernel is starting
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.1)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert len(error_lines(stderr)) == 1 and error_lines(stderr)[0].startswith("error: interrupted"), stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    leftovers = [p for p in runs.rglob("*") if p.is_file() and p.suffix != ".lock"]
+    assert leftovers == []  # no result, no scratch notebook, no connection file, no temporary cache entry
+    kernels = [p for p in Path("/proc").glob("[0-9]*/cmdline") if str(runtime) in p.read_text(errors="replace")]
+    assert kernels == []
+
+
+def test_paper_without_the_hub_fails_fast_and_says_why(runs: Path, tiny: Path) -> None:
+    began = time.perf_counter()
+    proc = cli("run", str(tiny), "--profile", "paper", REPRO_RUNS=str(runs), HF_HUB_OFFLINE="1", REPRO_MOCK_HUB="")
+    assert proc.returncode == 2, proc.stderr
+    lines = error_lines(proc.stderr)
+    assert len(lines) == 1 and "profile 'paper' needs the Hugging Face Hub" in lines[0], proc.stderr
+    assert "use --profile default" in lines[0] and time.perf_counter() - began < 60
+    assert not (runs / "paper" / "tiny_probe.json").exists()
+    proc = cli("run", str(tiny), "--profile", "paper", "--prepare-only", REPRO_RUNS=str(runs), HF_HUB_OFFLINE="1")
+    assert proc.returncode == 0 and json.loads(proc.stdout)["profile"] == "paper"
+
+
+def test_book_target_goes_online_at_the_paper_profile() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    assert "BOOK_OFFLINE := $(if $(filter paper,$(PROFILE)),,$(OFFLINE))" in makefile
+    book = makefile.split("\nbook:")[1].split("\n\n")[0]
+    assert "$(BOOK_OFFLINE) $(PY) -m repro book" in book and "$(OFFLINE)" not in book
+
+
+def test_pytest_keeps_only_failed_tests_temporary_directories() -> None:
+    import tomllib
+
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert options["tmp_path_retention_policy"] == "failed"

@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from repro import metrics, stats
 from scipy import stats as sps
 from sklearn.metrics import roc_auc_score
+
+from repro import metrics, stats
 
 
 def correlated_scores(rng: np.random.Generator, n: int, shift_a: float = 1.0, shift_b: float = 0.7, noise: float = 0.5):

@@ -5,4 +5,4 @@ from .params import Param, ParameterError
 from .results import publish
 
 __version__ = "0.1.0"
-__all__ = ["Param", "ParameterError", "publish", "start", "__version__"]
+__all__ = ["Param", "ParameterError", "__version__", "publish", "start"]

@@ -12,17 +12,17 @@ from sklearn.metrics import roc_auc_score, roc_curve
 from .stats import hanley_mcneil_se
 
 __all__ = [
+    "MahalanobisScores",
     "apfd",
     "apfd_fault_matrix",
     "apfd_normalized",
     "auroc",
-    "exposure",
     "class_gaussians",
+    "exposure",
     "first_detection",
     "gaussian_distance",
     "gini_impurity",
     "mahalanobis_scores",
-    "MahalanobisScores",
     "min_k_plus_plus",
     "min_k_prob",
     "tpr_at_fpr",

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import os
 import random
+import socket
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
+import pandas as pd
 
-from .params import PROFILES, Param, Resolved, resolve, spec_table
+from . import page
+from .params import PROFILES, Check, Param, ParameterError, Resolved, resolve, run_checks, spec_table
 from .results import publish
+
+SEED_LIMIT = 2**32  # NumPy's legacy seeding takes 0 <= seed < 2**32
+OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+PREPARE_ONLY_VAR = "REPRO_PREPARE_ONLY"  # set by `python -m repro run --prepare-only`: validate, never reach out
+MOCK_HUB_VAR = "REPRO_MOCK_HUB"  # set by tests that serve a mock Hub
+PAPER_NEEDS_HUB = "profile 'paper' needs the Hugging Face Hub (and a GPU)"
 
 
 def seed_everything(seed: int) -> None:
@@ -24,9 +37,64 @@ def seed_everything(seed: int) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def start(namespace: dict[str, Any], /, **spec: Param) -> Resolved:
-    """Validate the notebook's parameters against `spec`, publish them as table `params`, seed, theme plots."""
+def check_seed(values: dict[str, Any]) -> None:
+    """Refuse a seed that NumPy cannot take (negative or 2**32 and above) with a one-line ParameterError."""
+    seed = values.get("seed", 0)
+    if not 0 <= seed < SEED_LIMIT:
+        raise ParameterError(f"parameter 'seed': {seed!r} is out of range, expected int in [0, {SEED_LIMIT - 1}]")
+
+
+def _tcp_connects(host: str, port: int, timeout: float) -> bool:
+    """Whether a TCP connection to host:port opens within `timeout` seconds."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def hub_address() -> tuple[str, int]:
+    """Host and port of the Hub endpoint that huggingface_hub uses (HF_ENDPOINT overrides it)."""
+    from huggingface_hub import constants
+
+    url = urlsplit(constants.ENDPOINT)
+    return url.hostname or "", url.port or (443 if url.scheme == "https" else 80)
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the Hub endpoint accepts a TCP connection within `timeout` seconds (name lookup included)."""
+    host, port = hub_address()
+    if not host:
+        return False
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(_tcp_connects, host, port, timeout).result(timeout=timeout + 0.5)
+    except FutureTimeout:
+        return False
+    finally:
+        pool.shutdown(wait=False)
+
+
+def require_hub(profile: str) -> None:
+    """At profile paper, fail in one line when the Hub is off or unreachable (not for prepare-only or a mock Hub)."""
+    if profile != "paper" or os.environ.get(MOCK_HUB_VAR) or os.environ.get(PREPARE_ONLY_VAR) == "1":
+        return
+    offline = [var for var in OFFLINE_VARS if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on")]
+    if offline:
+        raise ParameterError(f"{PAPER_NEEDS_HUB}, but {offline[0]}=1 here: use --profile default")
+    if not hub_reachable():
+        raise ParameterError(f"{PAPER_NEEDS_HUB}, but {hub_address()[0]} cannot be reached here: use --profile default")
+
+
+def start(namespace: dict[str, Any], /, checks: Sequence[Check] = (), **spec: Param) -> Resolved:
+    """Validate parameters against `spec` and `checks`, publish them as table `params`, seed, theme plots."""
     values = Resolved(resolve(namespace, spec))
+    check_seed(values)
+    run_checks(values, checks)
+    require_hub(values["profile"])
+    from .mockhub import install_from_env
+
+    install_from_env()  # REPRO_MOCK_HUB set (tests): Hub ids resolve to tiny local fixtures
     seed_everything(int(values.get("seed", 0)))
     threads = int(os.environ.get("REPRO_THREADS", "2"))
     from threadpoolctl import threadpool_limits
@@ -38,8 +106,7 @@ def start(namespace: dict[str, Any], /, **spec: Param) -> Resolved:
         torch.set_num_threads(threads)
     except ImportError:
         pass
-    import seaborn as sns
-
-    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
-    publish("params", spec_table({"profile": Param(str, "default", choices=PROFILES, help="named set of values"), **spec}, values))
+    page.set_up()
+    table = spec_table({"profile": Param(str, "default", choices=PROFILES, help="named set of values"), **spec}, values)
+    publish("params", table, view=pd.DataFrame(table)[["parameter", "value", "help"]].astype({"value": str}))
     return values

@@ -7,7 +7,9 @@ An explicit value (papermill `-p`, or `python -m repro run -p`) always wins over
 
 from __future__ import annotations
 
+import math
 import types
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ class Param:
     choices: tuple[Any, ...] | None = None
     help: str = ""
     items: type | None = None
+    item_choices: tuple[Any, ...] | None = None
 
     def profile_value(self, profile: str) -> Any:
         """The value this parameter takes under `profile` (falls back to the default profile)."""
@@ -43,6 +46,8 @@ class Param:
         if self.choices is not None:
             return "one of " + ", ".join(repr(c) for c in self.choices)
         name = self.type.__name__ if self.items is None else f"list of {self.items.__name__}"
+        if self.item_choices is not None:
+            return f"{name}, each one of " + ", ".join(repr(c) for c in self.item_choices)
         if self.low is not None and self.high is not None:
             return f"{name} in [{self.low}, {self.high}]"
         if self.low is not None:
@@ -53,9 +58,14 @@ class Param:
 
 
 def _coerce_scalar(name: str, value: Any, kind: type, spec: Param) -> Any:
-    """Check one scalar against `kind`, allowing int -> float; raise ParameterError otherwise."""
+    """Check one scalar against `kind`, allowing int -> float and refusing NaN and infinities; raise ParameterError."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ParameterError(f"parameter {name!r}: got {value!r}, expected a finite number ({spec.allowed()})")
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            raise ParameterError(f"parameter {name!r}: {value} is out of range, expected {spec.allowed()}") from None
     if isinstance(value, bool) and kind is not bool:
         raise ParameterError(f"parameter {name!r}: got {value!r}, expected {spec.allowed()}")
     if not isinstance(value, kind):
@@ -73,6 +83,9 @@ def check_value(name: str, value: Any, spec: Param) -> Any:
         if not isinstance(value, list) or not value:
             raise ParameterError(f"parameter {name!r}: got {value!r}, expected a non-empty {spec.allowed()}")
         value = [_coerce_scalar(name, v, spec.items, spec) for v in value]
+        unknown = [v for v in value if spec.item_choices is not None and v not in spec.item_choices]
+        if unknown:
+            raise ParameterError(f"parameter {name!r}: got item {unknown[0]!r}, expected {spec.allowed()}")
     else:
         value = _coerce_scalar(name, value, spec.type, spec)
     if spec.choices is not None and value not in spec.choices:
@@ -105,6 +118,17 @@ def resolve(namespace: dict[str, Any], spec: dict[str, Param], profile_key: str 
         value = param.profile_value(profile) if value is None else value
         resolved[name] = check_value(name, value, param)
     return resolved
+
+
+Check = Callable[[dict[str, Any]], str | None]
+
+
+def run_checks(resolved: dict[str, Any], checks: Sequence[Check]) -> None:
+    """Run cross-parameter checks on resolved parameters; each raises ParameterError or returns an error string."""
+    for check in checks:
+        problem = check(resolved)
+        if problem:
+            raise ParameterError(" ".join(str(problem).split()))
 
 
 def spec_table(spec: dict[str, Param], resolved: dict[str, Any]) -> list[dict[str, Any]]:

@@ -31,16 +31,45 @@ def to_records(table: pd.DataFrame | Sequence[Mapping[str, Any]]) -> list[dict[s
     return [{str(k): _json_safe(v) for k, v in row.items()} for row in rows]
 
 
-def publish(name: str, table: pd.DataFrame | Sequence[Mapping[str, Any]], show: bool = True) -> pd.DataFrame:
-    """Display `table` and attach its records to the output, so the runner files it under `name`."""
+MAX_ROWS = 30  # the rendered page shows at most this many rows per table; the JSON keeps every row
+HIDDEN_MIME = "application/vnd.repro.table+json"  # carries a table that is published but not shown
+
+
+def _rounded(frame: pd.DataFrame, digits: int) -> pd.DataFrame:
+    """Floats rounded to `digits` significant decimals for display (integers and text untouched)."""
+    out = frame.copy()
+    for col in out.columns:
+        if pd.api.types.is_float_dtype(out[col]):
+            out[col] = out[col].map(lambda v: "" if pd.isna(v) else f"{v:.{digits}g}")
+    return out
+
+
+def html_table(frame: pd.DataFrame, digits: int = 4) -> str:
+    """A compact HTML table without the index: floats rounded, long cells wrapping, decisions coloured."""
+    if len(frame) > MAX_ROWS:
+        raise ValueError(f"a shown table has {len(frame)} rows (at most {MAX_ROWS}): pivot it, or publish a view")
+    shown = _rounded(frame.reset_index(drop=True), digits)
+    html = shown.to_html(index=False, escape=True, border=0, classes="repro-table", na_rep="")
+    for decision in ("held", "not held", "inconclusive"):
+        css = "repro-" + decision.replace(" ", "-")
+        html = html.replace(f"<td>{decision}</td>", f'<td class="{css}">{decision}</td>')
+    return html
+
+
+def publish(name: str, table: pd.DataFrame | Sequence[Mapping[str, Any]], show: bool = True,
+            view: pd.DataFrame | None = None, digits: int = 4) -> pd.DataFrame:
+    """Attach `table`'s tidy records to the output under `name`; show `view` (or the table) compactly, or nothing.
+
+    Returns the tidy frame. Nothing else reaches the page: call it as a statement, not as a cell's last value."""
     from IPython.display import display
 
     frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
     payload = {META_KEY: {"table": name, "records": to_records(frame)}}
     if show:
-        display(frame, metadata=payload)
+        shown = frame if view is None else view
+        display({"text/html": html_table(shown, digits), "text/plain": f"table {name}"}, raw=True, metadata=payload)
     else:
-        display({"text/plain": f"[table {name}: {len(frame)} rows]"}, raw=True, metadata=payload)
+        display({HIDDEN_MIME: {"table": name, "rows": len(frame)}}, raw=True, metadata=payload)
     return frame
 
 
@@ -55,8 +84,10 @@ def collect(notebook: Any) -> dict[str, list[dict[str, Any]]]:
     return tables
 
 
-def verdict(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Publish the chapter's verdict: one row per claim with `claim`, `paper`, `ours` and `held`."""
+def legacy_verdict(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Publish a chapter's verdict in the form used before repro.verdict: `claim`, `paper`, `ours`, `held` (no interval).
+
+    Kept only until each chapter adopts repro.verdict in its own pass; the front page marks these rows."""
     needed = {"claim", "paper", "ours", "held"}
     for row in rows:
         if missing := needed - set(row):

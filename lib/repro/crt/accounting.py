@@ -13,20 +13,32 @@ def confidentiality_epsilon(epsilon_dp: float | np.ndarray, gamma: float | np.nd
     return np.log1p(np.asarray(gamma) * np.expm1(epsilon_dp))
 
 
-def autodp_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
-    """ε of Poisson-subsampled Gaussian DP-SGD (noise σ, rate q, `steps`) at δ, by autodp's RDP accountant."""
+def _dpsgd_mechanism(sigma: float, q: float, steps: int):
+    """autodp mechanism of DP-SGD: `steps` compositions of the Poisson-subsampled (rate q) Gaussian mechanism (σ),
+    with `params` holding σ so that autodp's calibrators can tune it."""
+    from autodp.autodp_core import Mechanism
     from autodp.mechanism_zoo import GaussianMechanism
     from autodp.transformer_zoo import AmplificationBySampling, Composition
 
     sampled = AmplificationBySampling(PoissonSampling=True)(GaussianMechanism(sigma=sigma), q, improved_bound_flag=True)
-    return float(Composition()([sampled], [steps]).get_approxDP(delta))
+    mech = Mechanism()
+    mech.name, mech.params = "DP-SGD", {"sigma": sigma, "prob": q, "steps": steps}
+    mech.set_all_representation(Composition()([sampled], [steps]))
+    return mech
+
+
+def autodp_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
+    """ε of Poisson-subsampled Gaussian DP-SGD (noise σ, rate q, `steps`) at δ, by autodp's RDP accountant."""
+    return float(_dpsgd_mechanism(sigma, q, steps).get_approxDP(delta))
 
 
 def calibrate_sigma(epsilon: float, q: float, steps: int, delta: float) -> float:
-    """The noise σ at which DP-SGD (q, steps) reaches exactly `epsilon` at δ (autodp, bisection)."""
-    from scipy.optimize import brentq
+    """The noise σ at which DP-SGD (q, steps) reaches `epsilon` at δ, by autodp's (ε, δ) calibrator over σ ∈ [0.3, 100]
+    (the same mechanism as `autodp_epsilon`)."""
+    from autodp.calibrator_zoo import eps_delta_calibrator
 
-    return float(brentq(lambda s: autodp_epsilon(s, q, steps, delta) - epsilon, 0.3, 100.0, xtol=1e-6))
+    mech = eps_delta_calibrator()(lambda sigma: _dpsgd_mechanism(sigma, q, steps), epsilon, delta, [0.3, 100.0])
+    return float(mech.params["sigma"])
 
 
 def amplification(epsilon_prime: float, gammas: Sequence[float], q: float, steps: int, delta: float) -> list[dict]:

@@ -26,7 +26,7 @@ class Vocab:
         self.stoi = {t: i for i, t in enumerate(self.itos)}
 
     @classmethod
-    def build(cls, token_lists: Sequence[Sequence[str]], extra: Sequence[str] = ()) -> "Vocab":
+    def build(cls, token_lists: Sequence[Sequence[str]], extra: Sequence[str] = ()) -> Vocab:
         """Every token seen, in frequency order, after the specials and `extra`."""
         counts = Counter(t for toks in token_lists for t in toks)
         specials = [PAD, UNK, BOS, EOS, *extra]

@@ -92,8 +92,9 @@ class _Private:
         self.module.enable_hooks()
 
     def finish(self) -> None:
-        """Remove Opacus' per-sample hooks so the trained model runs as a plain module."""
-        self.module._close()
+        """Remove Opacus' per-sample hooks and `grad_sample` attributes so the trained model runs as a plain module
+        (GradSampleModule.to_standard_module; it hands back the very model that was wrapped)."""
+        self.module.to_standard_module()
 
     def epsilon(self, delta: float) -> float:
         """ε spent so far at δ (Opacus RDP accountant)."""

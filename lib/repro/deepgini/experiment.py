@@ -7,8 +7,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import coverage as cv
 from ..metrics import apfd, apfd_normalized
+from . import coverage as cv
 from .prioritizers import SOFTMAX_SCORES, seeded_order, softmax_order
 from .surprise import dsa, lsa
 

@@ -128,7 +128,7 @@ def train_cached(name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: 
     """Train model `name` on (x, y) or load its cached weights from data/models; (model, was_cached)."""
     model = build(name, x.shape[1:], classes, seed)
     config = {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "lr": lr, "torch": torch.__version__}
-    train = lambda m: _fit(m, x, y, epochs, lr, seed, f"train {name}")  # noqa: E731
+    train = lambda m: _fit(m, x, y, epochs, lr, seed, f"train {name}")
     model, was_cached = cache.weights(f"deepgini-{name}", model, train, x, y, config)
     return model.to(device()), was_cached
 

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import detectors
 from ..data import bigbench_json
+from ..params import ParameterError
+from . import detectors
 
 # Our offline stand-in -> the paper's downstream set it replaces.
 STAND_INS = {"strategyqa": "BoolQ", "social_iqa": "CommonsenseQA", "amazon_reviews": "IMDB", "truthful_qa": "TruthfulQA"}
@@ -151,24 +152,33 @@ class MemberSplit:
         return np.r_[np.ones(len(self.members), int), np.zeros(len(self.nonmembers), int)]
 
 
-def split_members(name: str, texts: Sequence[str], n: int, seed: int) -> MemberSplit:
-    """Draw 2n distinct texts at random: the first n become members, the rest non-members."""
+def split_members(name: str, texts: Sequence[str], n: int, seed: int, param: str = "n_members") -> MemberSplit:
+    """Draw 2n distinct texts at random: the first n become members, the rest non-members (a ParameterError on
+    `param`, the parameter that asked for n, when there are fewer than 2n)."""
     unique = list(dict.fromkeys(texts))
     if len(unique) < 2 * n:
-        raise ValueError(f"{name} has {len(unique)} distinct items, fewer than 2 x {n} members; lower n_members")
+        raise ParameterError(f"parameter {param!r}: {name} has {len(unique)} distinct items, fewer than 2 x {n} "
+                             f"members; lower {param}")
     idx = np.random.default_rng(seed).permutation(len(unique))[: 2 * n]
     chosen = [unique[i] for i in idx]
     return MemberSplit(name, chosen[:n], chosen[n:])
 
 
-def take_tokens(docs: Sequence[str], n_tokens: int, count: Callable[[str], int]) -> list[str]:
-    """The leading documents of `docs` whose token counts add up to at least `n_tokens` (all if too few)."""
+def take_tokens(docs: Sequence[str], n_tokens: int, count: Callable[[str], int], param: str | None = None,
+                pool: str = "the pool") -> list[str]:
+    """The leading documents of `docs` whose token counts add up to at least `n_tokens` (all if too few).
+
+    Given `param`, the parameter that asked for `n_tokens`, a pool with fewer tokens is a one-line ParameterError
+    instead, so that two sizes beyond the pool never silently become the same corpus."""
     out, total = [], 0
     for d in docs:
         if total >= n_tokens:
             break
         out.append(d)
         total += count(d)
+    if param is not None and total < n_tokens:
+        raise ParameterError(f"parameter {param!r}: {n_tokens:,} tokens requested, but {pool} has only {total:,} "
+                             f"tokens ({len(out):,} documents); lower {param}")
     return out
 
 
@@ -237,7 +247,7 @@ def news_pools(articles: Sequence[Sequence[str]], n_members: int, seed: int) -> 
     half = len(order) // 2
     held = [p for i in order[:half] for p in articles[i]]
     background = [p for i in order[half:] for p in articles[i]]
-    return split_members("news", held, n_members, seed), background
+    return split_members("news", held, n_members, seed, param="indist_members"), background
 
 
 # The paper's Section 6 numbers (Shi et al. 2024, Tables 3, 7 and 4), for side-by-side tables.

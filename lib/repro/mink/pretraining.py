@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..atomic import atomic_dir, write_json
 from .. import cache
+from ..atomic import atomic_dir, write_json
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,15 @@ def token_blocks(tokenizer: Any, docs: Sequence[str], block_size: int) -> torch.
     return torch.from_numpy(stream.reshape(n, block_size))
 
 
+def plain_progress(trainer: Any) -> None:
+    """Swap the Trainer's notebook progress table (HTML on the page) for a text progress bar on stderr."""
+    from transformers.trainer_callback import ProgressCallback
+    from transformers.utils.notebook import NotebookProgressCallback
+
+    if trainer.pop_callback(NotebookProgressCallback) is not None:
+        trainer.add_callback(ProgressCallback)
+
+
 def continue_pretraining(model: Any, tokenizer: Any, docs: Sequence[str], cfg: PretrainConfig,
                          output_dir: str | Path, progress: bool = True, save_to: Path | None = None) -> dict[str, float]:
     """Train `model` in place for cfg.epochs over the token blocks of `docs` (Trainer, constant lr); returns stats.
@@ -77,6 +86,7 @@ def continue_pretraining(model: Any, tokenizer: Any, docs: Sequence[str], cfg: P
     model.train()
     start = time.perf_counter()
     trainer = Trainer(model=model, args=args, train_dataset=_Blocks(blocks))
+    plain_progress(trainer)
     result = trainer.train()
     seconds = time.perf_counter() - start
     model.eval()
