@@ -106,8 +106,8 @@ from repro import plots
 from repro.data import image_dataset
 from repro.deepgini import attacks, coverage, nets
 from repro.deepgini import experiment as dg
+from repro.results import MAX_ROWS, publish
 from repro.results import legacy_verdict as verdict
-from repro.results import publish
 
 PAIRS = [tuple(p.split(":")) for p in P.pairs]
 
@@ -179,7 +179,9 @@ for ds, arch in PAIRS:
                      "seconds": round(seconds, 1)})
     source = np.concatenate(sources)
     mixed[ds, arch] = {"x": np.concatenate(xs), "y": y_test[source], "source": source, "kind": np.concatenate(kinds)}
-adversarial = publish("adversarial", pd.DataFrame(rows))
+adversarial = pd.DataFrame(rows)
+by_attack = adversarial.pivot_table(index=["dataset", "model"], columns="attack", values="accuracy_on_them", sort=False)
+publish("adversarial", adversarial, view=by_attack.reset_index() if len(adversarial) > MAX_ROWS else None)  # paper: 40 rows
 
 # %% [markdown]
 # ## 3. What each prioritizer sees
@@ -346,10 +348,12 @@ for ds, arch in PAIRS:
     wrong = truth[ds, arch, "original+adversarial"]
     for kind in dict.fromkeys(m["kind"]):
         sel = (m["kind"] == kind) & wrong
-        rows.append({"model": arch, "inputs": kind, "misclassified": int(sel.sum()),
+        rows.append({"dataset": ds, "model": arch, "inputs": kind, "misclassified": int(sel.sum()),
                      "median_max_softmax": round(float(np.median(probs[sel].max(1))), 3) if sel.any() else None,
                      "share_above_0.9": round(float((probs[sel].max(1) > 0.9).mean()), 3) if sel.any() else None})
-confidence = publish("fault_confidence", pd.DataFrame(rows))
+confidence = pd.DataFrame(rows)
+by_kind = confidence.pivot_table(index=["dataset", "model"], columns="inputs", values="share_above_0.9", sort=False)
+publish("fault_confidence", confidence, view=by_kind.reset_index() if len(confidence) > MAX_ROWS else None)  # paper: 48
 conf = confidence.assign(adv=confidence.inputs != "original").groupby(["model", "adv"])["share_above_0.9"].mean()
 say("Share of misclassified inputs with top probability above 0.9 (mean over kinds): " + "; ".join(
     f"{arch}: original {conf[arch, False]:.3f}, adversarial {conf[arch, True]:.3f}" for arch in dict.fromkeys(confidence.model)) + ".")

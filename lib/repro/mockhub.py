@@ -758,8 +758,9 @@ def served(root: str | Path) -> Iterator[Path]:
 # -p overrides that run each notebook at --profile paper (same branches, data sets and models) in seconds on a CPU.
 PAPER_SHRINK: dict[str, dict[str, Any]] = {
     "metrics_by_hand": {"toy_n": 200},
-    "deepgini_apfd": {"n_train": 100, "n_test": 100, "epochs": 1, "adv_fast": 4, "adv_slow": 2, "kmnc_k": [10],
-                      "sa_train": 50, "scaling_sizes": [100, 200], "naive_n": 50, "retrain_percents": [5, 10],
+    "deepgini_apfd": {"n_train": 100, "n_test": 100, "epochs": 1, "adv_fast": 4, "adv_slow": 1, "kmnc_k": [10],
+                      "attack_names": ["FGSM-0.01", "FGSM-0.1", "BIM"],  # JSMA, C&W: minutes per CIFAR image on a CPU
+                      "sa_train": 50, "scaling_sizes": [100, 200], "naive_n": 50, "retrain_percents": [10],
                       "retrain_epochs": 1, "retrain_seeds": 1},
     "rmd_near_ood": {"n_per_class": 20, "n_test_per_class": 10, "feat_dim": 16, "cnn_epochs": 1, "ae_epochs": 1,
                      "text_epochs": 1, "ridges": [1e-4], "pc_ks": [2, 8], "bench_dims": [16], "bench_classes": [10],

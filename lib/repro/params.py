@@ -70,7 +70,7 @@ def _coerce_scalar(name: str, value: Any, kind: type, spec: Param) -> Any:
         raise ParameterError(f"parameter {name!r}: got {value!r}, expected {spec.allowed()}")
     if not isinstance(value, kind):
         raise ParameterError(f"parameter {name!r}: got {value!r} ({type(value).__name__}), expected {spec.allowed()}")
-    if spec.low is not None and value < spec.low or spec.high is not None and value > spec.high:
+    if (spec.low is not None and value < spec.low) or (spec.high is not None and value > spec.high):
         raise ParameterError(f"parameter {name!r}: {value!r} is out of range, expected {spec.allowed()}")
     return value
 

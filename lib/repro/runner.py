@@ -8,6 +8,7 @@ import fcntl
 import hashlib
 import json
 import keyword
+import logging
 import os
 import platform
 import re
@@ -554,11 +555,14 @@ def _main(args: argparse.Namespace) -> None:
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """First SIGINT/SIGTERM: ignore further ones, kill the kernel at once (no kernel tracebacks), then unwind."""
+    """First SIGINT/SIGTERM: ignore further ones, kill the kernel at once, silence teardown noise, then unwind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if "repro.kernels" in sys.modules:
         sys.modules["repro.kernels"].kill_all()
+    # nbclient's "kernel died" and asyncio's reports on the abandoned cell task are teardown noise, not news.
+    logging.disable(logging.CRITICAL)
+    sys.unraisablehook = lambda unraisable: None
     raise Interrupted(signum)
 
 

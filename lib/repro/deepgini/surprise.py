@@ -13,19 +13,32 @@ def _informative(train: np.ndarray, min_var: float) -> np.ndarray:
     return np.flatnonzero(train.var(axis=0) > min_var)
 
 
+def _most_surprising(out: np.ndarray, undefined: np.ndarray) -> np.ndarray:
+    """`out` with the `undefined` entries set above every defined one (max + 1; 0 when none is defined)."""
+    defined = out[~undefined]
+    out[undefined] = defined.max() + 1.0 if defined.size else 0.0
+    return out
+
+
 def lsa(train: np.ndarray, train_pred: np.ndarray, test: np.ndarray, test_pred: np.ndarray,
         min_var: float = 1e-5) -> np.ndarray:
-    """LSA = -log KDE density of the test trace among training traces of its predicted class."""
-    out = np.zeros(len(test))
+    """LSA = -log KDE density of the test trace among training traces of its predicted class.
+
+    A predicted class with fewer than two training traces, or none that varies, has no density: its tests count as
+    the most surprising ones."""
+    out, undefined = np.zeros(len(test)), np.zeros(len(test), dtype=bool)
     for c in np.unique(test_pred):
         ref = train[train_pred == c]
         cols = _informative(ref, min_var)
         mask = test_pred == c
-        if len(ref) <= len(cols) or cols.size == 0:
+        if len(ref) < 2 or cols.size == 0:
+            undefined |= mask
+            continue
+        if len(ref) <= len(cols):
             cols = cols[: max(1, len(ref) - 2)]
         kde = gaussian_kde(ref[:, cols].T)
         out[mask] = -kde.logpdf(test[mask][:, cols].T)
-    return out
+    return _most_surprising(out, undefined)
 
 
 def _nearest(a: np.ndarray, b: np.ndarray, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
@@ -42,12 +55,18 @@ def _nearest(a: np.ndarray, b: np.ndarray, chunk: int = 2048) -> tuple[np.ndarra
 
 
 def dsa(train: np.ndarray, train_pred: np.ndarray, test: np.ndarray, test_pred: np.ndarray) -> np.ndarray:
-    """DSA = dist(x, nearest same-class train x_a) / dist(x_a, nearest other-class train trace)."""
-    out = np.zeros(len(test))
+    """DSA = dist(x, nearest same-class train x_a) / dist(x_a, nearest other-class train trace).
+
+    A predicted class without training traces makes its tests the most surprising ones; without traces of any
+    other class, the denominator is infinite (DSA 0)."""
+    out, undefined = np.zeros(len(test)), np.zeros(len(test), dtype=bool)
     for c in np.unique(test_pred):
         mask = test_pred == c
         same, other = train[train_pred == c], train[train_pred != c]
+        if not len(same):
+            undefined |= mask
+            continue
         dist_a, idx_a = _nearest(test[mask], same)
-        dist_b, _ = _nearest(same[idx_a], other)
+        dist_b = _nearest(same[idx_a], other)[0] if len(other) else np.full(len(idx_a), np.inf)
         out[mask] = dist_a / np.maximum(dist_b, 1e-12)
-    return out
+    return _most_surprising(out, undefined)

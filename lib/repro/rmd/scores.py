@@ -100,10 +100,14 @@ def pc_sweep(train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.n
 
 def confusion_log_probability(train_feats: np.ndarray, train_labels: np.ndarray, in_classes: Sequence[int],
                               ood_feats: np.ndarray, members: int = 5, seed: int = 0) -> float:
-    """CLP (Winkens et al. 2020): log of the mean ensemble probability that OOD samples get on inlier classes."""
-    probs = np.mean([linear_probe(train_feats, train_labels, seed + m, bootstrap=True).predict_proba(ood_feats)
-                     for m in range(members)], axis=0)
+    """CLP (Winkens et al. 2020): log of the mean ensemble probability that OOD samples get on inlier classes.
+
+    Each member's probabilities are placed in the columns of its own classes: a bootstrap can miss a rare class."""
     classes = np.unique(train_labels)
+    probs = np.zeros((len(ood_feats), len(classes)))
+    for m in range(members):
+        probe = linear_probe(train_feats, train_labels, seed + m, bootstrap=True)
+        probs[:, np.searchsorted(classes, probe.classes_)] += probe.predict_proba(ood_feats) / members
     inlier = np.isin(classes, np.asarray(in_classes))
     return float(np.log(probs[:, inlier].sum(axis=1).mean()))
 
