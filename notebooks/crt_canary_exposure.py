@@ -90,7 +90,7 @@ P = repro.start(
     target_epsilon=Param(float, 3.0, low=0.1, high=100.0, help="ε at δ = 8e-5 of every DP-SGD run of the γ sweep"),
     epsilons=Param(list, [1.0, 3.0, 8.0], smoke=[1.0, 3.0], paper=[0.5, 1.0, 2.0, 3.0, 8.0], items=float, low=0.1,
                    high=100.0, help="target ε of the Fig. 2 sweep (at γ = 0.1)"),
-    n_mia=Param(int, 300, smoke=40, paper=1000, low=10, high=10_000, help="members in the individual MIA"),
+    n_mia=Param(int, 300, smoke=40, paper=1000, low=20, high=10_000, help="members in the MIA (at least a group)"),
     n_groups=Param(int, 200, smoke=20, paper=2000, low=10, high=10_000, help="groups of 20 in the group MIA"),
     bench_digits=Param(int, 4, smoke=3, low=2, high=6, help="digits of the fully enumerated naive benchmark"),
     amp_epsilons=Param(list, [0.5, 1.0, 2.0, 4.0], smoke=[1.0], items=float, low=0.05, high=20.0,
@@ -431,6 +431,9 @@ look_alikes = {f.key: f for f in redaction.split_sentences([[customersim.look_al
                                                            for d in train_dialogues])}
 pairs = [(s, look_alikes[s.key]) for s in sentences
          if s.has_secret and "id" not in s.labels and s.key in look_alikes and look_alikes[s.key].has_secret]
+if len(pairs) < P.n_mia:
+    raise repro.ParameterError(f"parameter 'n_mia': {P.n_mia} members requested, but the training sentences hold only "
+                               f"{len(pairs)} with a look-alike; lower n_mia or raise n_dialogues")
 pick = np.random.default_rng(P.seed + 4).permutation(len(pairs))[: P.n_mia]
 
 

@@ -27,7 +27,7 @@ import yaml
 
 from . import atomic, cache, frontpage
 from .data import FASHION_MNIST_DIR
-from .notebook import PREPARE_ONLY_VAR
+from .notebook import MOCK_HUB_VAR, PREPARE_ONLY_VAR
 from .params import PROFILES, ParameterError
 from .paths import data_dir, notebooks_dir, project_root, runs_dir
 from .results import collect
@@ -217,7 +217,8 @@ def inputs_fingerprint() -> str:
     small = [p for p in text if p.stat().st_size <= SMALL_FILE_BYTES]
     large = [p for p in text if p not in small] + _large_files()
     stamps = [(str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in large]
-    return cache.digest(*small, stamps, versions(), str(data_dir().resolve()), length=20)
+    mock_hub = os.environ.get(MOCK_HUB_VAR, "")  # a mock-Hub run and a real one never share a result
+    return cache.digest(*small, stamps, versions(), str(data_dir().resolve()), mock_hub, length=20)
 
 
 def cache_key(source: Path, profile: str, overrides: dict[str, Any]) -> str:

@@ -1,0 +1,328 @@
+"""The mock Hub: fixtures with the Hub schemas, tiny models through the book's loaders, every notebook at `paper`."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import NOTEBOOKS, ROOT
+from repro import mockhub
+from repro.params import ParameterError
+
+
+@pytest.fixture(scope="session")
+def mock_hub(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every fixture built once for the session, in a temporary folder (nothing downloaded)."""
+    return mockhub.build_all(tmp_path_factory.mktemp("mockhub"))
+
+
+@pytest.fixture
+def served(mock_hub: Path) -> Iterator[Path]:
+    """The mock Hub served in this process for one test."""
+    with mockhub.served(mock_hub) as root:
+        yield root
+
+
+@pytest.fixture
+def mock_env(mock_hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Environment of a notebook kernel on the mock Hub; its caches (weights, checkpoints) go to a temporary folder."""
+    monkeypatch.setenv(mockhub.MOCK_HUB_VAR, str(mock_hub))
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    return {mockhub.MOCK_HUB_VAR: str(mock_hub), "REPRO_DATA": str(tmp_path / "data")}
+
+
+# ---------------------------------------------------------------------------------------------------- (a) schemas
+
+IMAGE_SHAPES = {"mnist": (28, 28, "L", 10), "fashion_mnist": (28, 28, "L", 10), "cifar10": (32, 32, "RGB", 10),
+                "cifar100": (32, 32, "RGB", 100), "svhn": (32, 32, "RGB", 10)}
+
+
+def test_image_sets_have_the_hub_columns_sizes_and_labels(served: Path) -> None:
+    from datasets import ClassLabel, load_dataset
+
+    from repro.data import HUB_IMAGE_SETS
+
+    assert set(HUB_IMAGE_SETS) == set(IMAGE_SHAPES)
+    for name, (repo, config, image_col, label_col) in HUB_IMAGE_SETS.items():
+        sets = load_dataset(repo, config)
+        assert {"train", "test"} <= set(sets), name
+        width, height, mode, classes = IMAGE_SHAPES[name]
+        for split in ("train", "test"):
+            ds = sets[split]
+            assert {image_col, label_col} <= set(ds.column_names), name
+            assert isinstance(ds.features[label_col], ClassLabel) and ds.features[label_col].num_classes == classes
+            image = ds[0][image_col]
+            assert (image.size, image.mode) == ((width, height), mode), name
+    cifar100 = load_dataset("uoft-cs/cifar100", split="train").features
+    assert cifar100["fine_label"].names[:3] == ["apple", "aquarium_fish", "baby"] and "cra" in cifar100["fine_label"].names
+    assert cifar100["coarse_label"].num_classes == 20
+    assert load_dataset("zalando-datasets/fashion_mnist", split="test").features["label"].names[0] == "T - shirt / top"
+    assert "extra" in load_dataset("ufldl-stanford/svhn", "cropped_digits")
+
+
+def test_clinc_oos_plus_has_151_intents_with_oos(served: Path) -> None:
+    from datasets import load_dataset
+
+    sets = load_dataset("clinc/clinc_oos", "plus")
+    assert set(sets) == {"train", "validation", "test"}
+    assert sets["train"].column_names == ["text", "intent"]
+    names = sets["train"].features["intent"].names
+    assert len(names) == 151 and len(set(names)) == 151 and names.index("oos") == 42
+    assert set(sets["train"]["intent"]) == set(range(151))  # every intent has training queries
+
+
+def test_min_k_sets_have_the_fields_the_formatters_read(served: Path) -> None:
+    from datasets import load_dataset
+
+    from repro.mink import corpora as C
+
+    fields = {"BoolQ": {"passage", "question", "answer"}, "CommonsenseQA": {"question", "choices", "answerKey"},
+              "IMDB": {"text", "label"}, "TruthfulQA": {"question", "best_answer"}}
+    assert set(C.HUB_SETS) == set(fields)
+    for name, (repo, config, split) in C.HUB_SETS.items():
+        ds = load_dataset(repo, config, split=split)
+        assert fields[name] <= set(ds.column_names), name
+        texts = C.hub_set(name, review_words=30)
+        assert len(set(texts)) == len(texts) >= 16, name
+    assert load_dataset("tau/commonsense_qa", split="train")[0]["choices"]["label"] == list("ABCDE")
+    assert load_dataset("stanfordnlp/imdb", split="train").features["label"].names == ["neg", "pos"]
+    for repo, field in (C.HUB_BACKGROUND, C.HUB_NEWS):
+        stream = load_dataset(repo, split="train", streaming=True)
+        assert field in next(iter(stream)), repo
+        assert len(C.hub_texts(repo, field, n=10**6)) >= 40, repo
+
+
+def test_wikimia_and_multiwoz_splits(served: Path) -> None:
+    from datasets import load_dataset
+
+    wikimia = load_dataset("swj0419/WikiMIA")
+    assert set(wikimia) == {f"WikiMIA_length{n}" for n in (32, 64, 128, 256)}
+    for split in wikimia.values():
+        assert split.column_names == ["input", "label"] and set(split["label"]) == {0, 1}
+    woz = load_dataset("pfb30/multi_woz_v22", split="train")
+    assert {"dialogue_id", "services", "turns"} <= set(woz.column_names)
+    assert woz.features["turns"]["speaker"].feature.names == ["USER", "SYSTEM"]
+
+
+def test_load_dataset_errors_read_like_the_real_ones(served: Path) -> None:
+    from datasets import load_dataset
+
+    with pytest.raises(ValueError, match="Unknown split"):
+        load_dataset("google/boolq", split="dev")
+    with pytest.raises(ValueError, match="BuilderConfig 'small' not found"):
+        load_dataset("clinc/clinc_oos", "small")
+
+
+def test_fixtures_are_deterministic(served: Path, tmp_path: Path) -> None:
+    for kind, hub_id in (("datasets", "google/boolq"), ("models", "distilgpt2"), ("models", "huggyllama/llama-7b")):
+        again = mockhub.ensure(kind, hub_id, tmp_path)
+        first = mockhub.fixture_dir(kind, hub_id, served)
+        files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+        assert files == sorted(p.relative_to(again) for p in again.rglob("*") if p.is_file())
+        assert all((first / f).read_bytes() == (again / f).read_bytes() for f in files), hub_id
+
+
+# ---------------------------------------------------------------------------------------------------- (b) models
+
+
+def test_causal_lms_load_through_the_book_loaders(served: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from repro import pretrained
+
+    model, tokenizer = pretrained.load_causal_lm("hub", pretrained.SMOLLM2_HUB)
+    assert type(model).__name__ == "LlamaForCausalLM" and model.config.tie_word_embeddings
+    assert type(tokenizer).__name__ == "GPT2Tokenizer" and tokenizer.eos_token == "<|im_end|>"
+    stats = pretrained.token_stats(model, tokenizer, ["We hold these truths.", "A goat on the ramp."])
+    assert all(len(s.logprob) > 2 and (s.logprob < 0).all() for s in stats)
+    for name in ("huggyllama/llama-7b", "openlm-research/open_llama_3b"):
+        tok = AutoTokenizer.from_pretrained(name)
+        lm = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32)
+        assert type(tok).__name__ == "LlamaTokenizer" and tok("a b")["input_ids"][0] == tok.bos_token_id
+        assert lm.config.model_type == "llama" and lm.config.vocab_size == len(tok) and not lm.config.tie_word_embeddings
+
+
+def test_distilgpt2_keeps_every_digit_one_token(served: Path) -> None:
+    from repro.crt import gpt, language_model
+
+    model, vocab = gpt.pretrained_gpt2("distilgpt2", ["<MASK>"])
+    assert type(model.gpt).__name__ == "GPT2LMHeadModel" and model.gpt.config.activation_function == "gelu_new"
+    digits = [vocab.token_id(str(d)) for d in range(10)]  # raises unless each " d" is a single BPE token
+    assert len(set(digits)) == 10 and vocab.relabel(vocab.pad) == 0
+    ids = vocab.encode(["My", "ID", "is", ":", "1", "2"])
+    assert ids[-3:-1] == digits[1:3]
+    assert np.isfinite(language_model.perplexity(model, [ids]))
+
+
+def test_encoders_and_masked_lm_load(served: Path) -> None:
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+    from repro import pretrained
+    from repro.mink import detectors
+
+    text = pretrained.EncoderClassifier(pretrained.BERT_HUB, 3, "text")
+    feats, logits = text(["play some music", "what is the weather"])
+    assert tuple(feats.shape) == (2, 32) and tuple(logits.shape) == (2, 3)
+    image = pretrained.EncoderClassifier(pretrained.VIT_IN21K_HUB, 2, "image")
+    feats, _ = image(list(np.zeros((2, 32, 32, 3), np.uint8)))
+    assert tuple(feats.shape) == (2, 32) and image.encoder.config.image_size == 224
+    assert type(AutoModel.from_pretrained(pretrained.minilm_path("hub"))).__name__ == "BertModel"
+    mlm, tok = AutoModelForMaskedLM.from_pretrained("roberta-base"), AutoTokenizer.from_pretrained("roberta-base")
+    neighbours = detectors.neighbors(["the river runs by the old village"], mlm, tok, n=3, seed=0)
+    assert len(neighbours[0]) == 3
+
+
+def test_image_and_text_sets_load_through_repro_data(served: Path) -> None:
+    from repro import data
+
+    for name, (width, _, mode, classes) in IMAGE_SHAPES.items():
+        x, y = data.image_dataset(name, "test", source="hub")
+        assert x.shape[1:] == ((1 if mode == "L" else 3), width, width) and x.dtype == np.float32
+        assert 0.0 <= x.min() and x.max() <= 1.0 and y.max() == classes - 1
+    x, _ = data.fashion_mnist("train", source="hub")
+    assert x.shape[1:] == (28, 28)
+    texts, labels, names = data.clinc_oos("test")
+    assert len(texts) == len(labels) and set(labels) == set(range(len(names))) and names[42] == "oos"
+
+
+def test_only_mock_ids_are_redirected_and_uninstall_restores(mock_hub: Path, tmp_path: Path) -> None:
+    import datasets
+
+    original = datasets.load_dataset
+    with mockhub.served(mock_hub):
+        assert mockhub.installed() and datasets.load_dataset is not original
+        assert mockhub.resolve_model("distilgpt2") == str(mockhub.fixture_dir("models", "distilgpt2", mock_hub))
+        assert mockhub.resolve_model("someone/else") == "someone/else"
+        assert mockhub.resolve_model(str(tmp_path)) == str(tmp_path)
+    assert not mockhub.installed() and datasets.load_dataset is original
+    assert mockhub.resolve_model("distilgpt2") == "distilgpt2"
+
+
+# ---------------------------------------------------------------------------------------------------- (c) paper runs
+
+
+def rows(result: dict, name: str) -> list[dict]:
+    """One table of a run."""
+    return result["tables"][name]
+
+
+def params(result: dict) -> dict:
+    """The parameter values a run used."""
+    return {r["parameter"]: r["value"] for r in rows(result, "params")}
+
+
+def check_metrics_by_hand(result: dict) -> None:
+    assert params(result)["lm_source"] == "hub"
+    assert {r["order"]: r["apfd"] for r in rows(result, "apfd_icsm99")} == {"A-B-C-D-E": 0.5, "E-D-C-B-A": 0.64,
+                                                                             "C-E-B-A-D": 0.84}
+    sentences = rows(result, "min_k_sentences")
+    assert len(sentences) == 8 and all(r["min_20pct"] <= r["mean_logprob"] < 0 for r in sentences)
+
+
+def check_deepgini_apfd(result: dict) -> None:
+    assert params(result)["data_source"] == "hub"
+    accuracy = rows(result, "accuracy")
+    assert [f"{r['dataset']}:{r['model']}" for r in accuracy] == params(result)["pairs"]  # all eight paper pairs
+    assert {r["dataset"] for r in accuracy} == {"mnist", "cifar10", "fashion_mnist", "svhn"}
+    assert all(0 <= r["test_accuracy"] <= 1 and r["test_images"] == 100 for r in accuracy)
+    assert len(rows(result, "test_sets")) == 16
+    assert len(rows(result, "adversarial")) == 8 * len(params(result)["attack_names"])
+    apfd = rows(result, "apfd")
+    assert len({(r["dataset"], r["model"], r["test_set"]) for r in apfd}) == 16
+    assert all(0 <= r["apfd"] <= 1 for r in apfd)
+
+
+def check_rmd_near_ood(result: dict) -> None:
+    assert (params(result)["image_source"], params(result)["text_source"]) == ("hub", "hub")
+    directions = {(r["setting"], r["in_dist"]): r for r in rows(result, "directions")}
+    assert {("image-near", "CIFAR-10"), ("image-near", "CIFAR-100"), ("text-near", "CLINC150 in-scope")} <= set(directions)
+    assert directions["image-near", "CIFAR-100"]["classes_in"] == 100
+    assert directions["text-near", "CLINC150 in-scope"]["classes_in"] == 150
+    auroc = rows(result, "auroc")
+    assert {r["setting"] for r in auroc} == {"image-near", "image-far", "text-near"}
+    assert all(0 <= r["auroc"] <= 1 for r in auroc)
+    assert any(r["ours_auroc"] is not None for r in rows(result, "paper_comparison"))  # CIFAR-10 <-> CIFAR-100 is measured
+
+
+def check_crt_canary_exposure(result: dict) -> None:
+    zero_shot = rows(result, "gpt2_zero_shot")
+    assert zero_shot[0]["model"] == "distilgpt2" and zero_shot[0]["multiwoz_dialogues"] == 8
+    assert math.isfinite(zero_shot[0]["customersim_test_ppl"])
+    exposure = [r for r in rows(result, "exposure") if r["exposure"] is not None]
+    assert {r["model"] for r in exposure} == {"LSTM", "GPT-2"}
+    assert all(0 <= r["exposure"] <= math.log2(1e6) + 1e-9 for r in exposure)
+    assert all(0 <= r["accuracy"] <= 1 for r in rows(result, "mia"))
+
+
+def check_mink_contamination(result: dict) -> None:
+    assert params(result)["source"] == "hub" and params(result)["base_name"] == "huggyllama/llama-7b"
+    assert [r["set"] for r in rows(result, "datasets")] == ["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"]
+    training = rows(result, "training")
+    for experiment in ("size_outlier", "size_indist"):  # two sizes, two different corpora (no collapse)
+        sizes = [r["corpus_tokens"] for r in training if r["experiment"] == experiment]
+        assert len(sizes) == len(set(sizes)) == 2, experiment
+    wikimia = rows(result, "wikimia")
+    assert {r["dataset"] for r in wikimia} == {f"WikiMIA-{n}" for n in (32, 64, 128, 256)}
+    assert "Ref-small" in {r["method"] for r in wikimia} and "Ref" not in {r["method"] for r in wikimia}
+    assert "Neighbor" in {r["method"] for r in rows(result, "detection")}
+    assert all(0 <= r["auc"] <= 1 for r in rows(result, "detection") + wikimia)
+
+
+CHECKS: dict[str, Callable[[dict], None]] = {
+    "metrics_by_hand": check_metrics_by_hand, "deepgini_apfd": check_deepgini_apfd,
+    "rmd_near_ood": check_rmd_near_ood, "crt_canary_exposure": check_crt_canary_exposure,
+    "mink_contamination": check_mink_contamination,
+}
+
+
+def test_every_notebook_has_a_paper_shrink_and_a_check() -> None:
+    assert set(mockhub.PAPER_SHRINK) == set(CHECKS) == set(NOTEBOOKS)
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_notebook_runs_at_paper_on_the_mock_hub(stem: str, isolated_runs: Path, mock_hub: Path,
+                                                monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from repro.runner import run
+
+    smoke = run(stem, "smoke")  # the runner's cache: free when the smoke tests ran first
+    monkeypatch.setenv(mockhub.MOCK_HUB_VAR, str(mock_hub))
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    result = run(stem, "paper", mockhub.PAPER_SHRINK[stem])
+    assert result["profile"] == "paper"
+    verdict = rows(result, "verdict")
+    assert len(verdict) == len(rows(smoke, "verdict"))
+    assert all(r["ours"] not in ("", None) for r in verdict)
+    CHECKS[stem](result)
+
+
+# ---------------------------------------------------------------------------------------------------- (d) sizes
+
+
+def test_sizes_beyond_the_pool_raise_naming_the_parameter() -> None:
+    from repro.mink import corpora as C
+
+    with pytest.raises(ParameterError, match=r"parameter 'size_background': 10 tokens requested, but the pool has "
+                                             r"only 6 tokens \(3 documents\)"):
+        C.take_tokens(["aa", "bb", "cc"], 10, len, param="size_background")
+    assert C.take_tokens(["aa", "bb", "cc"], 10, len) == ["aa", "bb", "cc"]  # without a parameter: all of them
+    with pytest.raises(ParameterError, match="parameter 'indist_members': news has 3 distinct items"):
+        C.news_pools([["a"], ["b"], ["c"], ["d"], ["e"], ["f"]], 2, seed=0)
+
+
+def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str, str], isolated_runs: Path) -> None:
+    flags = [a for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], "size_background": [64, 4000]}.items()
+             for a in ("-p", k, str(v))]
+    done = subprocess.run([sys.executable, "-m", "repro", "run", "mink_contamination", "--profile", "paper", *flags],
+                          cwd=ROOT, env={**os.environ, **mock_env}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2, done.stderr[-2000:]
+    error = done.stderr.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'size_background': 4,000 tokens")
+    assert "the background half of News August 2023 has only" in error[0]
