@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .atomic import atomic_dir, atomic_path
+from .atomic import atomic_path
 from .paths import data_dir
 
 T = TypeVar("T")
@@ -76,21 +76,6 @@ def file_entry(path: Path, build: Callable[[Path], None], load: Callable[[Path],
             _discard(path)
     with atomic_path(path) as tmp:
         build(tmp)
-    return load(path), False
-
-
-def dir_entry(
-    path: Path, build: Callable[[Path], None], load: Callable[[Path], T], marker: str = "DONE"
-) -> tuple[T, bool]:
-    """(value, was_cached) for a folder entry; complete only when `marker` exists inside it."""
-    if (path / marker).exists():
-        try:
-            return load(path), True
-        except DAMAGED:
-            _discard(path)
-    with atomic_dir(path) as tmp:
-        build(tmp)
-        (tmp / marker).write_text("")
     return load(path), False
 
 
