@@ -216,3 +216,49 @@ def test_auc_standard_error_hanley_mcneil() -> None:
     assert np.std(aucs) == pytest.approx(auc_standard_error(0.5, 60, 60), rel=0.15)
     assert trend_call(0.60, 0.80, 0.05) == "yes" and trend_call(0.80, 0.60, 0.05) == "no"
     assert trend_call(0.70, 0.72, 0.05) == "within noise" and trend_call(0.80, 0.60, 0.05, expect="down") == "yes"
+
+
+def _discriminant_basis(train, labels, ridge):
+    """Orthonormal basis of span{W'^-1 (mu_k - mu)}: the K-1 directions RMD can see."""
+    means, inverse = metrics.class_gaussians(train, labels)
+    within = train - means[inverse]
+    cov = metrics.shrinkage(within, ridge).apply(within.T @ within / len(train))
+    directions = np.linalg.solve(cov, (means - train.mean(0)).T)
+    q, _ = np.linalg.qr(directions)
+    return q[:, : len(means) - 1]
+
+
+@pytest.mark.parametrize("ridge", [0.0, 0.1, "ledoit-wolf"])
+def test_rmd_ignores_perturbations_orthogonal_to_the_discriminant_directions(ridge) -> None:
+    rng = np.random.default_rng(7)
+    labels = np.arange(600) % 4
+    train = rng.normal(size=(600, 12)) * np.linspace(3, 0.2, 12) + rng.normal(size=(4, 12))[labels] * 1.5
+    test = rng.normal(size=(30, 12)) * 2
+    basis = _discriminant_basis(train, labels, ridge)
+    step = rng.normal(size=(30, 12)) * 5
+    step -= step @ basis @ basis.T  # orthogonal to the K-1 = 3 directions
+    before = metrics.mahalanobis_scores(train, labels, test, ridge=ridge)
+    after = metrics.mahalanobis_scores(train, labels, test + step, ridge=ridge)
+    np.testing.assert_allclose(after.rmd, before.rmd, atol=1e-8, rtol=0)
+    assert np.abs(after.md - before.md).min() > 1.0  # MD does move: the test has power
+
+
+def test_different_ridges_on_the_two_covariances_break_the_invariance() -> None:
+    """The bug this estimator fixes: a relative ridge computed per covariance adds different amounts."""
+    rng = np.random.default_rng(7)
+    labels = np.arange(600) % 4
+    train = rng.normal(size=(600, 12)) * np.linspace(3, 0.2, 12) + rng.normal(size=(4, 12))[labels] * 1.5
+    test = rng.normal(size=(30, 12)) * 2
+    basis = _discriminant_basis(train, labels, 0.1)
+    step = rng.normal(size=(30, 12)) * 5
+    step -= step @ basis @ basis.T
+    means, inverse = metrics.class_gaussians(train, labels)
+    within = train - means[inverse]
+    p_w = np.linalg.inv(metrics.shrinkage(within, 0.1).apply(within.T @ within / 600))
+    p_t = np.linalg.inv(metrics.shrinkage(train - train.mean(0), 0.1).apply(np.cov(train.T, bias=True)))
+
+    def rmd(z):  # each covariance ridged by 0.1 x its own trace / d, as before the fix
+        md_k = np.stack([np.einsum("ij,jk,ik->i", z - m, p_w, z - m) for m in means], axis=1)
+        return (md_k - np.einsum("ij,jk,ik->i", z - train.mean(0), p_t, z - train.mean(0))[:, None]).min(1)
+
+    assert np.abs(rmd(test + step) - rmd(test)).max() > 0.1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -13,6 +14,7 @@ from .stats import hanley_mcneil_se
 
 __all__ = [
     "MahalanobisScores",
+    "Shrinkage",
     "apfd",
     "apfd_fault_matrix",
     "apfd_normalized",
@@ -25,6 +27,7 @@ __all__ = [
     "mahalanobis_scores",
     "min_k_plus_plus",
     "min_k_prob",
+    "shrinkage",
     "tpr_at_fpr",
 ]
 
@@ -199,12 +202,48 @@ class MahalanobisScores(NamedTuple):
     rmd: np.ndarray
 
 
-def _gaussian_precision(centered: np.ndarray, ridge: float) -> np.ndarray:
-    """Precision matrix of 1/N covariance of centered features, ridge-regularized, via pseudo-inverse."""
+@dataclass(frozen=True)
+class Shrinkage:
+    """One covariance estimator applied alike to every covariance of a fit: cov -> scale * cov + ridge * I.
+
+    RMD needs the same absolute ridge on the within-class and the total covariance: then
+    total' - within' is still the rank-(K-1) between-class scatter, and RMD depends on a point
+    only through the K-1 discriminant directions."""
+
+    scale: float = 1.0
+    ridge: float = 0.0
+    name: str = "maximum likelihood (1/N)"
+
+    def apply(self, cov: np.ndarray) -> np.ndarray:
+        """The regularized covariance."""
+        return self.scale * cov + self.ridge * np.eye(cov.shape[0]) if self.ridge else self.scale * cov
+
+
+MLE = Shrinkage()
+
+
+def shrinkage(centered: np.ndarray, ridge: float | str = 0.0) -> Shrinkage:
+    """The estimator fixed from within-class residuals: a relative ridge lambda (lambda * tr(cov)/d) or "ledoit-wolf"."""
     cov = centered.T @ centered / centered.shape[0]
-    if ridge > 0:
-        cov = cov + ridge * np.trace(cov) / cov.shape[0] * np.eye(cov.shape[0])
-    return np.linalg.pinv(cov, hermitian=True)
+    target = float(np.trace(cov)) / cov.shape[0]
+    if ridge == "ledoit-wolf":
+        from sklearn.covariance import ledoit_wolf_shrinkage
+
+        weight = float(ledoit_wolf_shrinkage(centered, assume_centered=True))
+        return Shrinkage(1.0 - weight, weight * target, f"Ledoit-Wolf (shrinkage {weight:.3g})")
+    if isinstance(ridge, str) or not ridge >= 0:
+        raise ValueError(f"ridge must be a number >= 0 or 'ledoit-wolf', got {ridge!r}")
+    return Shrinkage(1.0, float(ridge) * target, f"ridge {float(ridge):g} x tr/d") if ridge else MLE
+
+
+def _precision(cov: np.ndarray, estimator: Shrinkage) -> np.ndarray:
+    """Inverse of the regularized covariance (pseudo-inverse, which equals the inverse at full rank)."""
+    return np.linalg.pinv(estimator.apply(cov), hermitian=True)
+
+
+def _gaussian_precision(centered: np.ndarray, ridge: float | str) -> np.ndarray:
+    """Precision matrix of the 1/N covariance of centered features under shrinkage(centered, ridge)."""
+    return _precision(centered.T @ centered / centered.shape[0], shrinkage(centered, ridge))
 
 
 def _squared_distances(x: np.ndarray, means: np.ndarray, precision: np.ndarray) -> np.ndarray:
@@ -219,9 +258,12 @@ def mahalanobis_scores(
     train_feats: np.ndarray,
     train_labels: np.ndarray,
     test_feats: np.ndarray,
-    ridge: float = 0.0,
+    ridge: float | str = 0.0,
 ) -> MahalanobisScores:
-    """MD = min_k MD_k (shared covariance) and RMD = min_k (MD_k - MD_0), in float64, pinv-stable."""
+    """MD = min_k MD_k (shared covariance) and RMD = min_k (MD_k - MD_0), in float64, one estimator for both.
+
+    `ridge` (relative, or "ledoit-wolf") is fixed once from the within-class residuals and applied
+    as the same absolute amount to the within-class and the background covariance."""
     x = _finite_array(train_feats, "train_feats", ndim=2)
     z = _finite_array(test_feats, "test_feats", ndim=2)
     y = np.asarray(train_labels)
@@ -229,12 +271,12 @@ def mahalanobis_scores(
         raise ValueError(f"train_labels needs one label per training row, got {y.shape} for {x.shape[0]} rows")
     if z.shape[1] != x.shape[1]:
         raise ValueError(f"test_feats has {z.shape[1]} features, train_feats has {x.shape[1]}")
-    if ridge < 0:
-        raise ValueError(f"ridge must be >= 0, got {ridge}")
     means, inverse = class_gaussians(x, y)
-    class_precision = _gaussian_precision(x - means[inverse], ridge)
-    md_k = _squared_distances(z, means, class_precision)
-    md_0 = gaussian_distance(x, z, ridge)
+    within = x - means[inverse]
+    estimator = shrinkage(within, ridge)
+    mean0 = x.mean(axis=0, keepdims=True)
+    md_k = _squared_distances(z, means, _precision(within.T @ within / len(x), estimator))
+    md_0 = _squared_distances(z, mean0, _precision((x - mean0).T @ (x - mean0) / len(x), estimator))[:, 0]
     return MahalanobisScores(md=md_k.min(axis=1), rmd=(md_k - md_0[:, None]).min(axis=1))
 
 
@@ -247,7 +289,7 @@ def class_gaussians(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return means / counts[:, None], inverse
 
 
-def gaussian_distance(train_feats: np.ndarray, test_feats: np.ndarray, ridge: float = 0.0) -> np.ndarray:
+def gaussian_distance(train_feats: np.ndarray, test_feats: np.ndarray, ridge: float | str = 0.0) -> np.ndarray:
     """Squared Mahalanobis distance of each test row to one Gaussian (1/N covariance) fitted on train_feats."""
     x = _finite_array(train_feats, "train_feats", ndim=2)
     z = _finite_array(test_feats, "test_feats", ndim=2)
