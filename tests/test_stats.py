@@ -389,3 +389,30 @@ def test_paired_seed_diff_is_seed_summary_of_differences() -> None:
     assert diff.method == "paired difference over 4 seeds, t interval"
     with pytest.raises(ValueError, match="one value per seed"):
         stats.paired_seed_diff(a, b[:3])
+
+
+def test_seeds_and_items_auc_estimate_and_degenerate_cases() -> None:
+    rng = np.random.default_rng(11)
+    y, a, b = correlated_scores(rng, 300)
+    one = stats.seeds_and_items_auc(y, a[None], b[None], n_resamples=400, seed=3)
+    direct = stats.paired_bootstrap_diff(stats.fast_auc, y, a, b, n_resamples=400, seed=3)
+    assert one.estimate == pytest.approx(direct.estimate, abs=1e-12)
+    assert one.high - one.low == pytest.approx(direct.high - direct.low, rel=0.25)  # one seed: items only
+    three = stats.seeds_and_items_auc(y, np.stack([a, a + 0.3 * rng.normal(size=a.size), a]), n_resamples=200)
+    expected = np.mean([stats.fast_auc(y, s) for s in (a, a, a)])
+    assert three.method.startswith("bootstrap over 300 test items (within class) and 3 seeds")
+    assert abs(three.estimate - expected) < 0.02
+
+
+def test_seeds_and_items_auc_covers_the_mean_over_seeds() -> None:
+    """Seeds shift each model's AUC; the interval of the seed mean covers the expected AUC difference."""
+    truth = binormal_auc(1.0) - binormal_auc(0.7)
+    rng = np.random.default_rng(21)
+    hits = 0
+    for e in range(120):
+        y, a, b = correlated_scores(rng, 200)
+        jitter = rng.normal(scale=0.15, size=(5, 1))  # a seed moves method a's separation
+        a_by_seed = np.stack([a + j * np.where(y, 1.0, 0.0) for j in jitter[:, 0]])
+        b_by_seed = np.stack([b] * 5)
+        hits += stats.seeds_and_items_auc(y, a_by_seed, b_by_seed, n_resamples=200, seed=e).contains(truth)
+    assert 0.85 <= hits / 120 <= 0.995

@@ -31,6 +31,7 @@ __all__ = [
     "paired_seed_diff",
     "permutation_null",
     "seed_summary",
+    "seeds_and_items_auc",
     "threshold_attack_accuracy",
 ]
 
@@ -318,6 +319,42 @@ def paired_bootstrap_diff(
         dist = np.array([metric(y[idx], a[idx]) - metric(y[idx], b[idx]) for idx in draws], dtype=np.float64)
     estimate = metric(y, a) - metric(y, b)
     return _finish(estimate, dist, level, _describe(n, n_resamples, True, strata, unit))
+
+
+def seeds_and_items_auc(
+    labels: ArrayLike,
+    scores_a: np.ndarray,
+    scores_b: np.ndarray | None = None,
+    *,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    unit: str = "test items",
+) -> Interval:
+    """Mean over seeds of AUC(a_s) [- AUC(b_s)], resampling the shared test items (within class) and the seeds.
+
+    scores_a, scores_b: (seeds, items), every seed scored on the same items (one model per seed)."""
+    _check_level(level)
+    a = np.atleast_2d(np.asarray(scores_a, dtype=np.float64))
+    b = None if scores_b is None else np.atleast_2d(np.asarray(scores_b, dtype=np.float64))
+    if b is not None and b.shape != a.shape:
+        raise ValueError(f"scores_a and scores_b need the same (seeds, items) shape, got {a.shape} and {b.shape}")
+    y = _binary_labels(labels, a.shape[1])
+    aucs = [_WeightedAuc(y, row) for row in a]
+    bucs = [_WeightedAuc(y, row) for row in b] if b is not None else None
+    rng = np.random.default_rng(seed)
+    n_seeds, n = a.shape
+    ones = np.ones(n)
+
+    def value(weights: np.ndarray, picked: np.ndarray) -> float:
+        """The statistic on one resample of items (weights) and seeds (picked)."""
+        diffs = [aucs[s](weights) - (bucs[s](weights) if bucs else 0.0) for s in range(n_seeds)]
+        return float(np.mean(np.asarray(diffs)[picked]))
+
+    dist = np.array([value(np.bincount(idx, minlength=n).astype(np.float64), rng.integers(0, n_seeds, n_seeds))
+                     for idx in _resamples(n, y, n_resamples, rng)])
+    words = f"bootstrap over {n:,} {unit} (within class) and {n_seeds:,} seeds, {n_resamples:,} resamples"
+    return _finish(value(ones, np.arange(n_seeds)), dist, level, ("paired " if b is not None else "") + words)
 
 
 class _WeightedApfd:
