@@ -16,7 +16,7 @@ import torch
 from scipy import sparse
 
 from repro.deepgini import coverage as cv
-from repro.deepgini import nets, prioritizers, surprise
+from repro.deepgini import experiment, nets, prioritizers, surprise
 
 W = np.array([[1.0, -1.0, 0.5], [0.0, 1.0, 0.5]])
 TRAIN = np.maximum(np.array([[0, 0], [2, 0], [0, 2]], dtype=float) @ W, 0)
@@ -72,9 +72,23 @@ def test_tknc() -> None:
     assert covered(cv.tknc_items(TEST, np.array([0, 0, 1]), 1)) == [{0, 2}, {0, 2}, {1, 2}]
 
 
-def test_surprise_buckets() -> None:
-    items = cv.bucket_items(np.array([0.1, 0.5, 0.99, 1.5]), 4, 1.0)
-    assert covered(items) == [{0}, {2}, {3}, set()]
+def test_surprise_buckets_with_negative_values() -> None:
+    # edges linspace(-3, 2, 6) = -3, -2, -1, 0, 1, 2: item = number of edges <= v (np.digitize);
+    # -4 is below the lower bound (item 0), 2 and 5 are at or above the upper bound (item 6)
+    items = cv.bucket_items(np.array([-4.0, -3.0, -1.0, 0.5, 2.0, 5.0]), 6, -3.0, 2.0)
+    assert items.shape == (6, 7)
+    assert covered(items) == [{0}, {1}, {3}, {4}, {6}, {6}]
+
+
+def test_surprise_buckets_at_the_call_site_use_the_artifact_range() -> None:
+    # lower = the set's minimum, upper 100 (LSC) or 2 (DSC), 1000 edges, so the step is (upper - lower) / 999
+    lsa_values, dsa_values = np.array([-50.0, -20.0, 100.0, 150.0]), np.array([0.1, 0.5, 2.0, 3.0])
+    s = experiment.Subject(np.zeros((4, 2)), np.zeros((4, 3)), cv.fit_stats(TRAIN, LAYER), lsa_values, dsa_values, {})
+    lsc = experiment.items_for("LSC", 0.0, s)
+    # -20: edges up to -50 + 199 * 150/999 = -20.12 are <= -20, edge 200 is -19.97
+    assert lsc.shape == (4, 1001) and covered(lsc) == [{1}, {200}, {1000}, {1000}]
+    # 0.5: edge 210 is 0.1 + 210 * 1.9/999 = 0.4994, edge 211 is 0.5013
+    assert covered(experiment.items_for("DSC", 0.0, s)) == [{1}, {211}, {1000}, {1000}]
 
 
 def test_ctm_sorts_by_own_coverage(stats) -> None:

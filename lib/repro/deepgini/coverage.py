@@ -103,12 +103,20 @@ def tknc_items(acts: np.ndarray, layer: np.ndarray, k: int) -> sparse.csr_matrix
     return _dense_incidence(covered)
 
 
-def bucket_items(values: np.ndarray, n_buckets: int, upper: float) -> sparse.csr_matrix:
-    """Surprise coverage (LSC/DSC): value v covers bucket floor(v / upper * n) of [0, upper); others none."""
+def _digitize(values: np.ndarray, lower: float, upper: float, n_edges: int) -> np.ndarray:
+    """Index of `values` among n_edges equal-spaced edges of [lower, upper]: 0 below, n_edges at or above upper."""
+    return np.digitize(values, np.linspace(lower, upper, n_edges)).astype(np.int64)
+
+
+# The artifact (metrics.py, LSC.rank_fast / DSC.rank_fast / get_rate) buckets a score with
+# np.digitize(score, np.linspace(min of the prioritized set's scores, u, k_bins)): k_bins - 1
+# in-range buckets, bucket 0 below the lower bound and bucket k_bins at or above u, so every test
+# covers exactly one bucket, out-of-range ones the edge buckets. u is 100 for LSC
+# (exp_apfd/exp_y_sa.py, exp_sa) and 2 for DSC (the DSC class default), with k_bins = 1000.
+def bucket_items(values: np.ndarray, n_buckets: int, lower: float, upper: float) -> sparse.csr_matrix:
+    """Surprise coverage (LSC/DSC) as the artifact: item = np.digitize(v, linspace(lower, upper, n_buckets))."""
     v = np.asarray(values, dtype=np.float64)
-    keep = np.flatnonzero((v >= 0) & (v < upper))
-    bucket = (v[keep] / upper * n_buckets).astype(np.int64)
-    return _incidence(keep, bucket, v.size, n_buckets)
+    return _incidence(np.arange(v.size), _digitize(v, lower, upper, n_buckets), v.size, n_buckets + 1)
 
 
 def ctm_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
