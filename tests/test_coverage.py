@@ -46,11 +46,19 @@ def test_nac(stats) -> None:
     assert covered(cv.nac_items(TEST, stats, 0.75)) == [set(), {0, 2}, {1, 2}]
 
 
-def test_kmnc(stats) -> None:
+def test_kmnc_has_k_minus_1_sections_and_two_out_of_range_bins(stats) -> None:
+    # the artifact's KMNC(4): edges linspace(low, high, 4) are 0, 2/3, 4/3, 2 (neurons 0, 1) and 0, 1/3, 2/3, 1
+    # (neuron 2); bin = number of edges <= a: 0 below the training min, 1..3 inside, 4 at or above the training max.
+    # item = neuron * 5 + bin
     items = cv.kmnc_items(TEST, stats, 4)
-    # item = neuron * k + section; out-of-range values (1.4) cover no section
-    assert items.shape == (3, 12)
-    assert covered(items) == [{2, 4, 10}, {4}, {0, 7, 11}]
+    assert items.shape == (3, 15)
+    # test 0 (1, 0, 0.5): bins 2, 1, 2; test 1 (2.8, 0, 1.4): bins 4, 1, 4; test 2 (0, 1.8, 0.9): bins 1, 3, 3
+    assert covered(items) == [{2, 6, 12}, {4, 6, 14}, {1, 8, 13}]
+    # below the minimum -> bin 0; exactly the training maximum -> the upper out-of-range bin 4
+    assert covered(cv.kmnc_items(np.array([[-1.0, 2.0, 1.0]]), stats, 4)) == [{0, 9, 14}]
+    # a constant neuron (low = high = 3): bin 0 below 3, bin k at or above it
+    flat = cv.fit_stats(np.array([[3.0], [3.0]]), np.zeros(1, dtype=int))
+    assert covered(cv.kmnc_items(np.array([[2.0], [3.0], [4.0]]), flat, 4)) == [{0}, {4}, {4}]
 
 
 def test_nbc_and_snac(stats) -> None:

@@ -58,18 +58,30 @@ def scaled(acts: np.ndarray, stats: NeuronStats) -> np.ndarray:
     return (np.asarray(acts, dtype=np.float64) - stats.low) / span
 
 
+def _digitize(values: np.ndarray, lower: float, upper: float, n_edges: int) -> np.ndarray:
+    """Index of `values` among n_edges equal-spaced edges of [lower, upper]: 0 below, n_edges at or above upper."""
+    return np.digitize(values, np.linspace(lower, upper, n_edges)).astype(np.int64)
+
+
 def nac_items(acts: np.ndarray, stats: NeuronStats, threshold: float) -> sparse.csr_matrix:
     """NAC(t): neuron j covered when its training-range-scaled activation exceeds t (no sigmoid)."""
     return _dense_incidence(scaled(acts, stats) > threshold)
 
 
+# The artifact's KMNC (metrics.py, kmnc.rank_fast and kmnc.fit) digitizes each neuron's activation
+# with np.digitize(a, np.linspace(train min, train max, k_bins)): k_bins - 1 equal in-range sections
+# (1 .. k_bins - 1), bin 0 below the training minimum and bin k_bins at or above the training
+# maximum (the maximum itself included), i.e. k_bins + 1 bins per neuron; every test covers one bin
+# of every neuron. A constant neuron has bin 0 below its value and bin k_bins at or above it.
 def kmnc_items(acts: np.ndarray, stats: NeuronStats, k: int) -> sparse.csr_matrix:
-    """KMNC(k): item (j, s) covered when neuron j falls in section s of k equal sections of its training range."""
-    s = scaled(acts, stats)
-    inside = (s >= 0) & (s <= 1) & (stats.high > stats.low)
-    rows, neurons = np.nonzero(inside)
-    section = np.minimum((s[rows, neurons] * k).astype(np.int64), k - 1)
-    return _incidence(rows, neurons * k + section, s.shape[0], s.shape[1] * k)
+    """KMNC(k) as the artifact: item (j, b), b = np.digitize(a_j, linspace(low_j, high_j, k)), k + 1 per neuron."""
+    a = np.asarray(acts, dtype=np.float64)
+    n, m = a.shape
+    item = np.empty((n, m), dtype=np.int64)
+    for j in range(m):  # one linspace per neuron, as the artifact (bit-identical edges)
+        item[:, j] = j * (k + 1) + _digitize(a[:, j], stats.low[j], stats.high[j], k)
+    indptr = np.arange(0, n * m + 1, m, dtype=np.int64)
+    return sparse.csr_matrix((np.ones(n * m, dtype=np.int8), item.ravel(), indptr), shape=(n, m * (k + 1)))
 
 
 def _corners(acts: np.ndarray, stats: NeuronStats, k: float, lower: bool) -> sparse.csr_matrix:
@@ -101,11 +113,6 @@ def tknc_items(acts: np.ndarray, layer: np.ndarray, k: int) -> sparse.csr_matrix
         np.put_along_axis(block, top, True, axis=1)
         covered[:, idx] = block
     return _dense_incidence(covered)
-
-
-def _digitize(values: np.ndarray, lower: float, upper: float, n_edges: int) -> np.ndarray:
-    """Index of `values` among n_edges equal-spaced edges of [lower, upper]: 0 below, n_edges at or above upper."""
-    return np.digitize(values, np.linspace(lower, upper, n_edges)).astype(np.int64)
 
 
 # The artifact (metrics.py, LSC.rank_fast / DSC.rank_fast / get_rate) buckets a score with
