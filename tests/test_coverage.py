@@ -115,6 +115,30 @@ def test_cam_picks_additional_coverage(stats) -> None:
     assert len(firsts) > 1, "the start is a seeded random choice among tied tests, not always the first file row"
 
 
+# 5 tests, 4 items: t0 {0}, t1 {0,1,2}, t2 {1}, t3 {2,3}, t4 {1,2}. Gains 1, 3, 1, 2, 2: CAM picks t1 (gain 3),
+# then t3 (the only one with a new item, 3) and reaches full coverage; t0, t2 and t4 are leftovers.
+LEFTOVER_ITEMS = sparse.csr_matrix(np.array([[1, 0, 0, 0], [1, 1, 1, 0], [0, 1, 0, 0], [0, 0, 1, 1], [0, 1, 1, 0]]))
+LEFTOVER_WRONG = np.array([True, False, True, False, False])  # t0 and t2 misclassified, t4 correct
+
+
+@pytest.mark.parametrize("cam", [cv.cam_order, cv.cam_order_naive])
+def test_cam_leftovers_ctm_mode(cam) -> None:
+    # leftovers by own coverage: t4 (2 items) before t0 and t2 (1 item each, seeded tie)
+    orders = {tuple(cam(LEFTOVER_ITEMS, seed).tolist()) for seed in range(20)}
+    assert orders == {(1, 3, 4, 0, 2), (1, 3, 4, 2, 0)}
+
+
+@pytest.mark.parametrize("cam", [cv.cam_order, cv.cam_order_naive])
+def test_cam_leftovers_artifact_mode_is_worst_first(cam) -> None:
+    # the artifact's stable sort keeps its worst-first order: correct leftovers (t4), then misclassified (t0, t2),
+    # each by test index, whatever the seed
+    for seed in range(5):
+        assert cam(LEFTOVER_ITEMS, seed, "artifact", LEFTOVER_WRONG).tolist() == [1, 3, 4, 0, 2]
+    assert cam(LEFTOVER_ITEMS, 0, "artifact", ~LEFTOVER_WRONG).tolist() == [1, 3, 0, 2, 4]
+    with pytest.raises(ValueError, match="misclassified"):
+        cam(LEFTOVER_ITEMS, 0, "artifact")
+
+
 @pytest.mark.parametrize("seed", range(15))
 def test_cam_incremental_equals_naive_rescan(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -123,6 +147,9 @@ def test_cam_incremental_equals_naive_rescan(seed: int) -> None:
     fast, slow = cv.cam_order(items, seed), cv.cam_order_naive(items, seed)
     assert fast.tolist() == slow.tolist()
     assert sorted(fast.tolist()) == list(range(60))
+    wrong = rng.random(60) < 0.3
+    fast, slow = cv.cam_order(items, seed, "artifact", wrong), cv.cam_order_naive(items, seed, "artifact", wrong)
+    assert fast.tolist() == slow.tolist()
 
 
 def test_softmax_scores_by_hand() -> None:

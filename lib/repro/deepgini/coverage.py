@@ -10,6 +10,7 @@ rescanning every test at every step.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy import sparse
@@ -17,7 +18,7 @@ from scipy import sparse
 from .prioritizers import seeded_order
 
 __all__ = [
-    "NeuronStats", "bucket_items", "cam_order", "cam_order_naive", "ctm_order", "fit_stats",
+    "Leftovers", "NeuronStats", "bucket_items", "cam_order", "cam_order_naive", "ctm_order", "fit_stats",
     "kmnc_items", "nac_items", "nbc_items", "snac_items", "tknc_items",
 ]
 
@@ -131,12 +132,33 @@ def ctm_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
     return seeded_order(np.diff(items.indptr), seed)
 
 
-def _leftovers(order: list[int], items: sparse.csr_matrix, seed: int) -> np.ndarray:
-    """Append the tests CAM never picked, by their own coverage (CTM) with seeded ties."""
+Leftovers = Literal["ctm", "artifact"]
+
+
+# How the artifact orders the tests its greedy CAM never picked (exp_apfd/statistic_apfd_figure.py):
+# they get cam = 0 in the result CSV, and Item.get_order maps that to 500000 + the test's CTM rank
+# (NAC, NBC, SNAC), 500000 + a random.randint (LSC, DSC), or a constant 500000 for TKNC and KMNC,
+# whose ctm column is all zero. get_apfd sorts the same list first by best(), then by worst() and
+# only then by get_order, and Python's sort is stable: tied leftovers keep the worst() order, i.e.
+# correctly classified tests first, then misclassified ones, each in test-index order. This
+# worst-first tail is why the artifact's TKNC(1)-CAM APFD is 0.0000. "ctm" is our default (own
+# coverage, seeded ties); "artifact" reproduces the TKNC/KMNC tail.
+def _tail(rest: np.ndarray, items: sparse.csr_matrix, seed: int, leftovers: Leftovers,
+          misclassified: np.ndarray | None) -> np.ndarray:
+    """The never-picked tests `rest` (ascending) in the order of the `leftovers` mode."""
+    if leftovers == "ctm":
+        return rest[ctm_order(items[rest], seed)]
+    if leftovers != "artifact" or misclassified is None:
+        raise ValueError(f"leftovers must be 'ctm' or 'artifact' (with misclassified), got {leftovers!r}")
+    return rest[np.argsort(np.asarray(misclassified, dtype=bool)[rest], kind="stable")]
+
+
+def _leftovers(order: list[int], items: sparse.csr_matrix, seed: int, leftovers: Leftovers,
+               misclassified: np.ndarray | None) -> np.ndarray:
+    """Append the tests CAM never picked, ordered by `_tail`."""
     chosen = np.asarray(order, dtype=np.int64)
     rest = np.setdiff1d(np.arange(items.shape[0]), chosen)
-    tail = rest[ctm_order(items[rest], seed)]
-    return np.concatenate([chosen, tail])
+    return np.concatenate([chosen, _tail(rest, items, seed, leftovers, misclassified)])
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -146,8 +168,9 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.arange(lens.sum()) - offsets + np.repeat(starts, lens)
 
 
-def cam_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
-    """Coverage-additional greedy order with seeded ties and incremental gain updates."""
+def cam_order(items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm",
+              misclassified: np.ndarray | None = None) -> np.ndarray:
+    """Coverage-additional greedy order (seeded ties, incremental gains), then the leftovers (see `_tail`)."""
     items = sparse.csr_matrix(items, dtype=np.int8)
     items.sum_duplicates()
     n = items.shape[0]
@@ -169,10 +192,11 @@ def cam_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
         drop = np.bincount(by_item.indices[_ranges(by_item.indptr[new], by_item.indptr[new + 1])], minlength=n)
         gain -= drop
         key -= drop
-    return _leftovers(order, items, seed)
+    return _leftovers(order, items, seed, leftovers, misclassified)
 
 
-def cam_order_naive(items: sparse.csr_matrix, seed: int) -> np.ndarray:
+def cam_order_naive(items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm",
+                    misclassified: np.ndarray | None = None) -> np.ndarray:
     """Reference CAM that recomputes every remaining test's gain at every step (for tests and benchmarks)."""
     dense = sparse.csr_matrix(items).toarray() > 0
     n = dense.shape[0]
@@ -189,4 +213,4 @@ def cam_order_naive(items: sparse.csr_matrix, seed: int) -> np.ndarray:
         order.append(best)
         remaining[best] = False
         covered |= dense[best]
-    return _leftovers(order, sparse.csr_matrix(dense.astype(np.int8)), seed)
+    return _leftovers(order, sparse.csr_matrix(dense.astype(np.int8)), seed, leftovers, misclassified)
