@@ -46,6 +46,13 @@ def test_nac(stats) -> None:
     assert covered(cv.nac_items(TEST, stats, 0.75)) == [set(), {0, 2}, {1, 2}]
 
 
+def test_nac_with_the_artifacts_sigmoid(stats) -> None:
+    # sigmoid > 0 always: NAC(0) covers every neuron; sigmoid(a) > 0.75 iff a > ln 3 = 1.0986
+    assert covered(cv.nac_items(TEST, stats, 0.0, "sigmoid")) == [{0, 1, 2}] * 3
+    # (1, 0, 0.5): none; (2.8, 0, 1.4): neurons 0 and 2; (0, 1.8, 0.9): neuron 1
+    assert covered(cv.nac_items(TEST, stats, 0.75, "sigmoid")) == [set(), {0, 2}, {1}]
+
+
 def test_kmnc_has_k_minus_1_sections_and_two_out_of_range_bins(stats) -> None:
     # the artifact's KMNC(4): edges linspace(low, high, 4) are 0, 2/3, 4/3, 2 (neurons 0, 1) and 0, 1/3, 2/3, 1
     # (neuron 2); bin = number of edges <= a: 0 below the training min, 1..3 inside, 4 at or above the training max.

@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 from scipy import sparse
+from scipy.special import expit
 
 from .prioritizers import seeded_order
 
@@ -64,9 +65,20 @@ def _digitize(values: np.ndarray, lower: float, upper: float, n_edges: int) -> n
     return np.digitize(values, np.linspace(lower, upper, n_edges)).astype(np.int64)
 
 
-def nac_items(acts: np.ndarray, stats: NeuronStats, threshold: float) -> sparse.csr_matrix:
-    """NAC(t): neuron j covered when its training-range-scaled activation exceeds t (no sigmoid)."""
-    return _dense_incidence(scaled(acts, stats) > threshold)
+# The artifact's NAC (metrics.py, class nac: __init__, rank_fast, rank_2) takes the layers chosen with
+# deepxplore=True in exp_apfd/exp_*.py gen_data (for LeNet: the raw Conv2D outputs before their ReLU,
+# the pooling outputs and the softmax layer), averages conv maps spatially and applies a sigmoid
+# 1 / (1 + exp(-x)) before comparing with t: NAC(0) covers every neuron on every test and NAC(0.75)
+# means x > ln 3. It has no training range. Our default ("range") thresholds the activation rescaled to
+# the training range; "sigmoid" applies the artifact's sigmoid to our activations, which are spatial
+# means of post-ReLU maps, so it matches the artifact on dense ReLU neurons but not on conv ones.
+def nac_items(acts: np.ndarray, stats: NeuronStats, threshold: float,
+              scale: Literal["range", "sigmoid"] = "range") -> sparse.csr_matrix:
+    """NAC(t): neuron covered when its activation, rescaled to the training range or sigmoid-squashed, exceeds t."""
+    if scale not in ("range", "sigmoid"):
+        raise ValueError(f"scale must be 'range' or 'sigmoid', got {scale!r}")
+    a = scaled(acts, stats) if scale == "range" else expit(np.asarray(acts, dtype=np.float64))
+    return _dense_incidence(a > threshold)
 
 
 # The artifact's KMNC (metrics.py, kmnc.rank_fast and kmnc.fit) digitizes each neuron's activation
