@@ -5,6 +5,13 @@ Every criterion turns an activation matrix (tests x neurons) into a sparse incid
 their own item count; CAM is the greedy "additional coverage" order, kept exact by decrementing
 the gain of only those tests that share a newly covered item (an inverted index), never by
 rescanning every test at every step.
+
+The artifact's greedy CAM (metrics.py, rank_fast of nac, nbc, kmnc; tknc.rank) differs in its ties: it starts
+from a test drawn uniformly at random (np.random.choice, unseeded) whatever its coverage, then scans the remaining
+tests in index order and keeps the first with the largest union (strict >), so ties go to the lowest index; it
+stops when no test adds coverage or one test is left (that last test is not appended). Its LSC/DSC "CAM"
+(LSC/DSC.rank_fast) is not greedy: one test per occupied bucket, drawn after np.random.seed(41), buckets in
+ascending order. We start from the largest gain and break every tie by a seeded permutation.
 """
 
 from __future__ import annotations
