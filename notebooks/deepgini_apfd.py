@@ -194,19 +194,25 @@ publish("adversarial", adversarial, view=by_attack.reset_index() if len(adversar
 # * **softmax scores**: DeepGini, max-softmax $1 - \max_i p_i$, margin $1 - (p_{(1)} - p_{(2)})$,
 #   entropy, and random;
 # * **coverage**, each as CTM (sort by the test's own coverage) and CAM (greedy additional
-#   coverage): NAC(0, 0.75) on activations rescaled to the training range, KMNC(k) on $k$ equal
-#   sections of that range, NBC(0, 0.5, 1) and SNAC(0, 0.5, 1) beyond max $+\,k\sigma$ (and below
-#   min $-\,k\sigma$ for NBC), TKNC(1, 2, 3) per layer (KMNC and TKNC as CAM only, as in the paper);
+#   coverage): NAC(0, 0.75) on activations rescaled to the training range, KMNC(k) on $k-1$ equal
+#   sections of that range plus a bin below its minimum and one at or above its maximum (the
+#   artifact's `np.digitize` bins), NBC(0, 0.5, 1) and SNAC(0, 0.5, 1) beyond max $+\,k\sigma$
+#   (and below min $-\,k\sigma$ for NBC), TKNC(1, 2, 3) per layer (KMNC and TKNC as CAM only, as in the paper);
 # * **surprise adequacy** on the last hidden layer: LSA (negative log KDE density among
 #   training traces of the predicted class) and DSA, each as a score (highest first), and LSC/DSC
-#   as CAM over 1000 buckets of $[0, \max]$.
+#   as CAM over the artifact's buckets: 1000 edges from the smallest value on the set to 100 (LSC)
+#   or 2 (DSC), values beyond either end in an edge bucket.
 #
 # What we do differently from the original artifact: NAC thresholds the rescaled activation
 # directly (the artifact applies a sigmoid first, which makes NAC(0) cover every neuron on any
-# test); every tie, including CAM's starting test, is broken by a seeded random permutation; and
-# when CAM runs out of additional coverage, the leftover tests follow in CTM order with seeded
-# ties instead of file order. CAM keeps a covered-items bitset and an inverted index, and after
-# each pick lowers the gain of only the tests that share a newly covered item.
+# test); every tie, including CAM's starting test, is broken by a seeded random permutation (the
+# artifact starts CAM from a random test and breaks ties by the lowest index); and when CAM runs
+# out of additional coverage, the leftover tests follow in CTM order with seeded ties. The
+# artifact appends them in CTM order for NAC, NBC and SNAC, at random for LSC and DSC, and for
+# TKNC and KMNC by a stable sort that keeps its worst-case order (correctly classified tests
+# first), which is why its TKNC(1)-CAM APFD is 0.0000 (`leftovers="artifact"` in
+# `coverage.cam_order` reproduces that tail). CAM keeps a covered-items bitset and an inverted
+# index, and after each pick lowers the gain of only the tests that share a newly covered item.
 
 # %%
 def forward(model, x):
@@ -549,9 +555,11 @@ say("Mean accuracy on held-out adversarial inputs, before retraining and after r
 #   C&W-L2 10 iterations × 3 binary-search steps; all untargeted.
 # * **Coverage.** Conv neurons are spatial means of feature maps (the paper's convention). NAC
 #   thresholds activations rescaled to the training range, without the artifact's sigmoid. KMNC
-#   and NAC ranges come from the whole training set. Ties, CAM's start and CAM's leftovers use a
-#   seeded random order, never file order. LSA/DSA use the last hidden layer and a seeded sample
-#   of training traces; LSC/DSC use 1000 buckets up to the largest value on the set.
+#   and NAC ranges come from the whole training set. Ties and CAM's start use a seeded random
+#   order; CAM's leftovers follow CTM with seeded ties (the artifact's TKNC/KMNC tail puts
+#   correctly classified tests first). LSA/DSA use the last hidden layer and a seeded sample
+#   of training traces; LSC/DSC use the artifact's 1000 edges from the smallest value on the set
+#   to 100 (LSC) or 2 (DSC).
 # * **Cost.** Seconds are measured on activation matrices already computed, in one process
 #   with `REPRO_THREADS` threads; the paper timed whole tools. The scaling curve tiles real
 #   activations with jitter above the real test-set size.

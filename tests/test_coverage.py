@@ -16,7 +16,7 @@ import torch
 from scipy import sparse
 
 from repro.deepgini import coverage as cv
-from repro.deepgini import nets, prioritizers, surprise
+from repro.deepgini import experiment, nets, prioritizers, surprise
 
 W = np.array([[1.0, -1.0, 0.5], [0.0, 1.0, 0.5]])
 TRAIN = np.maximum(np.array([[0, 0], [2, 0], [0, 2]], dtype=float) @ W, 0)
@@ -46,11 +46,26 @@ def test_nac(stats) -> None:
     assert covered(cv.nac_items(TEST, stats, 0.75)) == [set(), {0, 2}, {1, 2}]
 
 
-def test_kmnc(stats) -> None:
+def test_nac_with_the_artifacts_sigmoid(stats) -> None:
+    # sigmoid > 0 always: NAC(0) covers every neuron; sigmoid(a) > 0.75 iff a > ln 3 = 1.0986
+    assert covered(cv.nac_items(TEST, stats, 0.0, "sigmoid")) == [{0, 1, 2}] * 3
+    # (1, 0, 0.5): none; (2.8, 0, 1.4): neurons 0 and 2; (0, 1.8, 0.9): neuron 1
+    assert covered(cv.nac_items(TEST, stats, 0.75, "sigmoid")) == [set(), {0, 2}, {1}]
+
+
+def test_kmnc_has_k_minus_1_sections_and_two_out_of_range_bins(stats) -> None:
+    # the artifact's KMNC(4): edges linspace(low, high, 4) are 0, 2/3, 4/3, 2 (neurons 0, 1) and 0, 1/3, 2/3, 1
+    # (neuron 2); bin = number of edges <= a: 0 below the training min, 1..3 inside, 4 at or above the training max.
+    # item = neuron * 5 + bin
     items = cv.kmnc_items(TEST, stats, 4)
-    # item = neuron * k + section; out-of-range values (1.4) cover no section
-    assert items.shape == (3, 12)
-    assert covered(items) == [{2, 4, 10}, {4}, {0, 7, 11}]
+    assert items.shape == (3, 15)
+    # test 0 (1, 0, 0.5): bins 2, 1, 2; test 1 (2.8, 0, 1.4): bins 4, 1, 4; test 2 (0, 1.8, 0.9): bins 1, 3, 3
+    assert covered(items) == [{2, 6, 12}, {4, 6, 14}, {1, 8, 13}]
+    # below the minimum -> bin 0; exactly the training maximum -> the upper out-of-range bin 4
+    assert covered(cv.kmnc_items(np.array([[-1.0, 2.0, 1.0]]), stats, 4)) == [{0, 9, 14}]
+    # a constant neuron (low = high = 3): bin 0 below 3, bin k at or above it
+    flat = cv.fit_stats(np.array([[3.0], [3.0]]), np.zeros(1, dtype=int))
+    assert covered(cv.kmnc_items(np.array([[2.0], [3.0], [4.0]]), flat, 4)) == [{0}, {4}, {4}]
 
 
 def test_nbc_and_snac(stats) -> None:
@@ -72,9 +87,23 @@ def test_tknc() -> None:
     assert covered(cv.tknc_items(TEST, np.array([0, 0, 1]), 1)) == [{0, 2}, {0, 2}, {1, 2}]
 
 
-def test_surprise_buckets() -> None:
-    items = cv.bucket_items(np.array([0.1, 0.5, 0.99, 1.5]), 4, 1.0)
-    assert covered(items) == [{0}, {2}, {3}, set()]
+def test_surprise_buckets_with_negative_values() -> None:
+    # edges linspace(-3, 2, 6) = -3, -2, -1, 0, 1, 2: item = number of edges <= v (np.digitize);
+    # -4 is below the lower bound (item 0), 2 and 5 are at or above the upper bound (item 6)
+    items = cv.bucket_items(np.array([-4.0, -3.0, -1.0, 0.5, 2.0, 5.0]), 6, -3.0, 2.0)
+    assert items.shape == (6, 7)
+    assert covered(items) == [{0}, {1}, {3}, {4}, {6}, {6}]
+
+
+def test_surprise_buckets_at_the_call_site_use_the_artifact_range() -> None:
+    # lower = the set's minimum, upper 100 (LSC) or 2 (DSC), 1000 edges, so the step is (upper - lower) / 999
+    lsa_values, dsa_values = np.array([-50.0, -20.0, 100.0, 150.0]), np.array([0.1, 0.5, 2.0, 3.0])
+    s = experiment.Subject(np.zeros((4, 2)), np.zeros((4, 3)), cv.fit_stats(TRAIN, LAYER), lsa_values, dsa_values, {})
+    lsc = experiment.items_for("LSC", 0.0, s)
+    # -20: edges up to -50 + 199 * 150/999 = -20.12 are <= -20, edge 200 is -19.97
+    assert lsc.shape == (4, 1001) and covered(lsc) == [{1}, {200}, {1000}, {1000}]
+    # 0.5: edge 210 is 0.1 + 210 * 1.9/999 = 0.4994, edge 211 is 0.5013
+    assert covered(experiment.items_for("DSC", 0.0, s)) == [{1}, {211}, {1000}, {1000}]
 
 
 def test_ctm_sorts_by_own_coverage(stats) -> None:
@@ -93,6 +122,30 @@ def test_cam_picks_additional_coverage(stats) -> None:
     assert len(firsts) > 1, "the start is a seeded random choice among tied tests, not always the first file row"
 
 
+# 5 tests, 4 items: t0 {0}, t1 {0,1,2}, t2 {1}, t3 {2,3}, t4 {1,2}. Gains 1, 3, 1, 2, 2: CAM picks t1 (gain 3),
+# then t3 (the only one with a new item, 3) and reaches full coverage; t0, t2 and t4 are leftovers.
+LEFTOVER_ITEMS = sparse.csr_matrix(np.array([[1, 0, 0, 0], [1, 1, 1, 0], [0, 1, 0, 0], [0, 0, 1, 1], [0, 1, 1, 0]]))
+LEFTOVER_WRONG = np.array([True, False, True, False, False])  # t0 and t2 misclassified, t4 correct
+
+
+@pytest.mark.parametrize("cam", [cv.cam_order, cv.cam_order_naive])
+def test_cam_leftovers_ctm_mode(cam) -> None:
+    # leftovers by own coverage: t4 (2 items) before t0 and t2 (1 item each, seeded tie)
+    orders = {tuple(cam(LEFTOVER_ITEMS, seed).tolist()) for seed in range(20)}
+    assert orders == {(1, 3, 4, 0, 2), (1, 3, 4, 2, 0)}
+
+
+@pytest.mark.parametrize("cam", [cv.cam_order, cv.cam_order_naive])
+def test_cam_leftovers_artifact_mode_is_worst_first(cam) -> None:
+    # the artifact's stable sort keeps its worst-first order: correct leftovers (t4), then misclassified (t0, t2),
+    # each by test index, whatever the seed
+    for seed in range(5):
+        assert cam(LEFTOVER_ITEMS, seed, "artifact", LEFTOVER_WRONG).tolist() == [1, 3, 4, 0, 2]
+    assert cam(LEFTOVER_ITEMS, 0, "artifact", ~LEFTOVER_WRONG).tolist() == [1, 3, 0, 2, 4]
+    with pytest.raises(ValueError, match="misclassified"):
+        cam(LEFTOVER_ITEMS, 0, "artifact")
+
+
 @pytest.mark.parametrize("seed", range(15))
 def test_cam_incremental_equals_naive_rescan(seed: int) -> None:
     rng = np.random.default_rng(seed)
@@ -101,6 +154,9 @@ def test_cam_incremental_equals_naive_rescan(seed: int) -> None:
     fast, slow = cv.cam_order(items, seed), cv.cam_order_naive(items, seed)
     assert fast.tolist() == slow.tolist()
     assert sorted(fast.tolist()) == list(range(60))
+    wrong = rng.random(60) < 0.3
+    fast, slow = cv.cam_order(items, seed, "artifact", wrong), cv.cam_order_naive(items, seed, "artifact", wrong)
+    assert fast.tolist() == slow.tolist()
 
 
 def test_softmax_scores_by_hand() -> None:

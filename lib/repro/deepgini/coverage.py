@@ -5,19 +5,28 @@ Every criterion turns an activation matrix (tests x neurons) into a sparse incid
 their own item count; CAM is the greedy "additional coverage" order, kept exact by decrementing
 the gain of only those tests that share a newly covered item (an inverted index), never by
 rescanning every test at every step.
+
+The artifact's greedy CAM (metrics.py, rank_fast of nac, nbc, kmnc; tknc.rank) differs in its ties: it starts
+from a test drawn uniformly at random (np.random.choice, unseeded) whatever its coverage, then scans the remaining
+tests in index order and keeps the first with the largest union (strict >), so ties go to the lowest index; it
+stops when no test adds coverage or one test is left (that last test is not appended). Its LSC/DSC "CAM"
+(LSC/DSC.rank_fast) is not greedy: one test per occupied bucket, drawn after np.random.seed(41), buckets in
+ascending order. We start from the largest gain and break every tie by a seeded permutation.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy import sparse
+from scipy.special import expit
 
 from .prioritizers import seeded_order
 
 __all__ = [
-    "NeuronStats", "bucket_items", "cam_order", "cam_order_naive", "ctm_order", "fit_stats",
+    "Leftovers", "NeuronStats", "bucket_items", "cam_order", "cam_order_naive", "ctm_order", "fit_stats",
     "kmnc_items", "nac_items", "nbc_items", "snac_items", "tknc_items",
 ]
 
@@ -58,18 +67,41 @@ def scaled(acts: np.ndarray, stats: NeuronStats) -> np.ndarray:
     return (np.asarray(acts, dtype=np.float64) - stats.low) / span
 
 
-def nac_items(acts: np.ndarray, stats: NeuronStats, threshold: float) -> sparse.csr_matrix:
-    """NAC(t): neuron j covered when its training-range-scaled activation exceeds t (no sigmoid)."""
-    return _dense_incidence(scaled(acts, stats) > threshold)
+def _digitize(values: np.ndarray, lower: float, upper: float, n_edges: int) -> np.ndarray:
+    """Index of `values` among n_edges equal-spaced edges of [lower, upper]: 0 below, n_edges at or above upper."""
+    return np.digitize(values, np.linspace(lower, upper, n_edges)).astype(np.int64)
 
 
+# The artifact's NAC (metrics.py, class nac: __init__, rank_fast, rank_2) takes the layers chosen with
+# deepxplore=True in exp_apfd/exp_*.py gen_data (for LeNet: the raw Conv2D outputs before their ReLU,
+# the pooling outputs and the softmax layer), averages conv maps spatially and applies a sigmoid
+# 1 / (1 + exp(-x)) before comparing with t: NAC(0) covers every neuron on every test and NAC(0.75)
+# means x > ln 3. It has no training range. Our default ("range") thresholds the activation rescaled to
+# the training range; "sigmoid" applies the artifact's sigmoid to our activations, which are spatial
+# means of post-ReLU maps, so it matches the artifact on dense ReLU neurons but not on conv ones.
+def nac_items(acts: np.ndarray, stats: NeuronStats, threshold: float,
+              scale: Literal["range", "sigmoid"] = "range") -> sparse.csr_matrix:
+    """NAC(t): neuron covered when its activation, rescaled to the training range or sigmoid-squashed, exceeds t."""
+    if scale not in ("range", "sigmoid"):
+        raise ValueError(f"scale must be 'range' or 'sigmoid', got {scale!r}")
+    a = scaled(acts, stats) if scale == "range" else expit(np.asarray(acts, dtype=np.float64))
+    return _dense_incidence(a > threshold)
+
+
+# The artifact's KMNC (metrics.py, kmnc.rank_fast and kmnc.fit) digitizes each neuron's activation
+# with np.digitize(a, np.linspace(train min, train max, k_bins)): k_bins - 1 equal in-range sections
+# (1 .. k_bins - 1), bin 0 below the training minimum and bin k_bins at or above the training
+# maximum (the maximum itself included), i.e. k_bins + 1 bins per neuron; every test covers one bin
+# of every neuron. A constant neuron has bin 0 below its value and bin k_bins at or above it.
 def kmnc_items(acts: np.ndarray, stats: NeuronStats, k: int) -> sparse.csr_matrix:
-    """KMNC(k): item (j, s) covered when neuron j falls in section s of k equal sections of its training range."""
-    s = scaled(acts, stats)
-    inside = (s >= 0) & (s <= 1) & (stats.high > stats.low)
-    rows, neurons = np.nonzero(inside)
-    section = np.minimum((s[rows, neurons] * k).astype(np.int64), k - 1)
-    return _incidence(rows, neurons * k + section, s.shape[0], s.shape[1] * k)
+    """KMNC(k) as the artifact: item (j, b), b = np.digitize(a_j, linspace(low_j, high_j, k)), k + 1 per neuron."""
+    a = np.asarray(acts, dtype=np.float64)
+    n, m = a.shape
+    item = np.empty((n, m), dtype=np.int64)
+    for j in range(m):  # one linspace per neuron, as the artifact (bit-identical edges)
+        item[:, j] = j * (k + 1) + _digitize(a[:, j], stats.low[j], stats.high[j], k)
+    indptr = np.arange(0, n * m + 1, m, dtype=np.int64)
+    return sparse.csr_matrix((np.ones(n * m, dtype=np.int8), item.ravel(), indptr), shape=(n, m * (k + 1)))
 
 
 def _corners(acts: np.ndarray, stats: NeuronStats, k: float, lower: bool) -> sparse.csr_matrix:
@@ -103,12 +135,15 @@ def tknc_items(acts: np.ndarray, layer: np.ndarray, k: int) -> sparse.csr_matrix
     return _dense_incidence(covered)
 
 
-def bucket_items(values: np.ndarray, n_buckets: int, upper: float) -> sparse.csr_matrix:
-    """Surprise coverage (LSC/DSC): value v covers bucket floor(v / upper * n) of [0, upper); others none."""
+# The artifact (metrics.py, LSC.rank_fast / DSC.rank_fast / get_rate) buckets a score with
+# np.digitize(score, np.linspace(min of the prioritized set's scores, u, k_bins)): k_bins - 1
+# in-range buckets, bucket 0 below the lower bound and bucket k_bins at or above u, so every test
+# covers exactly one bucket, out-of-range ones the edge buckets. u is 100 for LSC
+# (exp_apfd/exp_y_sa.py, exp_sa) and 2 for DSC (the DSC class default), with k_bins = 1000.
+def bucket_items(values: np.ndarray, n_buckets: int, lower: float, upper: float) -> sparse.csr_matrix:
+    """Surprise coverage (LSC/DSC) as the artifact: item = np.digitize(v, linspace(lower, upper, n_buckets))."""
     v = np.asarray(values, dtype=np.float64)
-    keep = np.flatnonzero((v >= 0) & (v < upper))
-    bucket = (v[keep] / upper * n_buckets).astype(np.int64)
-    return _incidence(keep, bucket, v.size, n_buckets)
+    return _incidence(np.arange(v.size), _digitize(v, lower, upper, n_buckets), v.size, n_buckets + 1)
 
 
 def ctm_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
@@ -116,12 +151,33 @@ def ctm_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
     return seeded_order(np.diff(items.indptr), seed)
 
 
-def _leftovers(order: list[int], items: sparse.csr_matrix, seed: int) -> np.ndarray:
-    """Append the tests CAM never picked, by their own coverage (CTM) with seeded ties."""
+Leftovers = Literal["ctm", "artifact"]
+
+
+# How the artifact orders the tests its greedy CAM never picked (exp_apfd/statistic_apfd_figure.py):
+# they get cam = 0 in the result CSV, and Item.get_order maps that to 500000 + the test's CTM rank
+# (NAC, NBC, SNAC), 500000 + a random.randint (LSC, DSC), or a constant 500000 for TKNC and KMNC,
+# whose ctm column is all zero. get_apfd sorts the same list first by best(), then by worst() and
+# only then by get_order, and Python's sort is stable: tied leftovers keep the worst() order, i.e.
+# correctly classified tests first, then misclassified ones, each in test-index order. This
+# worst-first tail is why the artifact's TKNC(1)-CAM APFD is 0.0000. "ctm" is our default (own
+# coverage, seeded ties); "artifact" reproduces the TKNC/KMNC tail.
+def _tail(rest: np.ndarray, items: sparse.csr_matrix, seed: int, leftovers: Leftovers,
+          misclassified: np.ndarray | None) -> np.ndarray:
+    """The never-picked tests `rest` (ascending) in the order of the `leftovers` mode."""
+    if leftovers == "ctm":
+        return rest[ctm_order(items[rest], seed)]
+    if leftovers != "artifact" or misclassified is None:
+        raise ValueError(f"leftovers must be 'ctm' or 'artifact' (with misclassified), got {leftovers!r}")
+    return rest[np.argsort(np.asarray(misclassified, dtype=bool)[rest], kind="stable")]
+
+
+def _leftovers(order: list[int], items: sparse.csr_matrix, seed: int, leftovers: Leftovers,
+               misclassified: np.ndarray | None) -> np.ndarray:
+    """Append the tests CAM never picked, ordered by `_tail`."""
     chosen = np.asarray(order, dtype=np.int64)
     rest = np.setdiff1d(np.arange(items.shape[0]), chosen)
-    tail = rest[ctm_order(items[rest], seed)]
-    return np.concatenate([chosen, tail])
+    return np.concatenate([chosen, _tail(rest, items, seed, leftovers, misclassified)])
 
 
 def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -131,8 +187,9 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.arange(lens.sum()) - offsets + np.repeat(starts, lens)
 
 
-def cam_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
-    """Coverage-additional greedy order with seeded ties and incremental gain updates."""
+def cam_order(items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm",
+              misclassified: np.ndarray | None = None) -> np.ndarray:
+    """Coverage-additional greedy order (seeded ties, incremental gains), then the leftovers (see `_tail`)."""
     items = sparse.csr_matrix(items, dtype=np.int8)
     items.sum_duplicates()
     n = items.shape[0]
@@ -154,10 +211,11 @@ def cam_order(items: sparse.csr_matrix, seed: int) -> np.ndarray:
         drop = np.bincount(by_item.indices[_ranges(by_item.indptr[new], by_item.indptr[new + 1])], minlength=n)
         gain -= drop
         key -= drop
-    return _leftovers(order, items, seed)
+    return _leftovers(order, items, seed, leftovers, misclassified)
 
 
-def cam_order_naive(items: sparse.csr_matrix, seed: int) -> np.ndarray:
+def cam_order_naive(items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm",
+                    misclassified: np.ndarray | None = None) -> np.ndarray:
     """Reference CAM that recomputes every remaining test's gain at every step (for tests and benchmarks)."""
     dense = sparse.csr_matrix(items).toarray() > 0
     n = dense.shape[0]
@@ -174,4 +232,4 @@ def cam_order_naive(items: sparse.csr_matrix, seed: int) -> np.ndarray:
         order.append(best)
         remaining[best] = False
         covered |= dense[best]
-    return _leftovers(order, sparse.csr_matrix(dense.astype(np.int8)), seed)
+    return _leftovers(order, sparse.csr_matrix(dense.astype(np.int8)), seed, leftovers, misclassified)

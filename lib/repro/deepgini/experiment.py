@@ -16,6 +16,9 @@ __all__ = ["SATraces", "Subject", "evaluate", "items_for", "method_table", "orde
 
 THRESHOLDS = {"NAC": (0.0, 0.75), "NBC": (0.0, 0.5, 1.0), "SNAC": (0.0, 0.5, 1.0), "TKNC": (1, 2, 3)}
 SC_BUCKETS = 1000
+# Upper bounds of the artifact's surprise coverage: u=100 for LSC (exp_apfd/exp_y_sa.py, exp_sa), the DSC class
+# default u=2 (metrics.py); the lower bound is the smallest value on the prioritized set (LSC/DSC.rank_fast).
+SC_UPPER = {"LSC": 100.0, "DSC": 2.0}
 
 
 @dataclass(frozen=True)
@@ -87,7 +90,7 @@ def items_for(criterion: str, arg: float, s: Subject):
     if criterion == "TKNC":
         return cv.tknc_items(s.acts, s.stats.layer, int(arg))
     values = s.lsa if criterion == "LSC" else s.dsa
-    return cv.bucket_items(values, SC_BUCKETS, float(values.max()) * (1 + 1e-9) or 1.0)
+    return cv.bucket_items(values, SC_BUCKETS, float(values.min()), SC_UPPER[criterion])
 
 
 def order_for(name: str, s: Subject, seed: int) -> np.ndarray:

@@ -1,4 +1,21 @@
-"""Surprise adequacy (Kim et al., ICSE'19): likelihood-based LSA and distance-based DSA on activation traces."""
+"""Surprise adequacy (Kim et al., ICSE'19): likelihood-based LSA and distance-based DSA on activation traces.
+
+What the DeepGini artifact does (metrics.py, classes LSC and DSC; exp_apfd/exp_y_sa.py, exp_sa), for comparison:
+
+* Classes of the training traces come from the training labels (Y_train), those of the tests from the model's
+  predictions; we group training traces by the model's predictions on them (SATraces.train_pred).
+* LSC takes the last layer of gen_data's list (index -1), which for the LeNets and ResNet-20 is the model's softmax
+  output (LSC.fit's comment: 10 columns); DSC takes the whole list (conv maps spatially averaged). We use the
+  last hidden layer for both.
+* LSC's variance filter is commented out in LSC._get_kdes (no column is removed); we drop columns whose
+  per-class training variance is at most `min_var`.
+* DSA as here: distance to the nearest same-class training trace x_a over the distance from x_a to the nearest
+  other-class training trace (DSC.fit).
+* Coverage (LSC/DSC.rank_fast) buckets the scores with np.digitize over linspace(min of the prioritized set's
+  scores, u, 1000), u = 100 (LSC) or 2 (DSC): see coverage.bucket_items.
+* NAC, not a surprise criterion, is where the artifact applies a sigmoid to raw layer outputs: see
+  coverage.nac_items.
+"""
 
 from __future__ import annotations
 
