@@ -244,12 +244,14 @@ def check_rmd_near_ood(result: dict) -> None:
     assert (params(result)["image_source"], params(result)["text_source"]) == ("hub", "hub")
     directions = {(r["setting"], r["in_dist"]): r for r in rows(result, "directions")}
     assert {("image-near", "CIFAR-10"), ("image-near", "CIFAR-100"), ("text-near", "CLINC150 in-scope")} <= set(directions)
-    assert directions["image-near", "CIFAR-100"]["classes_in"] == 100
-    assert directions["text-near", "CLINC150 in-scope"]["classes_in"] == 150
+    assert directions["image-near", "CIFAR-100"]["K"] == 100
+    assert directions["text-near", "CLINC150 in-scope"]["K"] == 150
     auroc = rows(result, "auroc")
     assert {r["setting"] for r in auroc} == {"image-near", "image-far", "text-near"}
-    assert all(0 <= r["auroc"] <= 1 for r in auroc)
+    assert all(r["ci_low"] <= r["auroc"] <= r["ci_high"] for r in auroc)
+    assert {r["K"] for r in rows(result, "k_sweep")} == {1, 2, 10}  # CIFAR-10 in: K up to 10; CIFAR-100 in: merged
     assert any(r["ours_auroc"] is not None for r in rows(result, "paper_comparison"))  # CIFAR-10 <-> CIFAR-100 is measured
+    assert {r["decision"] for r in rows(result, "verdict")} <= {"held", "not held", "inconclusive"}
 
 
 def check_crt_canary_exposure(result: dict) -> None:

@@ -140,3 +140,28 @@ def test_cached_weights_train_once_and_reload(tmp_path, monkeypatch) -> None:
     assert len(calls) == 1 and (was_cached_a, was_cached_b) == (False, True)
     np.testing.assert_allclose(training.predict(a, x)[1], training.predict(b, x)[1])
     assert len(list((tmp_path / "models").glob("cnn-*.pt"))) == 1
+
+
+def test_rmd_is_the_sum_of_its_discriminant_terms(gaussian_data) -> None:
+    x, y, z = gaussian_data
+    betas, terms = scores.discriminant_contributions(x, y, z)
+    assert betas.shape == (2,) and terms.shape == (40, 2)  # K = 3 classes: K - 1 = 2 directions
+    np.testing.assert_allclose(terms.sum(axis=1), metrics.mahalanobis_scores(x, y, z).rmd, rtol=1e-8, atol=1e-8)
+
+
+def test_random_merge_covers_every_group_and_the_k_sweep_ends() -> None:
+    from repro.rmd.experiment import random_merge
+
+    rng = np.random.default_rng(0)
+    for k in range(1, 6):
+        for _ in range(20):
+            groups = random_merge(5, k, rng)
+            assert sorted(set(groups)) == list(range(k))
+    assert (random_merge(5, 1, rng) == 0).all()
+
+
+def test_clp_probes_are_class_balanced() -> None:
+    rng = np.random.default_rng(1)
+    labels = np.r_[np.zeros(900, int), np.ones(30, int)]
+    idx = scores.balanced_bootstrap(labels, 50, rng)
+    assert np.bincount(labels[idx]).tolist() == [50, 50]

@@ -94,9 +94,6 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
 
 
 BIGBENCH_VERSION = "1.0.0"
-INTENT_TASK = "intent_recognition"
-# General-domain English sentences from the same sdist: the background set of input-RMD.
-BACKGROUND_TASKS = ("misconceptions", "disambiguation_qa", "implicatures")
 
 
 def bigbench_dir() -> Path:
@@ -106,8 +103,9 @@ def bigbench_dir() -> Path:
     return data_dir() / "bigbench"
 
 
-# Min-K% chapter: real benchmark items and human-written prose from the same sdist (stand-ins for the paper's sets).
-MINK_FILES = (
+# Real benchmark items and human-written prose from the same sdist: the Min-K% chapter's stand-ins for the paper's
+# sets, and the RMD chapter's text domains (squad_shifts questions).
+BIGBENCH_FILES = (
     "strategyqa/task.json", "social_iqa/task.json", "truthful_qa/task_mc.json",
     "squad_shifts/amazon_reviews_v1.0.json", "squad_shifts/new_wiki_v1.0.json",
     "squad_shifts/reddit_v1.0.json", "squad_shifts/nyt_v1.0.json",
@@ -119,7 +117,7 @@ def _bigbench_file(entry: str) -> str:
     return entry if "/" in entry else f"{entry}/task.json"
 
 
-def fetch_bigbench(entries: Sequence[str] = (INTENT_TASK, *BACKGROUND_TASKS, *MINK_FILES)) -> list[Path]:
+def fetch_bigbench(entries: Sequence[str] = BIGBENCH_FILES) -> list[Path]:
     """Extract task files (names or paths under benchmark_tasks/) from the PyPI bigbench sdist, kept only while copying."""
     import shutil
     import subprocess
@@ -156,23 +154,16 @@ def bigbench_json(entry: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _task_examples(task: str) -> list[dict]:
-    """The `examples` list of one extracted BIG-bench task."""
-    return bigbench_json(task)["examples"]
+SQUAD_DOMAINS = {"new_wiki": "Wikipedia", "nyt": "NYT", "reddit": "Reddit", "amazon_reviews": "Amazon"}
 
 
-def intents() -> tuple[list[str], np.ndarray, tuple[str, ...]]:
-    """BIG-bench intent_recognition (SNIPS-style): utterances, intent ids, intent names (sorted)."""
-    examples = _task_examples(INTENT_TASK)
-    names = tuple(sorted(examples[0]["target_scores"]))
-    texts = [e["input"].removeprefix("Utterance: ").strip() for e in examples]
-    labels = np.array([names.index(max(e["target_scores"], key=e["target_scores"].get)) for e in examples])
-    return texts, labels, names
-
-
-def general_sentences() -> list[str]:
-    """General-domain English inputs of BACKGROUND_TASKS, the background set of input-RMD."""
-    return [e["input"].strip() for task in BACKGROUND_TASKS for e in _task_examples(task)]
+def squad_questions(domain: str) -> list[str]:
+    """The distinct questions of one BIG-bench squad_shifts domain file, in file order."""
+    if domain not in SQUAD_DOMAINS:
+        raise ValueError(f"unknown squad_shifts domain {domain!r}: choose from {', '.join(SQUAD_DOMAINS)}")
+    questions = (q["question"].strip() for article in bigbench_json(f"squad_shifts/{domain}_v1.0.json")["data"]
+                 for paragraph in article["paragraphs"] for q in paragraph["qas"])
+    return list(dict.fromkeys(q for q in questions if q))
 
 
 def cifar(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:

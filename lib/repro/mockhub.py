@@ -763,9 +763,10 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
                       "attack_names": ["FGSM-0.01", "FGSM-0.1", "BIM"],  # JSMA, C&W: minutes per CIFAR image on a CPU
                       "sa_train": 50, "scaling_sizes": [100, 200], "naive_n": 50, "retrain_percents": [10],
                       "retrain_epochs": 1, "retrain_seeds": 1},
-    "rmd_near_ood": {"n_per_class": 20, "n_test_per_class": 10, "feat_dim": 16, "cnn_epochs": 1, "ae_epochs": 1,
-                     "text_epochs": 1, "ridges": [1e-4], "pc_ks": [2, 8], "bench_dims": [16], "bench_classes": [10],
-                     "clp_members": 1},
+    "rmd_near_ood": {"n_seeds": 1, "n_per_class": 20, "n_test_per_class": 10, "feat_dim": 16, "cnn_epochs": 1,
+                     "ae_epochs": 1, "text_epochs": 1, "text_train_per_domain": 30, "text_test_per_domain": 20,
+                     "ridges": [1e-4], "k_values": [1, 2, 10], "k_partitions": 1, "pc_ks": [2, 8], "bench_dims": [16],
+                     "bench_classes": [10], "clp_members": 1, "clp_per_class": 10, "n_boot": 50},
     "crt_canary_exposure": {"n_dialogues": 20, "n_test": 10, "canary_copies": 2, "gammas": [0.0, 0.5], "emb": 8,
                             "hidden": 8, "epochs": 1, "gpt_epochs": 1, "gpt_gammas": [0.0, 0.5],
                             "epsilons": [3.0],  # the target epsilon only: Fig. 2 trains no extra DP models

@@ -51,3 +51,10 @@ def set_up() -> None:
     quiet_cells()
     plain_progress_bars()
     legible_figures()
+
+
+def say(markdown: str) -> None:
+    """Show prose whose numbers come from this run's results, as Markdown on the page (plain text in a terminal)."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(markdown))

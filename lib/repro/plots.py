@@ -36,3 +36,17 @@ def apfd_area(ax, new_faults: Sequence[int] | np.ndarray, label: str, shade: boo
         ax.fill_between(x, y, step="post", alpha=0.2, color=line.get_color())
     ax.set(xlabel="fraction of tests run", ylabel="fraction of faults found", xlim=(0, 1), ylim=(0, 1.02))
     return ax
+
+
+def interval_points(ax, frame, x: str, y: str, low: str, high: str, hue: str, colors: dict, dodge: float = 0.25):
+    """Points with 95 % interval bars, one colour per `hue` value, dodged side by side at each category of `x`."""
+    cats = list(dict.fromkeys(frame[x]))
+    levels = list(dict.fromkeys(frame[hue]))
+    offsets = np.linspace(-dodge, dodge, len(levels)) if len(levels) > 1 else np.zeros(1)
+    for off, level in zip(offsets, levels):
+        sub = frame[frame[hue] == level]
+        pos = np.array([cats.index(c) for c in sub[x]]) + off
+        err = np.vstack([sub[y] - sub[low], sub[high] - sub[y]])
+        ax.errorbar(pos, sub[y], yerr=err, fmt="o", color=colors.get(level), label=level, capsize=3, ms=5)
+    ax.set_xticks(range(len(cats)), cats)
+    return ax

@@ -32,6 +32,7 @@ __all__ = [
     "permutation_null",
     "seed_summary",
     "seeds_and_items_auc",
+    "seeds_and_items_contrast",
     "threshold_attack_accuracy",
 ]
 
@@ -321,40 +322,45 @@ def paired_bootstrap_diff(
     return _finish(estimate, dist, level, _describe(n, n_resamples, True, strata, unit))
 
 
-def seeds_and_items_auc(
+def seeds_and_items_contrast(
     labels: ArrayLike,
-    scores_a: np.ndarray,
-    scores_b: np.ndarray | None = None,
+    terms: Sequence[tuple[float, np.ndarray]],
     *,
     n_resamples: int = 2000,
     level: float = 0.95,
     seed: int = 0,
     unit: str = "test items",
 ) -> Interval:
-    """Mean over seeds of AUC(a_s) [- AUC(b_s)], resampling the shared test items (within class) and the seeds.
+    """Mean over seeds of sum_j w_j AUC(scores_j[s]), resampling the shared test items (within class) and the seeds.
 
-    scores_a, scores_b: (seeds, items), every seed scored on the same items (one model per seed)."""
+    terms: (weight, scores of shape (seeds, items)); every seed and term is scored on the same items."""
     _check_level(level)
-    a = np.atleast_2d(np.asarray(scores_a, dtype=np.float64))
-    b = None if scores_b is None else np.atleast_2d(np.asarray(scores_b, dtype=np.float64))
-    if b is not None and b.shape != a.shape:
-        raise ValueError(f"scores_a and scores_b need the same (seeds, items) shape, got {a.shape} and {b.shape}")
-    y = _binary_labels(labels, a.shape[1])
-    aucs = [_WeightedAuc(y, row) for row in a]
-    bucs = [_WeightedAuc(y, row) for row in b] if b is not None else None
+    arrays = [np.atleast_2d(np.asarray(t, dtype=np.float64)) for _, t in terms]
+    if not arrays or any(a.shape != arrays[0].shape for a in arrays):
+        raise ValueError(f"every term needs the same (seeds, items) shape, got {[a.shape for a in arrays]}")
+    n_seeds, n = arrays[0].shape
+    y = _binary_labels(labels, n)
+    aucs = [[(w, _WeightedAuc(y, a[s])) for (w, _), a in zip(terms, arrays)] for s in range(n_seeds)]
     rng = np.random.default_rng(seed)
-    n_seeds, n = a.shape
-    ones = np.ones(n)
 
     def value(weights: np.ndarray, picked: np.ndarray) -> float:
         """The statistic on one resample of items (weights) and seeds (picked)."""
-        diffs = [aucs[s](weights) - (bucs[s](weights) if bucs else 0.0) for s in range(n_seeds)]
-        return float(np.mean(np.asarray(diffs)[picked]))
+        per_seed = np.array([sum(w * auc(weights) for w, auc in seed_terms) for seed_terms in aucs])
+        return float(per_seed[picked].mean())
 
     dist = np.array([value(np.bincount(idx, minlength=n).astype(np.float64), rng.integers(0, n_seeds, n_seeds))
                      for idx in _resamples(n, y, n_resamples, rng)])
-    words = f"bootstrap over {n:,} {unit} (within class) and {n_seeds:,} seeds, {n_resamples:,} resamples"
-    return _finish(value(ones, np.arange(n_seeds)), dist, level, ("paired " if b is not None else "") + words)
+    paired = "paired " if len(terms) > 1 else ""
+    words = f"{paired}bootstrap over {n:,} {unit} (within class) and {n_seeds:,} seeds, {n_resamples:,} resamples"
+    return _finish(value(np.ones(n), np.arange(n_seeds)), dist, level, words)
+
+
+def seeds_and_items_auc(
+    labels: ArrayLike, scores_a: np.ndarray, scores_b: np.ndarray | None = None, **options: object
+) -> Interval:
+    """Mean over seeds of AUC(a_s), or of AUC(a_s) - AUC(b_s): seeds_and_items_contrast of one or two terms."""
+    terms = [(1.0, scores_a)] + ([(-1.0, scores_b)] if scores_b is not None else [])
+    return seeds_and_items_contrast(labels, terms, **options)
 
 
 class _WeightedApfd:

@@ -98,18 +98,50 @@ def pc_sweep(train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.n
     return rows
 
 
-def confusion_log_probability(train_feats: np.ndarray, train_labels: np.ndarray, in_classes: Sequence[int],
-                              ood_feats: np.ndarray, members: int = 5, seed: int = 0) -> float:
-    """CLP (Winkens et al. 2020): log of the mean ensemble probability that OOD samples get on inlier classes.
+def balanced_bootstrap(labels: np.ndarray, per_class: int, rng: np.random.Generator) -> np.ndarray:
+    """Row indices drawn with replacement, `per_class` of every class (so a large class cannot swamp a small one)."""
+    return np.concatenate([rng.choice(np.flatnonzero(labels == c), size=per_class, replace=True)
+                           for c in np.unique(labels)])
 
-    Each member's probabilities are placed in the columns of its own classes: a bootstrap can miss a rare class."""
+
+def inlier_mass(train_feats: np.ndarray, train_labels: np.ndarray, in_classes: Sequence[int], ood_feats: np.ndarray,
+                members: int = 5, per_class: int = 500, seed: int = 0) -> np.ndarray:
+    """Per OOD row, the ensemble's mean probability on the inlier classes (probes on class-balanced bootstraps)."""
     classes = np.unique(train_labels)
     probs = np.zeros((len(ood_feats), len(classes)))
+    rng = np.random.default_rng(seed)
     for m in range(members):
-        probe = linear_probe(train_feats, train_labels, seed + m, bootstrap=True)
+        idx = balanced_bootstrap(train_labels, per_class, rng)
+        probe = linear_probe(train_feats[idx], train_labels[idx], seed + m)
         probs[:, np.searchsorted(classes, probe.classes_)] += probe.predict_proba(ood_feats) / members
-    inlier = np.isin(classes, np.asarray(in_classes))
-    return float(np.log(probs[:, inlier].sum(axis=1).mean()))
+    return probs[:, np.isin(classes, np.asarray(in_classes))].sum(axis=1)
+
+
+def confusion_log_probability(train_feats: np.ndarray, train_labels: np.ndarray, in_classes: Sequence[int],
+                              ood_feats: np.ndarray, members: int = 5, seed: int = 0, per_class: int = 500) -> float:
+    """CLP (Winkens et al. 2020): log of the mean ensemble probability that OOD samples get on inlier classes."""
+    return float(np.log(inlier_mass(train_feats, train_labels, in_classes, ood_feats, members, per_class, seed).mean()))
+
+
+def discriminant_contributions(train_feats: np.ndarray, train_labels: np.ndarray,
+                               test_feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """RMD split over the K-1 discriminant directions: their between/within ratios and each test point's terms.
+
+    With V^T W V = I and V^T T V = diag(1 + beta) (W within-class, T total covariance), RMD_k(z) =
+    sum_i (v_i^T (z - mu_k))^2 - (v_i^T (z - mu))^2 / (1 + beta_i); a direction with beta_i = 0 adds nothing."""
+    from scipy.linalg import eigh
+
+    means, cov = shared_covariance(train_feats, train_labels)
+    mean0 = train_feats.mean(axis=0)
+    total = np.cov(train_feats, rowvar=False, bias=True)
+    ratios, vecs = eigh(total, cov)
+    keep = np.argsort(ratios)[::-1][: len(means) - 1]
+    betas, vecs = ratios[keep] - 1.0, vecs[:, keep]
+    to_class = ((test_feats[:, None, :] - means[None]) @ vecs) ** 2  # (n, K, K-1)
+    to_all = ((test_feats - mean0) @ vecs) ** 2 / (1.0 + betas)  # (n, K-1)
+    terms = to_class - to_all[:, None, :]
+    nearest = terms.sum(axis=2).argmin(axis=1)
+    return betas, terms[np.arange(len(test_feats)), nearest]
 
 
 def _rate(fn, n: int, repeats: int = 3) -> float:

@@ -1,0 +1,146 @@
+"""The RMD chapter's inputs and features: directions between class groups, and cached label-free and fine-tuned models."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import cache, data, pretrained, training
+from . import nets, scores
+
+
+@dataclass
+class Direction:
+    """One in-distribution / OOD pair of class groups with its raw inputs (labels renumbered 0..K-1)."""
+
+    setting: str
+    modality: str  # "image" or "text"
+    in_dist: str
+    ood: str
+    train_x: Any
+    train_y: np.ndarray
+    ood_train_x: Any
+    ood_train_y: np.ndarray
+    test_in_x: Any
+    test_in_y: np.ndarray
+    test_ood_x: Any
+    test_ood_class: np.ndarray  # the original class name of each OOD test row
+    in_classes: tuple[str, ...] = ()
+
+    @property
+    def n_classes(self) -> int:
+        """K, the number of in-distribution classes."""
+        return int(self.train_y.max()) + 1
+
+    @property
+    def is_ood(self) -> np.ndarray:
+        """Labels of the test rows (in-distribution first): 1 = OOD."""
+        return np.r_[np.zeros(len(self.test_in_y)), np.ones(len(self.test_ood_class))].astype(int)
+
+
+def both_ways(setting: str, modality: str, names: Sequence[str], train: tuple[Any, np.ndarray],
+              test: tuple[Any, np.ndarray], groups: Mapping[str, Sequence[int]], both: bool = True) -> list[Direction]:
+    """Directions A -> B (and B -> A when `both`) of a two-group split of (train, test) inputs and labels."""
+    (a_name, a), (b_name, b) = groups.items()
+    pairs = [((a_name, a), (b_name, b)), ((b_name, b), (a_name, a))][: 2 if both else 1]
+    out = []
+    for (in_name, ind), (ood_name, oodc) in pairs:
+        tr, tr_y = data.select_classes(train[1], ind)
+        otr, otr_y = data.select_classes(train[1], oodc)
+        te_in, te_in_y = data.select_classes(test[1], ind)
+        te_ood, _ = data.select_classes(test[1], oodc)
+        out.append(Direction(
+            setting, modality, in_name, ood_name, training.take(train[0], tr), tr_y, training.take(train[0], otr), otr_y,
+            training.take(test[0], te_in), te_in_y, training.take(test[0], te_ood),
+            np.asarray([names[c] for c in test[1][te_ood]]), tuple(names[c] for c in sorted(ind))))
+    return out
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the models are trained with: widths, epochs and the sources of the pretrained encoders."""
+
+    feat_dim: int
+    cnn_epochs: int
+    ae_epochs: int
+    text_epochs: int
+    image_source: str
+    text_encoder: str | Path
+
+
+@dataclass
+class Feats:
+    """Features of one direction under one feature type and seed."""
+
+    train: np.ndarray
+    ood_train: np.ndarray
+    test: np.ndarray  # in-distribution test rows first, then OOD rows
+    logits: np.ndarray  # classifier logits of the test rows (for MSP)
+    accuracy: float  # in-distribution test accuracy of that classifier
+
+
+def label_free_image_encoder(images: torch.Tensor, budget: Budget, seed: int) -> Any:
+    """The image encoder that never saw a label: a denoising auto-encoder ("local") or ViT-B/16 in21k ("hub")."""
+    if budget.image_source == "hub":
+        return pretrained.EncoderClassifier(pretrained.VIT_IN21K_HUB, 1, "image")
+    return cache.weights("fmnist-dae", nets.ConvAutoencoder(budget.feat_dim),
+                         lambda m: training.fit(m, images, images, training.reconstruction_loss, budget.ae_epochs,
+                                                seed=seed, desc=f"auto-encoder, seed {seed}"),
+                         images, budget.feat_dim, budget.ae_epochs, seed)[0]
+
+
+def uses_encoder(d: Direction, budget: Budget) -> bool:
+    """Whether direction d is modelled by a transformers encoder rather than the small CNN."""
+    return d.modality == "text" or (budget.image_source == "hub" and d.setting == "image-near")
+
+
+def finetuned_model(d: Direction, budget: Budget, seed: int) -> Any:
+    """A classifier trained on d's in-distribution classes only, one per seed (cached under data/models/)."""
+    y = torch.as_tensor(d.train_y)
+    desc = f"fine-tune on {d.in_dist[:30]}, seed {seed}"
+    if not uses_encoder(d, budget):
+        return cache.weights("cnn", nets.SmallCNN(d.n_classes, budget.feat_dim),
+                             lambda m: training.fit(m, d.train_x, y, training.classification_loss, budget.cnn_epochs,
+                                                    seed=seed, desc=desc),
+                             d.train_x, d.train_y, budget.feat_dim, budget.cnn_epochs, seed)[0]
+    name = budget.text_encoder if d.modality == "text" else pretrained.VIT_IN21K_HUB
+    epochs = budget.text_epochs if d.modality == "text" else budget.cnn_epochs
+    inputs = list(d.train_x) if d.modality == "text" else d.train_x
+    return cache.weights(f"{d.modality}-encoder", pretrained.EncoderClassifier(name, d.n_classes, d.modality),
+                         lambda m: training.fit(m, d.train_x, y, training.classification_loss, epochs, lr=5e-5,
+                                                batch_size=32, seed=seed, desc=desc),
+                         str(name), inputs, d.train_y, epochs, seed)[0]
+
+
+@dataclass
+class Embedder:
+    """Runs a frozen model over inputs, remembering each text's output (the label-free text encoder is shared)."""
+
+    model: Any
+    memo: dict[str, tuple[np.ndarray, np.ndarray]] | None = field(default_factory=dict)
+
+    def __call__(self, inputs: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(features, second output) of every input."""
+        if self.memo is None or not isinstance(inputs, list):
+            return training.predict(self.model, inputs, 64)
+        todo = sorted({t for t in inputs if t not in self.memo})
+        if todo:
+            self.memo.update(zip(todo, zip(*training.predict(self.model, todo, 64))))
+        return tuple(np.stack([self.memo[t][j] for t in inputs]) for j in (0, 1))
+
+
+def extract(d: Direction, embed: Embedder, probe_seed: int | None = None) -> Feats:
+    """Features of d's rows; with probe_seed, logits from a logistic probe on the training features (label-free case)."""
+    train, _ = embed(d.train_x)
+    ood_train, _ = embed(d.ood_train_x)
+    test, logits = embed(training.concat(d.test_in_x, d.test_ood_x))
+    if probe_seed is not None:
+        logits = scores.linear_probe(train, d.train_y, probe_seed).predict_log_proba(test)
+    n_in = len(d.test_in_y)
+    accuracy = float((logits[:n_in].argmax(axis=1) == d.test_in_y).mean())
+    return Feats(train, ood_train, test, logits, accuracy)
