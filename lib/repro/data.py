@@ -157,12 +157,21 @@ def bigbench_json(entry: str) -> dict:
 SQUAD_DOMAINS = {"new_wiki": "Wikipedia", "nyt": "NYT", "reddit": "Reddit", "amazon_reviews": "Amazon"}
 
 
-def squad_questions(domain: str) -> list[str]:
-    """The distinct questions of one BIG-bench squad_shifts domain file, in file order."""
+SQUAD_HUB = "ludwigschmidt/squadshifts"  # configs new_wiki, nyt, reddit, amazon; one split, "test"
+
+
+def squad_questions(domain: str, source: str = "local") -> list[str]:
+    """The distinct questions of one squad_shifts domain, in file order: BIG-bench's copy ("local") or the Hub's."""
     if domain not in SQUAD_DOMAINS:
         raise ValueError(f"unknown squad_shifts domain {domain!r}: choose from {', '.join(SQUAD_DOMAINS)}")
-    questions = (q["question"].strip() for article in bigbench_json(f"squad_shifts/{domain}_v1.0.json")["data"]
-                 for paragraph in article["paragraphs"] for q in paragraph["qas"])
+    if source == "hub":
+        from datasets import load_dataset
+
+        config = "amazon" if domain == "amazon_reviews" else domain
+        questions = (q.strip() for q in load_dataset(SQUAD_HUB, config, split="test")["question"])
+    else:
+        questions = (q["question"].strip() for article in bigbench_json(f"squad_shifts/{domain}_v1.0.json")["data"]
+                     for paragraph in article["paragraphs"] for q in paragraph["qas"])
     return list(dict.fromkeys(q for q in questions if q))
 
 

@@ -222,6 +222,25 @@ def _clinc_oos() -> dict[str, Any]:
     return {"plus": _text_set("clinc_oos", features, {"train": 2 * n, "validation": n, "test": n + 20}, row)}
 
 
+def _squadshifts() -> dict[str, Any]:
+    """ludwigschmidt/squadshifts: four domains as configs, one "test" split of SQuAD-style rows."""
+    from datasets import List, Value
+
+    features = {"id": Value("string"), "title": Value("string"), "context": Value("string"),
+                "question": Value("string"), "answers": {"text": List(Value("string")), "answer_start": List(Value("int32"))}}
+
+    def rows(domain: str) -> Any:
+        def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
+            context = paragraph(rng, 2)
+            return {"id": f"{domain}-{i}", "title": f"{domain} {i // 5}", "context": context,
+                    "question": f"{domain} {i}: {sentence(rng, 4, 9).lower().rstrip('.')}?",
+                    "answers": {"text": [context.split()[0]], "answer_start": [0]}}
+
+        return _text_set(f"squadshifts-{domain}", features, {"test": 80}, row)
+
+    return {domain: rows(domain) for domain in ("new_wiki", "nyt", "reddit", "amazon")}
+
+
 def _boolq() -> dict[str, Any]:
     """google/boolq: question, boolean answer, passage."""
     from datasets import Value
@@ -350,6 +369,7 @@ DATASETS: dict[str, Callable[[], dict[str, Any]]] = {
     "uoft-cs/cifar100": _cifar100,
     "ufldl-stanford/svhn": _svhn,
     "clinc/clinc_oos": _clinc_oos,
+    "ludwigschmidt/squadshifts": _squadshifts,
     "google/boolq": _boolq,
     "tau/commonsense_qa": _commonsense_qa,
     "stanfordnlp/imdb": _imdb,

@@ -101,12 +101,12 @@ def image_inputs(source: str, n_per_class: int, n_test_per_class: int, seed: int
     return Inputs(near + _far_pair(far_train, far_test, seed), far_train[0])
 
 
-def squad_split(n_train: int, n_test: int, seed: int) -> dict[str, tuple[list[str], list[str]]]:
+def squad_split(n_train: int, n_test: int, seed: int, source: str = "local") -> dict[str, tuple[list[str], list[str]]]:
     """Disjoint random training and test questions of every squad_shifts domain."""
     rng = np.random.default_rng(seed)
     out = {}
     for domain in data.SQUAD_DOMAINS:
-        questions = data.squad_questions(domain)
+        questions = data.squad_questions(domain, source)
         order = rng.permutation(len(questions))
         if len(order) < n_train + n_test:
             raise ValueError(f"squad_shifts {domain} has {len(order)} questions, fewer than {n_train} + {n_test}")
@@ -311,6 +311,17 @@ def per_ood_class(inputs: Inputs, feats: dict, scored: dict, seed_list: Sequence
     return pd.DataFrame(rows)
 
 
+def per_class_view(by_class: pd.DataFrame, max_rows: int = 30) -> pd.DataFrame:
+    """The near-OOD classes one per row (label-free features), or their range per direction when there are too many."""
+    near = by_class[(by_class["features"] == "pretrained") & (by_class["setting"] != "image-far")]
+    cols = ["setting", "in_dist", "ood_class", "clp", "MSP", "MD", "RMD", "gain"]
+    if len(near) <= max_rows:
+        return near[cols]
+    return near.groupby(["setting", "in_dist"], sort=False).agg(
+        ood_classes=("ood_class", "size"), clp_min=("clp", "min"), clp_max=("clp", "max"), gain_min=("gain", "min"),
+        gain_mean=("gain", "mean"), gain_max=("gain", "max")).reset_index()
+
+
 def clp_gain_correlation(by_class: pd.DataFrame, n_boot: int, seed: int, kind: str = "pretrained") -> stats.Interval:
     """Spearman correlation of CLP with the RMD - MD gain over OOD classes, bootstrapped over classes."""
     sub = by_class[by_class["features"] == kind]
@@ -383,9 +394,9 @@ def pc_ranges(pc: pd.DataFrame) -> pd.DataFrame:
     return wide.unstack("score").rename(columns=lambda c: f"{c}_range").reset_index()
 
 
-def input_rmd_table(split: dict[str, tuple[list[str], list[str]]], n_boot: int, seed: int) -> pd.DataFrame:
+def input_rmd_table(split: dict[str, tuple[list[str], list[str]]], seed: int, source: str = "local") -> pd.DataFrame:
     """Input-MD and input-RMD (Ren et al. 2023) on MiniLM embeddings: NYT in-domain, Wikipedia + Reddit background."""
-    embed = Embedder(pretrained.EncoderClassifier(pretrained.minilm_path(), 1, "text"))
+    embed = Embedder(pretrained.EncoderClassifier(pretrained.minilm_path(source), 1, "text"))
     in_train = embed(split["nyt"][0])[0]
     pool = split["new_wiki"][0] + split["reddit"][0]
     picked = np.random.default_rng(seed).permutation(len(pool))[: len(in_train)]
