@@ -66,23 +66,40 @@ from repro import metrics, plots, stats, verdict
 from repro.results import publish
 from repro.verdict import Claim, Rule
 
-CLAIMS = verdict.plan([
-    Claim("APFD of the orders A-B-C-D-E, E-D-C-B-A and C-E-B-A-D is 0.50, 0.64 and 0.84",
-          "Rothermel et al. ICSM'99, worked example (quoted)", "gap 0 to 0.50 / 0.64 / 0.84",
-          Rule.below(0.005, "the largest |ours − paper|")),
-    Claim("DeepGini scores 0.62, 0.34, 0.54, 0.64 and the priority order D, A, C, B",
-          "Feng et al. ISSTA'20, Sec. 3 example (quoted)", "gap 0 to 0.62 / 0.34 / 0.54 / 0.64",
-          Rule.below(0.005, "the largest |ours − paper|")),
-    Claim("exposure of rank 1 and rank 2 among 10^6 candidates is 19.93 and 18.93 bits",
-          "Carlini et al. 2019, definition (recomputed)", "gap 0 to 19.93 / 18.93",
-          Rule.below(0.005, "the largest |ours − paper|")),
-    Claim("in the 2-D toy, RMD separates near-OOD points that MD cannot",
-          "Ren et al. 2021, Sec. 3 mechanism (no number)", "RMD > MD",
-          Rule.above(0.0, "AUROC(RMD) − AUROC(MD)")),
-    Claim("famous passages get a higher Min-K% score than sentences written for this book",
-          "Shi et al. 2024, Sec. 3 direction (no number)", "famous > new",
-          Rule.above(0.0, "mean Min-K%(famous) − mean Min-K%(new)")),
-])
+CLAIMS = verdict.plan(
+    [
+        Claim(
+            "APFD of the orders A-B-C-D-E, E-D-C-B-A and C-E-B-A-D is 0.50, 0.64 and 0.84",
+            "Rothermel et al. ICSM'99, worked example (quoted)",
+            "gap 0 to 0.50 / 0.64 / 0.84",
+            Rule.below(0.005, "the largest |ours − paper|"),
+        ),
+        Claim(
+            "DeepGini scores 0.62, 0.34, 0.54, 0.64 and the priority order D, A, C, B",
+            "Feng et al. ISSTA'20, Sec. 3 example (quoted)",
+            "gap 0 to 0.62 / 0.34 / 0.54 / 0.64",
+            Rule.below(0.005, "the largest |ours − paper|"),
+        ),
+        Claim(
+            "exposure of rank 1 and rank 2 among 10^6 candidates is 19.93 and 18.93 bits",
+            "Carlini et al. 2019, definition (recomputed)",
+            "gap 0 to 19.93 / 18.93",
+            Rule.below(0.005, "the largest |ours − paper|"),
+        ),
+        Claim(
+            "in the 2-D toy, RMD separates near-OOD points that MD cannot",
+            "Ren et al. 2021, Sec. 3 mechanism (no number)",
+            "RMD > MD",
+            Rule.above(0.0, "AUROC(RMD) − AUROC(MD)"),
+        ),
+        Claim(
+            "famous passages get a higher Min-K% score than sentences written for this book",
+            "Shi et al. 2024, Sec. 3 direction (no number)",
+            "famous > new",
+            Rule.above(0.0, "mean Min-K%(famous) − mean Min-K%(new)"),
+        ),
+    ]
+)
 
 # %% [markdown]
 # ## 1. APFD: the average percentage of faults detected
@@ -104,6 +121,7 @@ FAULTS = {
 }
 ORDERS = {"A-B-C-D-E": 0.50, "E-D-C-B-A": 0.64, "C-E-B-A-D": 0.84}
 
+
 def new_faults(order: list[str]) -> np.ndarray:
     """How many faults each test of `order` reveals for the first time."""
     first = metrics.first_detection(FAULTS, order)
@@ -113,12 +131,22 @@ def new_faults(order: list[str]) -> np.ndarray:
 rows = []
 for name, paper_value in ORDERS.items():
     order = name.split("-")
-    rows.append({"order": name, "apfd": metrics.apfd_fault_matrix(FAULTS, order),
-                 "area_under_curve": plots.curve_area(*plots.fault_curve(new_faults(order))),
-                 "paper": paper_value})
+    rows.append(
+        {
+            "order": name,
+            "apfd": metrics.apfd_fault_matrix(FAULTS, order),
+            "area_under_curve": plots.curve_area(*plots.fault_curve(new_faults(order))),
+            "paper": paper_value,
+        }
+    )
 apfd_table = publish("apfd_icsm99", pd.DataFrame(rows).round(4))
-verdict_rows = [verdict.judge(CLAIMS[0], np.abs(apfd_table["apfd"] - apfd_table["paper"]).max(),
-                              stats.exact(np.abs(apfd_table["apfd"] - apfd_table["paper"]).max()))]
+verdict_rows = [
+    verdict.judge(
+        CLAIMS[0],
+        np.abs(apfd_table["apfd"] - apfd_table["paper"]).max(),
+        stats.exact(np.abs(apfd_table["apfd"] - apfd_table["paper"]).max()),
+    )
+]
 
 # %% [markdown]
 # APFD is an area. Plot the fraction of faults found as the tests run, and credit each fault
@@ -156,13 +184,24 @@ PROBS = {"A": [0.3, 0.5, 0.2], "B": [0.1, 0.1, 0.8], "C": [0.6, 0.3, 0.1], "D": 
 PAPER_GINI = {"A": 0.62, "B": 0.34, "C": 0.54, "D": 0.64}
 
 gini = metrics.gini_impurity(np.array(list(PROBS.values())))
-gini_table = pd.DataFrame({"test": list(PROBS), "probs": [str(p) for p in PROBS.values()],
-                           "gini": gini.round(4), "paper": list(PAPER_GINI.values())})
+gini_table = pd.DataFrame(
+    {
+        "test": list(PROBS),
+        "probs": [str(p) for p in PROBS.values()],
+        "gini": gini.round(4),
+        "paper": list(PAPER_GINI.values()),
+    }
+)
 gini_table["priority"] = gini_table["gini"].rank(ascending=False).astype(int)
 gini_table = publish("gini_example", gini_table.sort_values("priority"))
-gini_gap = float(np.abs(gini_table["gini"] - gini_table["paper"]).max()) if "".join(gini_table["test"]) == "DACB" else 1.0
-verdict_rows.append(verdict.judge(CLAIMS[1], gini_gap, stats.exact(gini_gap),
-                                  why=("unknown", "the order or a score differs from the example's")))
+gini_gap = (
+    float(np.abs(gini_table["gini"] - gini_table["paper"]).max()) if "".join(gini_table["test"]) == "DACB" else 1.0
+)
+verdict_rows.append(
+    verdict.judge(
+        CLAIMS[1], gini_gap, stats.exact(gini_gap), why=("unknown", "the order or a score differs from the example's")
+    )
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(5, 3))
@@ -182,11 +221,16 @@ fig.tight_layout()
 
 # %%
 ranks = np.array([1, 2, 10, 1_000, 500_000, 1_000_000])
-exposure_table = publish("exposure_example", pd.DataFrame({
-    "rank": ranks,
-    "exposure": np.round(metrics.exposure(ranks, 1e6), 4),
-    "paper": [19.93, 18.93, None, None, None, None],
-}))
+exposure_table = publish(
+    "exposure_example",
+    pd.DataFrame(
+        {
+            "rank": ranks,
+            "exposure": np.round(metrics.exposure(ranks, 1e6), 4),
+            "paper": [19.93, 18.93, None, None, None, None],
+        }
+    ),
+)
 exposure_gap = float(np.abs(exposure_table["exposure"][:2] - np.array([19.93, 18.93])).max())
 verdict_rows.append(verdict.judge(CLAIMS[2], exposure_gap, stats.exact(exposure_gap)))
 
@@ -195,8 +239,12 @@ fig, ax = plt.subplots(figsize=(6, 3))
 grid = np.logspace(0, 6, 200)
 ax.plot(grid, metrics.exposure(grid, 1e6))
 ax.scatter(ranks, metrics.exposure(ranks, 1e6), zorder=3)
-ax.set(xscale="log", xlabel="rank of the true canary among $10^6$ candidates", ylabel="exposure (bits)",
-       title="Exposure falls by one bit per doubling of the rank")
+ax.set(
+    xscale="log",
+    xlabel="rank of the true canary among $10^6$ candidates",
+    ylabel="exposure (bits)",
+    title="Exposure falls by one bit per doubling of the rank",
+)
 fig.tight_layout()
 
 # %% [markdown]
@@ -226,11 +274,19 @@ test_out = np.array([0.0, 0.0]) + rng.normal(size=(n, 2)) * [1.0, 0.5]
 
 scores = metrics.mahalanobis_scores(train, train_y, np.vstack([test_in, test_out]))
 is_ood = np.r_[np.zeros(n), np.ones(n)].astype(int)
-toy_table = publish("md_toy", pd.DataFrame([
-    {"score": name, "auroc": round(metrics.auroc(is_ood, s), 4),
-     "tpr_at_5pct_fpr": round(metrics.tpr_at_fpr(is_ood, s, 0.05), 4)}
-    for name, s in (("MD", scores.md), ("RMD", scores.rmd))
-]))
+toy_table = publish(
+    "md_toy",
+    pd.DataFrame(
+        [
+            {
+                "score": name,
+                "auroc": round(metrics.auroc(is_ood, s), 4),
+                "tpr_at_5pct_fpr": round(metrics.tpr_at_fpr(is_ood, s, 0.05), 4),
+            }
+            for name, s in (("MD", scores.md), ("RMD", scores.rmd))
+        ]
+    ),
+)
 toy_gain = stats.paired_bootstrap_diff(stats.fast_auc, is_ood, scores.rmd, scores.md, seed=P.seed, unit="test points")
 verdict_rows.append(verdict.judge(CLAIMS[3], toy_gain.estimate, toy_gain))
 
@@ -242,8 +298,7 @@ ax.scatter(*test_in[::2].T, s=4, alpha=0.4, label="test, in-distribution")
 ax.scatter(*test_out[::2].T, s=4, alpha=0.4, label="test, near-OOD")
 ax.set(xlabel="x (separates the classes)", ylabel="y (does not)", title="The 2-D toy")
 ax.legend(markerscale=3, loc="upper left", fontsize=8)
-frame = pd.DataFrame({"MD": scores.md, "RMD": scores.rmd,
-                      "set": np.where(is_ood == 1, "near-OOD", "in-distribution")})
+frame = pd.DataFrame({"MD": scores.md, "RMD": scores.rmd, "set": np.where(is_ood == 1, "near-OOD", "in-distribution")})
 long = frame.melt(id_vars="set", var_name="score", value_name="value")
 long["rank"] = long.groupby("score")["value"].rank(pct=True)
 sns.boxplot(long, x="score", y="rank", hue="set", ax=axes[1])
@@ -284,23 +339,34 @@ from repro.pretrained import load_causal_lm, token_stats
 
 model, tokenizer = load_causal_lm(P.lm_source, P.lm_name)
 sentence_stats = token_stats(model, tokenizer, [text for _, text in SENTENCES])
-mink_table = publish("min_k_sentences", pd.DataFrame([
-    {"kind": kind, "sentence": text, "tokens": len(s.logprob) + 1,
-     "mean_logprob": round(float(s.logprob.mean()), 4),
-     f"min_{round(P.min_k * 100)}pct": round(metrics.min_k_prob(s.logprob, P.min_k), 4),
-     "min_k_plus_plus": round(metrics.min_k_plus_plus(s.logprob, s.mu, s.sigma, P.min_k), 4)}
-    for (kind, text), s in zip(SENTENCES, sentence_stats)
-]))
+mink_table = publish(
+    "min_k_sentences",
+    pd.DataFrame(
+        [
+            {
+                "kind": kind,
+                "sentence": text,
+                "tokens": len(s.logprob) + 1,
+                "mean_logprob": round(float(s.logprob.mean()), 4),
+                f"min_{round(P.min_k * 100)}pct": round(metrics.min_k_prob(s.logprob, P.min_k), 4),
+                "min_k_plus_plus": round(metrics.min_k_plus_plus(s.logprob, s.mu, s.sigma, P.min_k), 4),
+            }
+            for (kind, text), s in zip(SENTENCES, sentence_stats)
+        ]
+    ),
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3.5))
 for (kind, text), s in zip(SENTENCES, sentence_stats):
-    ax.plot(np.sort(s.logprob), marker="o", ms=3, color="C0" if kind == "famous" else "C3",
-            alpha=0.8, label=kind)
+    ax.plot(np.sort(s.logprob), marker="o", ms=3, color="C0" if kind == "famous" else "C3", alpha=0.8, label=kind)
 by_label = dict(zip(*reversed(ax.get_legend_handles_labels())))
 ax.legend(by_label.values(), by_label.keys())
-ax.set(xlabel="tokens, sorted from least to most likely", ylabel="log p(token | prefix)",
-       title=f"Min-K% averages the left end of each curve (k = {P.min_k:.0%})")
+ax.set(
+    xlabel="tokens, sorted from least to most likely",
+    ylabel="log p(token | prefix)",
+    title=f"Min-K% averages the left end of each curve (k = {P.min_k:.0%})",
+)
 fig.tight_layout()
 
 # %% [markdown]
@@ -313,8 +379,20 @@ fig.tight_layout()
 # %%
 kind = np.array([k for k, _ in SENTENCES])
 column = f"min_{round(P.min_k * 100)}pct"
-famous_gap = stats.bootstrap(lambda s, k: s[k == "famous"].mean() - s[k == "new"].mean(),
-                             mink_table[column].to_numpy(), kind, strata=kind, seed=P.seed, unit="sentences")
-verdict_rows.append(verdict.judge(CLAIMS[4], famous_gap.estimate, famous_gap,
-                                  why=("setup", f"only {len(SENTENCES)} sentences: a demonstration, not an experiment")))
+famous_gap = stats.bootstrap(
+    lambda s, k: s[k == "famous"].mean() - s[k == "new"].mean(),
+    mink_table[column].to_numpy(),
+    kind,
+    strata=kind,
+    seed=P.seed,
+    unit="sentences",
+)
+verdict_rows.append(
+    verdict.judge(
+        CLAIMS[4],
+        famous_gap.estimate,
+        famous_gap,
+        why=("setup", f"only {len(SENTENCES)} sentences: a demonstration, not an experiment"),
+    )
+)
 verdict.conclude(verdict_rows)

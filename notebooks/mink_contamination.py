@@ -80,28 +80,54 @@ P = repro.start(
     checks=[sets_of_source],
     seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     source=Param(str, "local", paper="hub", choices=("local", "hub"), help="offline stand-ins or the paper's Hub data"),
-    base_name=Param(str, "HuggingFaceTB/SmolLM2-135M-Instruct", paper="huggyllama/llama-7b", help="base model at source hub"),
+    base_name=Param(
+        str, "HuggingFaceTB/SmolLM2-135M-Instruct", paper="huggyllama/llama-7b", help="base model at source hub"
+    ),
     small_ref_name=Param(str, "", paper="openlm-research/open_llama_3b", help="smaller reference model (hub)"),
     base_layers=Param(int, 0, smoke=2, low=0, high=128, help="first n decoder layers only (0 = all; smoke)"),
-    sets=Param(list, ["strategyqa", "social_iqa", "amazon_reviews", "truthful_qa"], items=str,
-               item_choices=(*C.STAND_INS, *C.HUB_SETS), smoke=["strategyqa", "truthful_qa"],
-               paper=["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"], help="downstream sets"),
+    sets=Param(
+        list,
+        ["strategyqa", "social_iqa", "amazon_reviews", "truthful_qa"],
+        items=str,
+        item_choices=(*C.STAND_INS, *C.HUB_SETS),
+        smoke=["strategyqa", "truthful_qa"],
+        paper=["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"],
+        help="downstream sets",
+    ),
     n_members=Param(int, 60, smoke=6, paper=200, low=4, high=5000, help="members per set (as many non-members)"),
     review_words=Param(int, 60, smoke=30, paper=400, low=10, high=2000, help="words kept per review"),
-    background_tokens=Param(int, 12_000, smoke=200, paper=27_000_000, low=100, high=10**9, help="main corpus background"),
+    background_tokens=Param(
+        int, 12_000, smoke=200, paper=27_000_000, low=100, high=10**9, help="main corpus background"
+    ),
     learning_rate=Param(float, 1e-4, low=1e-7, high=1e-2, help="main learning rate"),
     low_learning_rate=Param(float, 1e-5, low=1e-7, high=1e-2, help="ablation learning rate (Table 4)"),
     block_size=Param(int, 256, smoke=64, paper=512, low=16, high=4096, help="tokens per training sequence"),
     batch_size=Param(int, 4, smoke=2, paper=8, low=1, high=512, help="sequences per step"),
     ks=Param(list, [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], items=float, low=0.01, high=1.0, help="Min-K% fractions"),
-    size_sets=Param(list, ["strategyqa", "amazon_reviews"], smoke=["strategyqa"], paper=["BoolQ", "IMDB"], items=str,
-                    item_choices=(*C.STAND_INS, *C.HUB_SETS), help="sets of the corpus-size experiment"),
+    size_sets=Param(
+        list,
+        ["strategyqa", "amazon_reviews"],
+        smoke=["strategyqa"],
+        paper=["BoolQ", "IMDB"],
+        items=str,
+        item_choices=(*C.STAND_INS, *C.HUB_SETS),
+        help="sets of the corpus-size experiment",
+    ),
     size_members=Param(int, 40, smoke=4, paper=200, low=4, high=5000, help="members per set in the size experiments"),
-    size_background=Param(list, [1200, 4800, 19_200], smoke=[64, 256], paper=[170_000, 2_600_000, 26_000_000],
-                          items=int, low=0, high=10**9, help="background tokens per corpus size"),
+    size_background=Param(
+        list,
+        [1200, 4800, 19_200],
+        smoke=[64, 256],
+        paper=[170_000, 2_600_000, 26_000_000],
+        items=int,
+        low=0,
+        high=10**9,
+        help="background tokens per corpus size",
+    ),
     indist_members=Param(int, 40, smoke=4, paper=100, low=4, high=5000, help="members of the in-distribution control"),
-    freq_set=Param(str, "strategyqa", paper="BoolQ", choices=(*C.STAND_INS, *C.HUB_SETS),
-                   help="set of the occurrences experiment"),
+    freq_set=Param(
+        str, "strategyqa", paper="BoolQ", choices=(*C.STAND_INS, *C.HUB_SETS), help="set of the occurrences experiment"
+    ),
     freq_rate=Param(float, 1.5, low=0.1, high=20.0, help="Poisson mean of the copies per member"),
     freq_background=Param(int, 6000, smoke=100, paper=2_600_000, low=0, high=10**9, help="background of Fig. 5c"),
     n_neighbors=Param(int, 0, paper=25, low=0, high=200, help="Neighbor perturbations per text (0 = skip)"),
@@ -109,17 +135,22 @@ P = repro.start(
     max_length=Param(int, 256, smoke=64, paper=512, low=8, high=4096, help="tokens scored per text"),
     score_batch=Param(int, 16, smoke=8, low=1, high=1024, help="texts per scoring batch"),
     store_checkpoints=Param(bool, True, smoke=False, help="cache trained checkpoints by their inputs"),
-    export_corpora=Param(bool, False, help="export corpora for `accelerate launch -m repro.mink.pretraining`, then stop"),
+    export_corpora=Param(
+        bool, False, help="export corpora for `accelerate launch -m repro.mink.pretraining`, then stop"
+    ),
     wikimia=Param(bool, False, paper=True, help="score WikiMIA with the base model (Hub)"),
-    wikimia_lengths=Param(list, [32, 64, 128, 256], items=int, item_choices=(32, 64, 128, 256),
-                          help="WikiMIA subsets by text length"),
+    wikimia_lengths=Param(
+        list, [32, 64, 128, 256], items=int, item_choices=(32, 64, 128, 256), help="WikiMIA subsets by text length"
+    ),
 )
 if not set(P.size_sets) <= set(P.sets) or P.freq_set not in P.sets:
     raise repro.ParameterError("size_sets and freq_set must be among sets; add them to sets")
 if max(P.size_members, P.indist_members) > P.n_members:
     raise repro.ParameterError("size_members and indist_members cannot exceed n_members; lower them or raise n_members")
 if P.learning_rate <= P.low_learning_rate:
-    raise repro.ParameterError("learning_rate must exceed low_learning_rate (Table 4 compares a higher and a lower rate)")
+    raise repro.ParameterError(
+        "learning_rate must exceed low_learning_rate (Table 4 compares a higher and a lower rate)"
+    )
 
 # %% [markdown]
 # `None` in the parameters cell means "the profile's value". The `default` profile runs
@@ -185,6 +216,7 @@ def n_tokens(text: str) -> int:
 # the base model, before any continued pretraining, should therefore sit near 0.5. The first
 # rows of the detection table check exactly that.
 
+
 # %%
 def load_set(name: str) -> list[str]:
     """All items of one downstream set, formatted."""
@@ -203,9 +235,19 @@ else:
     news_articles = [[C.trim_words(t, P.review_words)] for t in C.hub_texts(*C.HUB_NEWS, n=12_000, seed=P.seed)]
 news_split, news_background = C.news_pools(news_articles, P.indist_members, P.seed)
 
-examples = pd.DataFrame([{"set": s.name, "stands in for": C.paper_name(s.name), "items": len(load_set(s.name)),
-                          "members": len(s.members), "mean tokens": np.mean([n_tokens(t) for t in s.texts]).round(1),
-                          "example": s.members[0]} for s in splits])
+examples = pd.DataFrame(
+    [
+        {
+            "set": s.name,
+            "stands in for": C.paper_name(s.name),
+            "items": len(load_set(s.name)),
+            "members": len(s.members),
+            "mean tokens": np.mean([n_tokens(t) for t in s.texts]).round(1),
+            "example": s.members[0],
+        }
+        for s in splits
+    ]
+)
 publish("datasets", examples)
 
 # %%
@@ -239,21 +281,38 @@ def background_of(pool: list[str], tokens: int, param: str, name: str) -> list[s
 
 members = [m for s in splits for m in s.members]
 background = background_of(background_pool, P.background_tokens, "background_tokens", BACKGROUND)
-size_splits = [C.MemberSplit(n, by_name[n].members[: P.size_members], by_name[n].nonmembers[: P.size_members])
-               for n in P.size_sets]
+size_splits = [
+    C.MemberSplit(n, by_name[n].members[: P.size_members], by_name[n].nonmembers[: P.size_members]) for n in P.size_sets
+]
 freq_split = by_name[P.freq_set]
 copies = C.poisson_copies(len(freq_split.members), P.freq_rate, P.seed)
 # Every continued-pretraining run of the chapter: name -> (experiment, background, inserted blocks, lr, background tokens)
-plan = {"main": ("main", background, members, P.learning_rate, P.background_tokens),
-        "lr": ("lr", background, members, P.low_learning_rate, P.background_tokens)}
+plan = {
+    "main": ("main", background, members, P.learning_rate, P.background_tokens),
+    "lr": ("lr", background, members, P.low_learning_rate, P.background_tokens),
+}
 for tokens in P.size_background:
-    plan[f"size_outlier {tokens}"] = ("size_outlier",
-                                      background_of(background_pool, tokens, "size_background", BACKGROUND),
-                                      [m for s in size_splits for m in s.members], P.learning_rate, tokens)
-    plan[f"size_indist {tokens}"] = ("size_indist", background_of(news_background, tokens, "size_background", NEWS),
-                                     news_split.members, P.learning_rate, tokens)
-plan["frequency"] = ("frequency", background_of(background_pool, P.freq_background, "freq_background", BACKGROUND),
-                     [m for m, c in zip(freq_split.members, copies) for _ in range(c)], P.learning_rate, P.freq_background)
+    plan[f"size_outlier {tokens}"] = (
+        "size_outlier",
+        background_of(background_pool, tokens, "size_background", BACKGROUND),
+        [m for s in size_splits for m in s.members],
+        P.learning_rate,
+        tokens,
+    )
+    plan[f"size_indist {tokens}"] = (
+        "size_indist",
+        background_of(news_background, tokens, "size_background", NEWS),
+        news_split.members,
+        P.learning_rate,
+        tokens,
+    )
+plan["frequency"] = (
+    "frequency",
+    background_of(background_pool, P.freq_background, "freq_background", BACKGROUND),
+    [m for m, c in zip(freq_split.members, copies) for _ in range(c)],
+    P.learning_rate,
+    P.freq_background,
+)
 corpora = {name: C.insert_blocks(bg, blocks, P.seed) for name, (_, bg, blocks, _, _) in plan.items()}
 
 
@@ -274,10 +333,20 @@ training_rows: list[dict] = []
 def train(name: str) -> tuple[torch.nn.Module, int]:
     """Continued pretraining of one planned run (or its cached checkpoint); statistics go to the training table."""
     experiment, _, blocks, lr, tokens = plan[name]
-    model, stats = pretraining.cached_pretraining(experiment, base_path, corpora[name], config(name), store=P.store_checkpoints)
+    model, stats = pretraining.cached_pretraining(
+        experiment, base_path, corpora[name], config(name), store=P.store_checkpoints
+    )
     corpus = sum(map(n_tokens, corpora[name]))
-    training_rows.append({"experiment": experiment, "learning_rate": lr, "corpus_tokens": corpus,
-                          "background_tokens": tokens, "contaminant_tokens": sum(map(n_tokens, blocks)), **stats})
+    training_rows.append(
+        {
+            "experiment": experiment,
+            "learning_rate": lr,
+            "corpus_tokens": corpus,
+            "background_tokens": tokens,
+            "contaminant_tokens": sum(map(n_tokens, blocks)),
+            **stats,
+        }
+    )
     return model.to(base_model.device).eval(), corpus
 
 
@@ -311,7 +380,9 @@ refs = {"Ref": base_scores}
 if P.small_ref_name:
     small = AutoModelForCausalLM.from_pretrained(P.small_ref_name, dtype=torch.float32).to(base_model.device).eval()
     small_tok = AutoTokenizer.from_pretrained(P.small_ref_name)
-    refs["Ref-small"] = C.score_table(small, small_tok, all_texts, P.ks, False, P.score_batch, P.max_length, "small ref")
+    refs["Ref-small"] = C.score_table(
+        small, small_tok, all_texts, P.ks, False, P.score_batch, P.max_length, "small ref"
+    )
     del small
 
 main_model, main_tokens = train("main")
@@ -330,11 +401,33 @@ if P.n_neighbors:
     del mlm
 
 detection_parts = [
-    C.detect(base_model, tokenizer, splits, P.ks, batch_size=P.score_batch, max_length=P.max_length,
-             experiment="base", learning_rate=0.0, corpus_tokens=0, occurrences=0),
-    C.detect(main_model, tokenizer, splits, P.ks, refs=refs, lowercase=True, neighbor_loss=neighbor_loss,
-             batch_size=P.score_batch, max_length=P.max_length,
-             experiment="main", learning_rate=P.learning_rate, corpus_tokens=main_tokens, occurrences=1),
+    C.detect(
+        base_model,
+        tokenizer,
+        splits,
+        P.ks,
+        batch_size=P.score_batch,
+        max_length=P.max_length,
+        experiment="base",
+        learning_rate=0.0,
+        corpus_tokens=0,
+        occurrences=0,
+    ),
+    C.detect(
+        main_model,
+        tokenizer,
+        splits,
+        P.ks,
+        refs=refs,
+        lowercase=True,
+        neighbor_loss=neighbor_loss,
+        batch_size=P.score_batch,
+        max_length=P.max_length,
+        experiment="main",
+        learning_rate=P.learning_rate,
+        corpus_tokens=main_tokens,
+        occurrences=1,
+    ),
 ]
 main = detection_parts[1]
 main_k = main[(main.method.isin(["Min-K%", "Min-K%++"]) & np.isclose(main.k, 0.2)) | main.k.isna()]
@@ -345,8 +438,14 @@ def versus_paper(metric: str, paper: dict) -> pd.DataFrame:
     rows = []
     for _, r in main_k.iterrows():
         j = C.PAPER_SETS.index(C.paper_name(r.dataset))
-        rows.append({"method": r.method, "set": C.paper_name(r.dataset), "ours": round(r[metric], 3),
-                     "paper": paper[r.method][j] if r.method in paper else np.nan})
+        rows.append(
+            {
+                "method": r.method,
+                "set": C.paper_name(r.dataset),
+                "ours": round(r[metric], 3),
+                "paper": paper[r.method][j] if r.method in paper else np.nan,
+            }
+        )
     table = pd.DataFrame(rows).pivot(index="method", columns="set", values=["ours", "paper"])
     table[("ours", "avg")] = table["ours"].mean(axis=1).round(3)
     table[("paper", "avg")] = table["paper"].mean(axis=1).round(3)
@@ -362,7 +461,9 @@ table7 = publish("table7_tpr", versus_paper("tpr_at_5fpr", C.PAPER_TPR).reset_in
 # %%
 order = main_k.groupby("method").auc.mean().sort_values().index
 fig, ax = plt.subplots(figsize=(8, 3.8))
-sns.barplot(data=main_k.assign(set=main_k.dataset.map(C.paper_name)), x="method", y="auc", hue="set", order=order, ax=ax)
+sns.barplot(
+    data=main_k.assign(set=main_k.dataset.map(C.paper_name)), x="method", y="auc", hue="set", order=order, ax=ax
+)
 ax.axhline(0.5, color="grey", lw=1, ls="--")
 ax.set(ylim=(0.3, 1.0), ylabel="AUC", xlabel="", title="Members vs non-members after continued pretraining (k = 20 %)")
 ax.legend(fontsize=8, ncols=2)
@@ -383,9 +484,21 @@ plt.show()
 
 # %%
 low_model, _ = train("lr")
-detection_parts.append(C.detect(low_model, tokenizer, splits, P.ks, refs=refs, batch_size=P.score_batch,
-                                max_length=P.max_length, experiment="lr", learning_rate=P.low_learning_rate,
-                                corpus_tokens=main_tokens, occurrences=1))
+detection_parts.append(
+    C.detect(
+        low_model,
+        tokenizer,
+        splits,
+        P.ks,
+        refs=refs,
+        batch_size=P.score_batch,
+        max_length=P.max_length,
+        experiment="lr",
+        learning_rate=P.low_learning_rate,
+        corpus_tokens=main_tokens,
+        occurrences=1,
+    )
+)
 del low_model
 lr_rows = pd.concat(detection_parts[1:])
 lr_rows = lr_rows[(lr_rows.method == "Min-K%") & np.isclose(lr_rows.k, 0.2)]
@@ -410,13 +523,37 @@ publish("table4_lr", table4.reset_index())
 # %%
 for tokens in P.size_background:
     model, corpus = train(f"size_outlier {tokens}")
-    detection_parts.append(C.detect(model, tokenizer, size_splits, P.ks, refs=refs, batch_size=P.score_batch,
-                                    max_length=P.max_length, experiment="size_outlier",
-                                    learning_rate=P.learning_rate, corpus_tokens=corpus, occurrences=1))
+    detection_parts.append(
+        C.detect(
+            model,
+            tokenizer,
+            size_splits,
+            P.ks,
+            refs=refs,
+            batch_size=P.score_batch,
+            max_length=P.max_length,
+            experiment="size_outlier",
+            learning_rate=P.learning_rate,
+            corpus_tokens=corpus,
+            occurrences=1,
+        )
+    )
     model, corpus = train(f"size_indist {tokens}")
-    detection_parts.append(C.detect(model, tokenizer, [news_split], P.ks, refs=refs, batch_size=P.score_batch,
-                                    max_length=P.max_length, experiment="size_indist",
-                                    learning_rate=P.learning_rate, corpus_tokens=corpus, occurrences=1))
+    detection_parts.append(
+        C.detect(
+            model,
+            tokenizer,
+            [news_split],
+            P.ks,
+            refs=refs,
+            batch_size=P.score_batch,
+            max_length=P.max_length,
+            experiment="size_indist",
+            learning_rate=P.learning_rate,
+            corpus_tokens=corpus,
+            occurrences=1,
+        )
+    )
     del model
 
 # %% [markdown]
@@ -431,26 +568,59 @@ model, corpus = train("frequency")
 for part in C.occurrence_splits(freq_split, copies):
     occ = int(part.name.rsplit("x", 1)[1])
     if len(part.members) >= min(5, len(freq_split.members) // 2):  # AUC on fewer members is mostly noise
-        detection_parts.append(C.detect(model, tokenizer, [part], P.ks, refs=refs, batch_size=P.score_batch,
-                                        max_length=P.max_length, experiment="frequency",
-                                        learning_rate=P.learning_rate, corpus_tokens=corpus, occurrences=occ)
-                               .assign(dataset=freq_split.name))
+        detection_parts.append(
+            C.detect(
+                model,
+                tokenizer,
+                [part],
+                P.ks,
+                refs=refs,
+                batch_size=P.score_batch,
+                max_length=P.max_length,
+                experiment="frequency",
+                learning_rate=P.learning_rate,
+                corpus_tokens=corpus,
+                occurrences=occ,
+            ).assign(dataset=freq_split.name)
+        )
 del model
 print("copies per member:", dict(zip(*np.unique(copies, return_counts=True))))
 
 # %%
 detection = pd.concat(detection_parts, ignore_index=True)
-detection = detection[["experiment", "dataset", "method", "k", "learning_rate", "corpus_tokens", "occurrences",
-                       "members", "nonmembers", "auc", "tpr_at_5fpr"]]
-detection = pd.concat([detection, detection[detection.experiment == "main"].assign(experiment="k_sweep")
-                       .query("method in ['Min-K%', 'Min-K%++']")], ignore_index=True)
+detection = detection[
+    [
+        "experiment",
+        "dataset",
+        "method",
+        "k",
+        "learning_rate",
+        "corpus_tokens",
+        "occurrences",
+        "members",
+        "nonmembers",
+        "auc",
+        "tpr_at_5fpr",
+    ]
+]
+detection = pd.concat(
+    [
+        detection,
+        detection[detection.experiment == "main"]
+        .assign(experiment="k_sweep")
+        .query("method in ['Min-K%', 'Min-K%++']"),
+    ],
+    ignore_index=True,
+)
 publish("detection", detection.round({"auc": 4, "tpr_at_5fpr": 4}), show=False)
 training = publish("training", pd.DataFrame(training_rows))
 
 # %%
 headline = detection[((detection.method == "Min-K%") & np.isclose(detection.k, 0.2)) | (detection.method == "PPL")]
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-for ax, exp, title in zip(axes[:2], ["size_outlier", "size_indist"], ["(a) outlier contaminants", "(b) in-distribution"]):
+for ax, exp, title in zip(
+    axes[:2], ["size_outlier", "size_indist"], ["(a) outlier contaminants", "(b) in-distribution"]
+):
     d = headline[headline.experiment == exp].assign(set=lambda f: f.dataset.map(C.paper_name))
     sns.lineplot(data=d, x="corpus_tokens", y="auc", hue="set", style="method", marker="o", ax=ax)
     ax.set(xscale="log", title=title, xlabel="corpus tokens", ylabel="AUC")
@@ -495,11 +665,15 @@ publish("k_sweep", sweep.pivot_table(index="k", columns="method", values="auc").
 
 # %%
 bench_texts = [t for s in splits for t in s.texts][: 4 * P.score_batch]
-enc = tokenizer(bench_texts[: P.score_batch], return_tensors="pt", padding=True, truncation=True, max_length=P.max_length)
+enc = tokenizer(
+    bench_texts[: P.score_batch], return_tensors="pt", padding=True, truncation=True, max_length=P.max_length
+)
 ids, mask = enc["input_ids"].to(base_model.device), enc["attention_mask"].to(base_model.device)
-variants = {"forward pass": lambda: detectors.forward_only(base_model, ids, mask),
-            "scoring without Min-K%++": lambda: detectors.batch_scores(base_model, ids, mask, P.ks, plus=False),
-            "scoring with Min-K%++": lambda: detectors.batch_scores(base_model, ids, mask, P.ks, plus=True)}
+variants = {
+    "forward pass": lambda: detectors.forward_only(base_model, ids, mask),
+    "scoring without Min-K%++": lambda: detectors.batch_scores(base_model, ids, mask, P.ks, plus=False),
+    "scoring with Min-K%++": lambda: detectors.batch_scores(base_model, ids, mask, P.ks, plus=True),
+}
 timings = {name: [] for name in variants}
 for f in variants.values():
     f()  # warm-up
@@ -509,14 +683,32 @@ for _ in range(3):  # interleaved repeats, median per variant
         f()
         timings[name].append(time.perf_counter() - t0)
 real_tokens = int(mask.sum())
-throughput = pd.DataFrame([{"what": name, "tokens_per_second": round(real_tokens / np.median(t), 1),
-                            "time_vs_forward": round(np.median(t) / np.median(timings["forward pass"]), 3)}
-                           for name, t in timings.items()])
+throughput = pd.DataFrame(
+    [
+        {
+            "what": name,
+            "tokens_per_second": round(real_tokens / np.median(t), 1),
+            "time_vs_forward": round(np.median(t) / np.median(timings["forward pass"]), 3),
+        }
+        for name, t in timings.items()
+    ]
+)
 # training speed as measured when each checkpoint was trained (cached runs keep their original statistics)
-throughput = pd.concat([throughput, pd.DataFrame([{
-    "what": f"training ({P.profile}, {'GPU' if torch.cuda.is_available() else f'{torch.get_num_threads()} CPU threads'})",
-    "tokens_per_second": round(training.train_tokens.sum() / training.train_seconds.sum(), 1),
-    "time_vs_forward": np.nan}])], ignore_index=True)
+throughput = pd.concat(
+    [
+        throughput,
+        pd.DataFrame(
+            [
+                {
+                    "what": f"training ({P.profile}, {'GPU' if torch.cuda.is_available() else f'{torch.get_num_threads()} CPU threads'})",
+                    "tokens_per_second": round(training.train_tokens.sum() / training.train_seconds.sum(), 1),
+                    "time_vs_forward": np.nan,
+                }
+            ]
+        ),
+    ],
+    ignore_index=True,
+)
 publish("throughput", throughput)
 
 # %% [markdown]
@@ -537,16 +729,40 @@ if P.wikimia:
     wiki_splits = []
     for length in P.wikimia_lengths:
         rows = load_dataset("swj0419/WikiMIA", split=f"WikiMIA_length{length}")
-        wiki_splits.append(C.MemberSplit(f"WikiMIA-{length}", [r["input"] for r in rows if r["label"] == 1],
-                                         [r["input"] for r in rows if r["label"] == 0]))
+        wiki_splits.append(
+            C.MemberSplit(
+                f"WikiMIA-{length}",
+                [r["input"] for r in rows if r["label"] == 1],
+                [r["input"] for r in rows if r["label"] == 0],
+            )
+        )
     wiki_refs = {}  # the base model is the target here, so Ref is the smaller model alone, scored on WikiMIA's texts
     if P.small_ref_name:
         small = AutoModelForCausalLM.from_pretrained(P.small_ref_name, dtype=torch.float32).to(base_model.device).eval()
-        wiki_refs["Ref-small"] = C.score_table(small, small_tok, [t for s in wiki_splits for t in s.texts], P.ks, False,
-                                               P.score_batch, P.max_length, "small ref")
+        wiki_refs["Ref-small"] = C.score_table(
+            small,
+            small_tok,
+            [t for s in wiki_splits for t in s.texts],
+            P.ks,
+            False,
+            P.score_batch,
+            P.max_length,
+            "small ref",
+        )
         del small
-    wikimia = [C.detect(base_model, tokenizer, [split], P.ks, refs=wiki_refs, lowercase=True, batch_size=P.score_batch,
-                        max_length=P.max_length) for split in wiki_splits]
+    wikimia = [
+        C.detect(
+            base_model,
+            tokenizer,
+            [split],
+            P.ks,
+            refs=wiki_refs,
+            lowercase=True,
+            batch_size=P.score_batch,
+            max_length=P.max_length,
+        )
+        for split in wiki_splits
+    ]
     wikimia = pd.concat(wikimia, ignore_index=True).round(4)
     shown = wikimia[wikimia.k.isna() | np.isclose(wikimia.k, 0.2)]  # every k in the JSON; k = 20 % on the page
     publish("wikimia", wikimia, view=shown.pivot_table(index="method", columns="dataset", values="auc").reset_index())
@@ -555,6 +771,7 @@ else:
 
 # %% [markdown]
 # ## 10. Verdict
+
 
 # %%
 def headline_rows(experiment: str, method: str = "Min-K%", k: float = 0.2) -> pd.DataFrame:
@@ -581,8 +798,9 @@ def size_trend(experiment: str) -> tuple[float, float, float]:
     return lo, hi, float(np.hypot(se_lo, se_hi))
 
 
-(mk, mk_se), (ppl, _), (zl, _), (lc, _), (mkpp, _) = (mean_auc("main", m) for m in
-                                                      ("Min-K%", "PPL", "Zlib", "Lowercase", "Min-K%++"))
+(mk, mk_se), (ppl, _), (zl, _), (lc, _), (mkpp, _) = (
+    mean_auc("main", m) for m in ("Min-K%", "PPL", "Zlib", "Lowercase", "Min-K%++")
+)
 base_auc = detection[detection.experiment == "base"].auc
 (lr_hi, se_hi), (lr_lo, se_lo) = mean_auc("main"), mean_auc("lr")
 occ = headline_rows("frequency").sort_values("occurrences")
@@ -590,28 +808,52 @@ occ_se = float(np.hypot(occ.se.iloc[0], occ.se.iloc[-1])) if len(occ) > 1 else n
 out_lo, out_hi, out_se = size_trend("size_outlier")
 ind_lo, ind_hi, ind_se = size_trend("size_indist")
 ranking = (mk >= ppl and ppl > max(zl, lc)) or ("partly" if ppl > max(zl, lc) else False)
-verdict([
-    {"claim": "Before continued pretraining, members and non-members are indistinguishable (control)",
-     "paper": "implied by the random split", "ours": f"base-model AUC {base_auc.min():.2f}–{base_auc.max():.2f}",
-     "held": bool(base_auc.between(0.3, 0.7).all())},
-    {"claim": "Min-K% ≥ PPL > Zlib and Lowercase (mean AUC, Table 3)", "paper": "0.86 ≥ 0.84 > 0.68, 0.68",
-     "ours": f"{mk:.3f} vs PPL {ppl:.3f}, Zlib {zl:.3f}, Lowercase {lc:.3f} (SE of a mean ≈ {mk_se:.3f})",
-     "held": ranking},
-    {"claim": "A higher learning rate gives a higher AUC (Table 4)", "paper": "1e-5 → 1e-4: 0.61 → 0.85 on average",
-     "ours": f"{P.low_learning_rate:g} → {P.learning_rate:g}: {lr_lo:.3f} → {lr_hi:.3f} (SE {np.hypot(se_lo, se_hi):.3f})",
-     "held": metrics.trend_call(lr_lo, lr_hi, float(np.hypot(se_lo, se_hi)))},
-    {"claim": "More occurrences give a higher AUC (Fig. 5c)", "paper": "rises to ≈ 1.0 by about 4 copies",
-     "ours": ", ".join(f"{o}×: {a:.2f} ({m} members)" for o, a, m in zip(occ.occurrences, occ.auc, occ.members)),
-     "held": metrics.trend_call(occ.auc.iloc[0], occ.auc.iloc[-1], occ_se) if len(occ) > 1 else "not measured"},
-    {"claim": "Outlier contaminants: AUC rises with corpus size (Fig. 5a)", "paper": "e.g. BoolQ ≈ 0.75 → 0.90",
-     "ours": f"{out_lo:.3f} → {out_hi:.3f} (SE {out_se:.3f})", "held": metrics.trend_call(out_lo, out_hi, out_se)},
-    {"claim": "In-distribution contaminants: AUC falls with corpus size (Fig. 5b)", "paper": "≈ 0.64 → 0.52",
-     "ours": f"{ind_lo:.3f} → {ind_hi:.3f} (SE {ind_se:.3f})",
-     "held": metrics.trend_call(ind_lo, ind_hi, ind_se, expect="down")},
-    {"claim": "Min-K%++ improves on Min-K% (Zhang et al.; WikiMIA-32 78.3 vs 67.8)", "paper": "follow-up paper",
-     "ours": f"{mkpp:.3f} vs {mk:.3f} here (SE of a mean ≈ {mk_se:.3f})",
-     "held": metrics.trend_call(mk, mkpp, float(np.hypot(mk_se, mk_se)))},
-])
+verdict(
+    [
+        {
+            "claim": "Before continued pretraining, members and non-members are indistinguishable (control)",
+            "paper": "implied by the random split",
+            "ours": f"base-model AUC {base_auc.min():.2f}–{base_auc.max():.2f}",
+            "held": bool(base_auc.between(0.3, 0.7).all()),
+        },
+        {
+            "claim": "Min-K% ≥ PPL > Zlib and Lowercase (mean AUC, Table 3)",
+            "paper": "0.86 ≥ 0.84 > 0.68, 0.68",
+            "ours": f"{mk:.3f} vs PPL {ppl:.3f}, Zlib {zl:.3f}, Lowercase {lc:.3f} (SE of a mean ≈ {mk_se:.3f})",
+            "held": ranking,
+        },
+        {
+            "claim": "A higher learning rate gives a higher AUC (Table 4)",
+            "paper": "1e-5 → 1e-4: 0.61 → 0.85 on average",
+            "ours": f"{P.low_learning_rate:g} → {P.learning_rate:g}: {lr_lo:.3f} → {lr_hi:.3f} (SE {np.hypot(se_lo, se_hi):.3f})",
+            "held": metrics.trend_call(lr_lo, lr_hi, float(np.hypot(se_lo, se_hi))),
+        },
+        {
+            "claim": "More occurrences give a higher AUC (Fig. 5c)",
+            "paper": "rises to ≈ 1.0 by about 4 copies",
+            "ours": ", ".join(f"{o}×: {a:.2f} ({m} members)" for o, a, m in zip(occ.occurrences, occ.auc, occ.members)),
+            "held": metrics.trend_call(occ.auc.iloc[0], occ.auc.iloc[-1], occ_se) if len(occ) > 1 else "not measured",
+        },
+        {
+            "claim": "Outlier contaminants: AUC rises with corpus size (Fig. 5a)",
+            "paper": "e.g. BoolQ ≈ 0.75 → 0.90",
+            "ours": f"{out_lo:.3f} → {out_hi:.3f} (SE {out_se:.3f})",
+            "held": metrics.trend_call(out_lo, out_hi, out_se),
+        },
+        {
+            "claim": "In-distribution contaminants: AUC falls with corpus size (Fig. 5b)",
+            "paper": "≈ 0.64 → 0.52",
+            "ours": f"{ind_lo:.3f} → {ind_hi:.3f} (SE {ind_se:.3f})",
+            "held": metrics.trend_call(ind_lo, ind_hi, ind_se, expect="down"),
+        },
+        {
+            "claim": "Min-K%++ improves on Min-K% (Zhang et al.; WikiMIA-32 78.3 vs 67.8)",
+            "paper": "follow-up paper",
+            "ours": f"{mkpp:.3f} vs {mk:.3f} here (SE of a mean ≈ {mk_se:.3f})",
+            "held": metrics.trend_call(mk, mkpp, float(np.hypot(mk_se, mk_se))),
+        },
+    ]
+)
 
 # %% [markdown]
 # How to read the verdict:

@@ -151,8 +151,13 @@ SEEDS = ex.seeds(P)
 feats = ex.all_features(inputs, ex.budget(P), SEEDS)
 scored = ex.score_all(inputs, feats, SEEDS)
 accuracy = ex.accuracy_table(inputs, feats, SEEDS)
-repro.publish("accuracy", accuracy, view=accuracy.pivot_table(
-    index=["setting", "in_dist"], columns="features", values="accuracy_mean", sort=False).reset_index())
+repro.publish(
+    "accuracy",
+    accuracy,
+    view=accuracy.pivot_table(
+        index=["setting", "in_dist"], columns="features", values="accuracy_mean", sort=False
+    ).reset_index(),
+)
 
 # %% [markdown]
 # The table gives in-distribution test accuracy, averaged over the models (the JSON keeps the
@@ -170,16 +175,22 @@ import seaborn as sns
 from repro import page, plots
 
 aurocs = ex.auroc_table(inputs, scored, P.n_boot, P.seed)
-repro.publish("auroc", aurocs, view=aurocs.pivot_table(index=["setting", "in_dist", "features"], columns="score",
-                                                        values="auroc", sort=False).reset_index())
+repro.publish(
+    "auroc",
+    aurocs,
+    view=aurocs.pivot_table(
+        index=["setting", "in_dist", "features"], columns="score", values="auroc", sort=False
+    ).reset_index(),
+)
 COLORS = page.method_colors(list(ex.SCORES))
 
 # %%
 panels = aurocs.assign(direction=aurocs["in_dist"].str.slice(0, 24) + " in")
 fig, axes = plt.subplots(2, 1, figsize=(page.FIGURE_WIDTH, 7.2), sharey=True)
 for ax, kind in zip(axes, ex.KINDS):
-    plots.interval_points(ax, panels[panels["features"] == kind], "direction", "auroc", "ci_low", "ci_high", "score",
-                          COLORS)
+    plots.interval_points(
+        ax, panels[panels["features"] == kind], "direction", "auroc", "ci_low", "ci_high", "score", COLORS
+    )
     ax.set(ylabel="AUROC", title=f"{kind} features", xlabel="")
     ax.tick_params(axis="x", labelrotation=25, labelsize=8)
 axes[0].legend(ncol=3, loc="lower right")
@@ -187,12 +198,19 @@ fig.tight_layout()
 
 # %%
 gains = ex.gain_table(inputs, scored, P.n_boot, P.seed)
-repro.publish("gains", gains.drop(columns="test"), view=gains.pivot_table(
-    index=["setting", "in_dist", "features"], columns="contrast", values="delta", sort=False).reset_index())
+repro.publish(
+    "gains",
+    gains.drop(columns="test"),
+    view=gains.pivot_table(
+        index=["setting", "in_dist", "features"], columns="contrast", values="delta", sort=False
+    ).reset_index(),
+)
 near_gain = gains[(gains["contrast"] == "RMD - MD") & gains["setting"].isin(["image-near", "text-domain", "text-near"])]
-page.say(f"Across the near directions, RMD − MD ranges from {near_gain['delta'].min():+.3f} to "
-         f"{near_gain['delta'].max():+.3f} AUROC; its interval excludes zero in "
-         f"{int(((near_gain['ci_low'] > 0) | (near_gain['ci_high'] < 0)).sum())} of {len(near_gain)} rows.")
+page.say(
+    f"Across the near directions, RMD − MD ranges from {near_gain['delta'].min():+.3f} to "
+    f"{near_gain['delta'].max():+.3f} AUROC; its interval excludes zero in "
+    f"{int(((near_gain['ci_low'] > 0) | (near_gain['ci_high'] < 0)).sum())} of {len(near_gain)} rows."
+)
 
 # %% [markdown]
 # The distributions behind one of these numbers: MD and RMD of every test input in the first
@@ -202,8 +220,20 @@ page.say(f"Across the near directions, RMD − MD ranges from {near_gain['delta'
 # %%
 first = inputs.directions[0]
 sample = ex.score_sample(scored, (first.setting, first.in_dist, "pretrained"))
-grid = sns.displot(sample, x="value", hue="set", col="score", kind="hist", stat="density", common_norm=False,
-                   element="step", bins=60, height=3.2, aspect=1.1, facet_kws={"sharex": False, "sharey": False})
+grid = sns.displot(
+    sample,
+    x="value",
+    hue="set",
+    col="score",
+    kind="hist",
+    stat="density",
+    common_norm=False,
+    element="step",
+    bins=60,
+    height=3.2,
+    aspect=1.1,
+    facet_kws={"sharex": False, "sharey": False},
+)
 grid.set_titles("{col_name}")
 grid.figure.suptitle(f"{first.in_dist} in, {first.ood} as OOD", y=1.04, size=10)
 
@@ -228,11 +258,16 @@ slope = ex.k_slope(sweep, P.n_boot, P.seed)
 fig, ax = plt.subplots(figsize=(page.FIGURE_WIDTH, 3.4))
 sns.lineplot(sweep, x="K", y="gain", hue="features", style="in_dist", marker="o", errorbar=("ci", 95), ax=ax)
 ax.axhline(0, color="grey", lw=0.8)
-ax.set(xlabel="K (Gaussians fitted to the in-distribution classes)", ylabel="AUROC(RMD) − AUROC(MD)",
-       xticks=sorted(sweep["K"].unique()))
+ax.set(
+    xlabel="K (Gaussians fitted to the in-distribution classes)",
+    ylabel="AUROC(RMD) − AUROC(MD)",
+    xticks=sorted(sweep["K"].unique()),
+)
 ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
-page.say(f"Each added Gaussian changes the MD→RMD gain by {slope.estimate:+.3f} AUROC with label-free features "
-         f"(95 % interval {slope.low:+.3f} to {slope.high:+.3f}; {slope.method}).")
+page.say(
+    f"Each added Gaussian changes the MD→RMD gain by {slope.estimate:+.3f} AUROC with label-free features "
+    f"(95 % interval {slope.low:+.3f} to {slope.high:+.3f}; {slope.method})."
+)
 
 # %% [markdown]
 # **Where the terms come from.** Write MD as a sum over the eigendirections of $W$ and RMD as a
@@ -246,15 +281,28 @@ page.say(f"Each added Gaussian changes the MD→RMD gain by {slope.estimate:+.3f
 # %%
 eig_curves, eig_summary = ex.eigen_tables(first, feats, SEEDS[0])
 repro.publish("eigen", eig_summary)
-grid = sns.relplot(eig_curves, x="direction", y="term", hue="set", col="score", row="features", kind="line",
-                   marker="o", height=2.6, aspect=1.4, facet_kws={"sharex": False, "sharey": False})
+grid = sns.relplot(
+    eig_curves,
+    x="direction",
+    y="term",
+    hue="set",
+    col="score",
+    row="features",
+    kind="line",
+    marker="o",
+    height=2.6,
+    aspect=1.4,
+    facet_kws={"sharex": False, "sharey": False},
+)
 grid.set_titles("{row_name} features, {col_name}", size=9)
 grid.set_axis_labels("direction (largest variance / ratio first)", "mean term")
 pre = eig_summary.set_index("features").loc["pretrained"]
-page.say(f"With label-free features, OOD inputs have the larger mean MD term in {pre['md_ood_above_id']} of "
-         f"{pre['md_directions']} eigendirections. The top half of the directions alone gives AUROC "
-         f"{pre['auroc_md_top_half']:.3f} and the bottom half {pre['auroc_md_bottom_half']:.3f}. RMD keeps "
-         f"{pre['rmd_directions']} directions, and OOD inputs score higher in {pre['rmd_ood_above_id']} of them.")
+page.say(
+    f"With label-free features, OOD inputs have the larger mean MD term in {pre['md_ood_above_id']} of "
+    f"{pre['md_directions']} eigendirections. The top half of the directions alone gives AUROC "
+    f"{pre['auroc_md_top_half']:.3f} and the bottom half {pre['auroc_md_bottom_half']:.3f}. RMD keeps "
+    f"{pre['rmd_directions']} directions, and OOD inputs score higher in {pre['rmd_ood_above_id']} of them."
+)
 
 # %% [markdown]
 # ## 6. How near is near? Confusion log probability per OOD class
@@ -277,8 +325,10 @@ sns.scatterplot(by_class, x="clp", y="gain", hue="setting", style="features", s=
 ax.axhline(0, color="grey", lw=0.8)
 ax.set(xlabel="confusion log probability of the OOD class (higher = nearer)", ylabel="AUROC(RMD) − AUROC(MD)")
 ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
-page.say(f"Over the {by_class[by_class['features'] == 'pretrained'].shape[0]} OOD classes, Spearman's ρ between CLP "
-         f"and the gain is {rho.estimate:+.2f} (95 % interval {rho.low:+.2f} to {rho.high:+.2f}).")
+page.say(
+    f"Over the {by_class[by_class['features'] == 'pretrained'].shape[0]} OOD classes, Spearman's ρ between CLP "
+    f"and the gain is {rho.estimate:+.2f} (95 % interval {rho.low:+.2f} to {rho.high:+.2f})."
+)
 
 # %% [markdown]
 # ## 7. How much the covariance estimator moves the result
@@ -289,16 +339,26 @@ page.say(f"Over the {by_class[by_class['features'] == 'pretrained'].shape[0]} OO
 
 # %%
 cov = ex.covariance_table(inputs, feats, SEEDS[0], P.ridges, P.n_boot)
-repro.publish("covariance", cov.drop(columns="test"), view=cov.assign(abs_change=cov["change"].abs()).groupby(
-    ["setting", "features", "estimator", "score"], sort=False)["abs_change"].max().unstack("score").reset_index())
+repro.publish(
+    "covariance",
+    cov.drop(columns="test"),
+    view=cov.assign(abs_change=cov["change"].abs())
+    .groupby(["setting", "features", "estimator", "score"], sort=False)["abs_change"]
+    .max()
+    .unstack("score")
+    .reset_index(),
+)
 text_rank = cov[cov["setting"].str.startswith("text")]
-page.say(f"Every fit here has more training rows than dimensions. The largest change of any AUROC is "
-         f"{cov['change'].abs().max():.4f}. The text covariances have rank {text_rank['rank'].min()} to "
-         f"{text_rank['rank'].max()} of {text_rank['dims'].max()}, not for lack of rows. MiniLM's last LayerNorm "
-         "makes every token vector satisfy one linear constraint, which mean pooling keeps, so all text features "
-         "lie in a hyperplane; any further lost rank is directions with numerically zero variance. The "
-         "pseudo-inverse treats those directions alike for both covariances."
-         if len(text_rank) else f"The largest change of any AUROC is {cov['change'].abs().max():.4f}.")
+page.say(
+    f"Every fit here has more training rows than dimensions. The largest change of any AUROC is "
+    f"{cov['change'].abs().max():.4f}. The text covariances have rank {text_rank['rank'].min()} to "
+    f"{text_rank['rank'].max()} of {text_rank['dims'].max()}, not for lack of rows. MiniLM's last LayerNorm "
+    "makes every token vector satisfy one linear constraint, which mean pooling keeps, so all text features "
+    "lie in a hyperplane; any further lost rank is directions with numerically zero variance. The "
+    "pseudo-inverse treats those directions alike for both covariances."
+    if len(text_rank)
+    else f"The largest change of any AUROC is {cov['change'].abs().max():.4f}."
+)
 
 # %% [markdown]
 # ## 8. Robustness to the number of principal components
@@ -312,13 +372,28 @@ page.say(f"Every fit here has more training rows than dimensions. The largest ch
 pc = ex.pc_table(inputs, feats, SEEDS, P.pc_ks)
 repro.publish("pc_sweep", pc, show=False)
 ranges = ex.pc_ranges(pc)
-repro.publish("pc_range", ranges, view=ranges.groupby(["setting", "in_dist", "features"], sort=False)[
-    ["MD_range", "RMD_range"]].mean().reset_index())
+repro.publish(
+    "pc_range",
+    ranges,
+    view=ranges.groupby(["setting", "in_dist", "features"], sort=False)[["MD_range", "RMD_range"]].mean().reset_index(),
+)
 
 # %%
-grid = sns.relplot(pc.assign(direction=pc["setting"] + ": " + pc["in_dist"].str.slice(0, 18)), x="k", y="auroc",
-                   hue="score", style="features", col="direction", col_wrap=3, kind="line", errorbar=("ci", 95),
-                   marker="o", height=2.5, aspect=1.3, palette=COLORS)
+grid = sns.relplot(
+    pc.assign(direction=pc["setting"] + ": " + pc["in_dist"].str.slice(0, 18)),
+    x="k",
+    y="auroc",
+    hue="score",
+    style="features",
+    col="direction",
+    col_wrap=3,
+    kind="line",
+    errorbar=("ci", 95),
+    marker="o",
+    height=2.5,
+    aspect=1.3,
+    palette=COLORS,
+)
 grid.set(xscale="log")
 grid.set_titles("{col_name}", size=8)
 grid.set_axis_labels("k (leading principal components)", "AUROC")
@@ -336,8 +411,10 @@ grid.set_axis_labels("k (leading principal components)", "AUROC")
 inp = ex.input_rmd_table(split, P.seed, P.text_source)
 repro.publish("input_rmd", inp.drop(columns="test"))
 r = inp.iloc[0]
-page.say(f"Input-RMD reaches AUROC {r['input_RMD']:.3f} against input-MD's {r['input_MD']:.3f} "
-         f"(difference {r['delta']:+.3f}, DeLong 95 % interval {r['ci_low']:+.3f} to {r['ci_high']:+.3f}).")
+page.say(
+    f"Input-RMD reaches AUROC {r['input_RMD']:.3f} against input-MD's {r['input_MD']:.3f} "
+    f"(difference {r['delta']:+.3f}, DeLong 95 % interval {r['ci_low']:+.3f} to {r['ci_high']:+.3f})."
+)
 
 # %% [markdown]
 # ## 10. Scoring throughput

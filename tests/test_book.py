@@ -61,8 +61,20 @@ def built_book(smoke_results, tmp_path_factory: pytest.TempPathFactory) -> Path:
     staged = list(stage_book("smoke"))
     assert len(staged) >= 4  # the metrics chapter and the paper chapters
     out = tmp_path_factory.mktemp("book")
-    proc = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--path-output",
-                           str(out), "--warningiserror", "--keep-going"], capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "jupyter-book"),
+            "build",
+            str(ROOT),
+            "--path-output",
+            str(out),
+            "--warningiserror",
+            "--keep-going",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out / "_build" / "html"
 
@@ -90,7 +102,9 @@ def toc_pages(built_book: Path) -> list[str]:
     return pages
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="chromium is installed by `make test` (scripts/system-packages.sh)")
+@pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="chromium is installed by `make test` (scripts/system-packages.sh)"
+)
 def test_every_page_renders_without_errors(built_book: Path, server: str) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -98,9 +112,18 @@ def test_every_page_renders_without_errors(built_book: Path, server: str) -> Non
     pages = toc_pages(built_book)
     figures = 0
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run", "--disable-quic"])
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-quic",
+            ],
+        )
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         js_errors: list[str] = []
         page.on("pageerror", lambda exc: js_errors.append(str(exc)) if str(exc) not in KNOWN_JS_ERRORS else None)
@@ -111,14 +134,18 @@ def test_every_page_renders_without_errors(built_book: Path, server: str) -> Non
             body = page.inner_text("main")
             assert "Traceback (most recent call last)" not in body, rel
             assert page.locator(ERROR_SELECTOR).count() == 0, f"{rel} shows error output"
-            sizes = page.evaluate("Array.from(document.querySelectorAll('main img'))"
-                                  ".map(i => [i.getAttribute('src'), i.complete, i.naturalWidth, i.naturalHeight])")
+            sizes = page.evaluate(
+                "Array.from(document.querySelectorAll('main img'))"
+                ".map(i => [i.getAttribute('src'), i.complete, i.naturalWidth, i.naturalHeight])"
+            )
             for src, complete, width, height in sizes:
                 assert complete and width > 0 and height > 0, f"{rel}: empty image {src}"
             figures += len(sizes)
             problems = page.evaluate(PAGE_CHECKS)
             assert not problems, f"{rel}: {problems}"
-            page.screenshot(path=str(SCREENSHOTS / (rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True)
+            page.screenshot(
+                path=str(SCREENSHOTS / (rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True
+            )
         browser.close()
     assert not js_errors, js_errors
     assert figures >= 5  # the metrics chapter alone draws five figures

@@ -26,7 +26,7 @@ LAYER = np.zeros(3, dtype=int)
 
 def covered(items: sparse.csr_matrix) -> list[set[int]]:
     """The set of items each test covers."""
-    return [set(items.indices[items.indptr[i]: items.indptr[i + 1]].tolist()) for i in range(items.shape[0])]
+    return [set(items.indices[items.indptr[i] : items.indptr[i + 1]].tolist()) for i in range(items.shape[0])]
 
 
 @pytest.fixture

@@ -43,8 +43,13 @@ def test_smollm2_loads_offline_and_prefers_real_text() -> None:
     model, tok = pretrained.load_causal_lm("local")
     assert model.config.model_type == "llama" and model.num_parameters() > 100e6
     real, scrambled = pretrained.token_stats(
-        model, tok, ["The cat sat on the mat and looked out of the window.",
-                     "window the of out looked and mat the on sat cat The."])
+        model,
+        tok,
+        [
+            "The cat sat on the mat and looked out of the window.",
+            "window the of out looked and mat the on sat cat The.",
+        ],
+    )
     assert real.logprob.mean() > scrambled.logprob.mean() + 1.0
     assert len(real.logprob) == len(real.mu) == len(real.sigma) > 5
 

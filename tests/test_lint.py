@@ -17,14 +17,34 @@ def ruff() -> str:
 
 
 def test_ruff_check_is_clean() -> None:
-    proc = subprocess.run([ruff(), "check", "--no-cache", "lib", "notebooks", "tests"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [ruff(), "check", "--no-cache", "lib", "notebooks", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_ruff_format_is_clean() -> None:
+    proc = subprocess.run(
+        [ruff(), "format", "--check", "--no-cache", "lib", "notebooks", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
 def test_ruff_reports_a_planted_problem(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import os\n")  # an unused import: the check above must be able to fail
-    proc = subprocess.run([ruff(), "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(bad)],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [ruff(), "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1 and "F401" in proc.stdout

@@ -53,8 +53,15 @@ def tiny_lm(vocab: int = 50) -> torch.nn.Module:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=64)
+    cfg = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=64,
+    )
     return LlamaForCausalLM(cfg).eval()
 
 
@@ -95,7 +102,9 @@ def test_detector_scores_are_the_authors_formulas_negated() -> None:
     target = pd.DataFrame({"loss": loss, "mink_0.2": [-4.0, -6.0], "minkpp_0.2": [-1.0, -0.5]})
     lower = pd.DataFrame({"loss": [2.6, 3.0]})
     ref = pd.DataFrame({"loss": [2.5, 3.0]})
-    s = detectors.detector_scores(target, texts, [0.2], lower=lower, refs={"Ref": ref}, neighbor_loss=np.array([2.2, 3.1]))
+    s = detectors.detector_scores(
+        target, texts, [0.2], lower=lower, refs={"Ref": ref}, neighbor_loss=np.array([2.2, 3.1])
+    )
     # authors' code: lower score = member; ppl = exp(loss), zlib = log(ppl)/len(zlib), lowercase = -(log ppl_l / log ppl)
     ppl = np.exp(loss)
     authors = {
@@ -172,8 +181,10 @@ def test_member_split_poisson_and_take_tokens() -> None:
 
 
 def test_formats_and_trim_words() -> None:
-    assert C.format_yes_no(" Frost happens in December.", "Is frost common?", True) == \
-        "Frost happens in December.\nQuestion: Is frost common?\nAnswer: yes"
+    assert (
+        C.format_yes_no(" Frost happens in December.", "Is frost common?", True)
+        == "Frost happens in December.\nQuestion: Is frost common?\nAnswer: yes"
+    )
     assert C.format_choice("Why?", ["a", "b"], "b") == "Question: Why?\nChoices: (A) a (B) b\nAnswer: b"
     assert C.trim_words("One two three. Four five six. Seven.", 6) == "One two three. Four five six."
     assert C.trim_words("one two three four five", 3) == "one two three"
@@ -233,8 +244,16 @@ def test_neighbors_swap_exactly_one_word() -> None:
 
     tok, vocab = word_tokenizer({"mask_token": "<mask>"})
     torch.manual_seed(0)
-    mlm = BertForMaskedLM(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                     intermediate_size=32, max_position_embeddings=32)).eval()
+    mlm = BertForMaskedLM(
+        BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=32,
+            max_position_embeddings=32,
+        )
+    ).eval()
     texts = ["the cat sat on the mat", "a dog ran fast"]
     out = detectors.neighbors(texts, mlm, tok, n=3, seed=0, batch_size=4)
     assert [len(ns) for ns in out] == [3, 3]

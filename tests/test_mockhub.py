@@ -40,8 +40,13 @@ def mock_env(mock_hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 # ---------------------------------------------------------------------------------------------------- (a) schemas
 
-IMAGE_SHAPES = {"mnist": (28, 28, "L", 10), "fashion_mnist": (28, 28, "L", 10), "cifar10": (32, 32, "RGB", 10),
-                "cifar100": (32, 32, "RGB", 100), "svhn": (32, 32, "RGB", 10)}
+IMAGE_SHAPES = {
+    "mnist": (28, 28, "L", 10),
+    "fashion_mnist": (28, 28, "L", 10),
+    "cifar10": (32, 32, "RGB", 10),
+    "cifar100": (32, 32, "RGB", 100),
+    "svhn": (32, 32, "RGB", 10),
+}
 
 
 def test_image_sets_have_the_hub_columns_sizes_and_labels(served: Path) -> None:
@@ -61,7 +66,9 @@ def test_image_sets_have_the_hub_columns_sizes_and_labels(served: Path) -> None:
             image = ds[0][image_col]
             assert (image.size, image.mode) == ((width, height), mode), name
     cifar100 = load_dataset("uoft-cs/cifar100", split="train").features
-    assert cifar100["fine_label"].names[:3] == ["apple", "aquarium_fish", "baby"] and "cra" in cifar100["fine_label"].names
+    assert (
+        cifar100["fine_label"].names[:3] == ["apple", "aquarium_fish", "baby"] and "cra" in cifar100["fine_label"].names
+    )
     assert cifar100["coarse_label"].num_classes == 20
     assert load_dataset("zalando-datasets/fashion_mnist", split="test").features["label"].names[0] == "T - shirt / top"
     assert "extra" in load_dataset("ufldl-stanford/svhn", "cropped_digits")
@@ -83,8 +90,12 @@ def test_min_k_sets_have_the_fields_the_formatters_read(served: Path) -> None:
 
     from repro.mink import corpora as C
 
-    fields = {"BoolQ": {"passage", "question", "answer"}, "CommonsenseQA": {"question", "choices", "answerKey"},
-              "IMDB": {"text", "label"}, "TruthfulQA": {"question", "best_answer"}}
+    fields = {
+        "BoolQ": {"passage", "question", "answer"},
+        "CommonsenseQA": {"question", "choices", "answerKey"},
+        "IMDB": {"text", "label"},
+        "TruthfulQA": {"question", "best_answer"},
+    }
     assert set(C.HUB_SETS) == set(fields)
     for name, (repo, config, split) in C.HUB_SETS.items():
         ds = load_dataset(repo, config, split=split)
@@ -147,7 +158,9 @@ def test_causal_lms_load_through_the_book_loaders(served: Path) -> None:
         tok = AutoTokenizer.from_pretrained(name)
         lm = AutoModelForCausalLM.from_pretrained(name, dtype=torch.float32)
         assert type(tok).__name__ == "LlamaTokenizer" and tok("a b")["input_ids"][0] == tok.bos_token_id
-        assert lm.config.model_type == "llama" and lm.config.vocab_size == len(tok) and not lm.config.tie_word_embeddings
+        assert (
+            lm.config.model_type == "llama" and lm.config.vocab_size == len(tok) and not lm.config.tie_word_embeddings
+        )
 
 
 def test_distilgpt2_keeps_every_digit_one_token(served: Path) -> None:
@@ -221,8 +234,11 @@ def params(result: dict) -> dict:
 
 def check_metrics_by_hand(result: dict) -> None:
     assert params(result)["lm_source"] == "hub"
-    assert {r["order"]: r["apfd"] for r in rows(result, "apfd_icsm99")} == {"A-B-C-D-E": 0.5, "E-D-C-B-A": 0.64,
-                                                                             "C-E-B-A-D": 0.84}
+    assert {r["order"]: r["apfd"] for r in rows(result, "apfd_icsm99")} == {
+        "A-B-C-D-E": 0.5,
+        "E-D-C-B-A": 0.64,
+        "C-E-B-A-D": 0.84,
+    }
     sentences = rows(result, "min_k_sentences")
     assert len(sentences) == 8 and all(r["min_20pct"] <= r["mean_logprob"] < 0 for r in sentences)
 
@@ -243,14 +259,18 @@ def check_deepgini_apfd(result: dict) -> None:
 def check_rmd_near_ood(result: dict) -> None:
     assert (params(result)["image_source"], params(result)["text_source"]) == ("hub", "hub")
     directions = {(r["setting"], r["in_dist"]): r for r in rows(result, "directions")}
-    assert {("image-near", "CIFAR-10"), ("image-near", "CIFAR-100"), ("text-near", "CLINC150 in-scope")} <= set(directions)
+    assert {("image-near", "CIFAR-10"), ("image-near", "CIFAR-100"), ("text-near", "CLINC150 in-scope")} <= set(
+        directions
+    )
     assert directions["image-near", "CIFAR-100"]["K"] == 100
     assert directions["text-near", "CLINC150 in-scope"]["K"] == 150
     auroc = rows(result, "auroc")
     assert {r["setting"] for r in auroc} == {"image-near", "image-far", "text-near"}
     assert all(r["ci_low"] <= r["auroc"] <= r["ci_high"] for r in auroc)
     assert {r["K"] for r in rows(result, "k_sweep")} == {1, 2, 10}  # CIFAR-10 in: K up to 10; CIFAR-100 in: merged
-    assert any(r["ours_auroc"] is not None for r in rows(result, "paper_comparison"))  # CIFAR-10 <-> CIFAR-100 is measured
+    assert any(
+        r["ours_auroc"] is not None for r in rows(result, "paper_comparison")
+    )  # CIFAR-10 <-> CIFAR-100 is measured
     assert {r["decision"] for r in rows(result, "verdict")} <= {"held", "not held", "inconclusive"}
 
 
@@ -279,8 +299,10 @@ def check_mink_contamination(result: dict) -> None:
 
 
 CHECKS: dict[str, Callable[[dict], None]] = {
-    "metrics_by_hand": check_metrics_by_hand, "deepgini_apfd": check_deepgini_apfd,
-    "rmd_near_ood": check_rmd_near_ood, "crt_canary_exposure": check_crt_canary_exposure,
+    "metrics_by_hand": check_metrics_by_hand,
+    "deepgini_apfd": check_deepgini_apfd,
+    "rmd_near_ood": check_rmd_near_ood,
+    "crt_canary_exposure": check_crt_canary_exposure,
     "mink_contamination": check_mink_contamination,
 }
 
@@ -290,8 +312,9 @@ def test_every_notebook_has_a_paper_shrink_and_a_check() -> None:
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
-def test_notebook_runs_at_paper_on_the_mock_hub(stem: str, isolated_runs: Path, mock_hub: Path,
-                                                monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_notebook_runs_at_paper_on_the_mock_hub(
+    stem: str, isolated_runs: Path, mock_hub: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from repro.runner import run
 
     smoke = run(stem, "smoke")  # the runner's cache: free when the smoke tests ran first
@@ -311,8 +334,11 @@ def test_notebook_runs_at_paper_on_the_mock_hub(stem: str, isolated_runs: Path, 
 def test_sizes_beyond_the_pool_raise_naming_the_parameter() -> None:
     from repro.mink import corpora as C
 
-    with pytest.raises(ParameterError, match=r"parameter 'size_background': 10 tokens requested, but the pool has "
-                                             r"only 6 tokens \(3 documents\)"):
+    with pytest.raises(
+        ParameterError,
+        match=r"parameter 'size_background': 10 tokens requested, but the pool has "
+        r"only 6 tokens \(3 documents\)",
+    ):
         C.take_tokens(["aa", "bb", "cc"], 10, len, param="size_background")
     assert C.take_tokens(["aa", "bb", "cc"], 10, len) == ["aa", "bb", "cc"]  # without a parameter: all of them
     with pytest.raises(ParameterError, match="parameter 'indist_members': news has 3 distinct items"):
@@ -320,10 +346,19 @@ def test_sizes_beyond_the_pool_raise_naming_the_parameter() -> None:
 
 
 def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str, str], isolated_runs: Path) -> None:
-    flags = [a for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], "size_background": [64, 4000]}.items()
-             for a in ("-p", k, str(v))]
-    done = subprocess.run([sys.executable, "-m", "repro", "run", "mink_contamination", "--profile", "paper", *flags],
-                          cwd=ROOT, env={**os.environ, **mock_env}, capture_output=True, text=True, timeout=600)
+    flags = [
+        a
+        for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], "size_background": [64, 4000]}.items()
+        for a in ("-p", k, str(v))
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "repro", "run", "mink_contamination", "--profile", "paper", *flags],
+        cwd=ROOT,
+        env={**os.environ, **mock_env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 2, done.stderr[-2000:]
     error = done.stderr.strip().splitlines()
     assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'size_background': 4,000 tokens")

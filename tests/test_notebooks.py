@@ -70,9 +70,12 @@ def test_rmd_chapter_tables(smoke_results) -> None:
         rows = [r for r in auroc if r["setting"] == setting]
         assert len({r["in_dist"] for r in rows}) == 2
         assert {(r["features"], r["score"]) for r in rows} == {
-            (f, s) for f in ("pretrained", "finetuned") for s in ("MSP", "MD", "RMD")}
+            (f, s) for f in ("pretrained", "finetuned") for s in ("MSP", "MD", "RMD")
+        }
     # every AUROC is a mean over seeds inside its interval, and the interval spans the per-seed values' mean
-    assert all(r["ci_low"] <= r["auroc"] <= r["ci_high"] and r["seed_min"] <= r["auroc"] <= r["seed_max"] for r in auroc)
+    assert all(
+        r["ci_low"] <= r["auroc"] <= r["ci_high"] and r["seed_min"] <= r["auroc"] <= r["seed_max"] for r in auroc
+    )
     far_md = [r["auroc"] for r in auroc if r["setting"] == "image-far" and r["score"] == "MD"]
     assert min(far_md) > 0.75  # digits vs Fashion-MNIST features are far apart
     # the K sweep: one Gaussian makes RMD identically zero (AUROC 0.5); K runs up to the class count
@@ -82,14 +85,20 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     # RMD keeps K - 1 = 4 discriminant directions of the image-near fit
     assert {r["rmd_directions"] for r in tables["eigen"]} == {4}
     # CLP per OOD class: five OOD classes per image-near direction, log-probabilities below 0
-    near_classes = [r for r in tables["per_ood_class"] if r["setting"] == "image-near" and r["features"] == "pretrained"]
+    near_classes = [
+        r for r in tables["per_ood_class"] if r["setting"] == "image-near" and r["features"] == "pretrained"
+    ]
     assert len(near_classes) == 10 and all(r["clp"] < 0 for r in near_classes)
     # the estimator comparison covers a ridge and Ledoit-Wolf for MD and RMD
-    assert {(r["estimator"], r["score"]) for r in tables["covariance"]} >= {("ledoit-wolf", "MD"), ("ledoit-wolf", "RMD")}
+    assert {(r["estimator"], r["score"]) for r in tables["covariance"]} >= {
+        ("ledoit-wolf", "MD"),
+        ("ledoit-wolf", "RMD"),
+    }
     verdict = tables["verdict"]
     assert len(verdict) == 3 * 4 + 5  # 3 near directions x 4 per-direction rows, then 5 chapter-wide rows
     assert all(r["ci_low"] <= r["ci_high"] for r in verdict)
     assert all(r["why"] for r in verdict if r["decision"] != "held")
+
 
 def test_rmd_chapter_analyses(smoke_results) -> None:
     tables = smoke_results["rmd_near_ood"]["tables"]
@@ -118,9 +127,12 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
         assert {r["model"] for r in tables[name]} == models, name
     # Figs. 3-5: every (model, trainer, γ), exposure within [0, log2 1e6]
     assert {(r["model"], r["trainer"], r["gamma"]) for r in tables["exposure"]} == {
-        (m, t, g) for m in models for t in trainers for g in (0.0, 0.5)}
+        (m, t, g) for m in models for t in trainers for g in (0.0, 0.5)
+    }
     assert all(0.0 <= r["exposure"] <= 19.94 for r in tables["exposure"])
-    assert {(r["model"], r["attack"]) for r in tables["mia"]} == {(m, a) for m in models for a in ("individual", "group")}
+    assert {(r["model"], r["attack"]) for r in tables["mia"]} == {
+        (m, a) for m in models for a in ("individual", "group")
+    }
     assert all(0.0 <= r["accuracy"] <= 1.0 for r in tables["mia"])
     # Fig. 2: every DP trainer of every model at each target ε of the sweep
     utility = tables["utility"]
@@ -151,7 +163,13 @@ def test_deepgini_models_and_mixed_sets(smoke_results) -> None:
     assert all(0.8 < r["test_accuracy"] <= 1 for r in accuracy)
     adversarial = {(r["model"], r["attack"]): r for r in table(smoke_results, "deepgini_apfd", "adversarial")}
     for model in ("lenet1", "lenet5"):
-        assert [adversarial[model, a]["examples_added"] for a in ("FGSM-0.01", "FGSM-0.1", "BIM", "JSMA", "CW-L2")] == [100, 100, 100, 30, 30]
+        assert [adversarial[model, a]["examples_added"] for a in ("FGSM-0.01", "FGSM-0.1", "BIM", "JSMA", "CW-L2")] == [
+            100,
+            100,
+            100,
+            30,
+            30,
+        ]
         # the larger FGSM step fools the model more often; FGSM stays within its epsilon
         assert adversarial[model, "FGSM-0.1"]["accuracy_on_them"] < adversarial[model, "FGSM-0.01"]["accuracy_on_them"]
         assert adversarial[model, "FGSM-0.01"]["mean_linf"] <= 0.0100001
@@ -193,7 +211,17 @@ def test_mink_chapter_tables(smoke_results) -> None:
     detection = table(smoke_results, "mink_contamination", "detection")
     experiments = {r["experiment"] for r in detection}
     assert {"main", "lr", "size_outlier", "size_indist", "frequency", "k_sweep", "base"} <= experiments
-    keys = {"experiment", "dataset", "method", "k", "learning_rate", "corpus_tokens", "occurrences", "auc", "tpr_at_5fpr"}
+    keys = {
+        "experiment",
+        "dataset",
+        "method",
+        "k",
+        "learning_rate",
+        "corpus_tokens",
+        "occurrences",
+        "auc",
+        "tpr_at_5fpr",
+    }
     assert all(keys <= set(r) and 0 <= r["auc"] <= 1 and 0 <= r["tpr_at_5fpr"] <= 1 for r in detection)
     main = [r for r in detection if r["experiment"] == "main"]
     methods = {r["method"] for r in main}
@@ -204,14 +232,23 @@ def test_mink_chapter_tables(smoke_results) -> None:
     assert len(sizes) == 2 and sizes[0] < sizes[1]
     assert {r["learning_rate"] for r in detection if r["experiment"] == "lr"} == {1e-5}
     training = table(smoke_results, "mink_contamination", "training")
-    assert [r["experiment"] for r in training] == ["main", "lr", "size_outlier", "size_indist", "size_outlier",
-                                                   "size_indist", "frequency"]
+    assert [r["experiment"] for r in training] == [
+        "main",
+        "lr",
+        "size_outlier",
+        "size_indist",
+        "size_outlier",
+        "size_indist",
+        "frequency",
+    ]
     assert all(r["train_tokens"] >= r["corpus_tokens"] > r["contaminant_tokens"] > 0 for r in training)
     throughput = {r["what"]: r for r in table(smoke_results, "mink_contamination", "throughput")}
     assert throughput["forward pass"]["time_vs_forward"] == 1.0
     assert throughput["scoring with Min-K%++"]["tokens_per_second"] > 0
     verdict = table(smoke_results, "mink_contamination", "verdict")
-    assert len(verdict) == 7 and all(r["held"] in ("yes", "no", "partly", "within noise", "not measured") for r in verdict)
+    assert len(verdict) == 7 and all(
+        r["held"] in ("yes", "no", "partly", "within noise", "not measured") for r in verdict
+    )
 
 
 def test_mink_main_run_separates_members(smoke_results) -> None:

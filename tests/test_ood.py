@@ -106,8 +106,9 @@ def test_clp_is_higher_for_nearer_outliers() -> None:
     x = centers[y] + rng.normal(size=(800, 2))
     near = scores.confusion_log_probability(x[y != 3], y[y != 3], [0, 1], centers[2] + rng.normal(size=(100, 2)), 2)
     far_train = np.isin(y, [0, 1, 3])
-    far = scores.confusion_log_probability(x[far_train], np.searchsorted([0, 1, 3], y[far_train]), [0, 1],
-                                        centers[3] + rng.normal(size=(100, 2)), 2)
+    far = scores.confusion_log_probability(
+        x[far_train], np.searchsorted([0, 1, 3], y[far_train]), [0, 1], centers[3] + rng.normal(size=(100, 2)), 2
+    )
     assert -1.5 < near <= 0 and far < near - 3
 
 

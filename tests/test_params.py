@@ -22,7 +22,14 @@ def ns(**values):
 
 
 def test_profiles_give_their_values() -> None:
-    assert resolve(ns(), SPEC) == {"profile": "default", "n": 100, "lr": 1e-4, "mode": "local", "ks": [5, 10], "flag": False}
+    assert resolve(ns(), SPEC) == {
+        "profile": "default",
+        "n": 100,
+        "lr": 1e-4,
+        "mode": "local",
+        "ks": [5, 10],
+        "flag": False,
+    }
     smoke = resolve(ns(profile="smoke"), SPEC)
     assert smoke["n"] == 10 and smoke["lr"] == 1e-4
     paper = resolve(ns(profile="paper"), SPEC)
@@ -34,18 +41,21 @@ def test_explicit_value_beats_profile_and_int_widens_to_float() -> None:
     assert got["n"] == 500 and got["lr"] == 1.0 and isinstance(got["lr"], float)
 
 
-@pytest.mark.parametrize("values, match", [
-    ({"n": 0}, r"parameter 'n': 0 is out of range, expected int in \[1, 1000\]"),
-    ({"n": "ten"}, r"parameter 'n': got 'ten' \(str\), expected int"),
-    ({"n": 2.5}, r"parameter 'n'"),
-    ({"flag": 1}, r"parameter 'flag'"),
-    ({"n": True}, r"parameter 'n'"),
-    ({"mode": "ftp"}, r"parameter 'mode': got 'ftp', expected one of 'local', 'hub'"),
-    ({"ks": [5, 0]}, r"parameter 'ks'"),
-    ({"ks": []}, r"parameter 'ks'"),
-    ({"profile": "huge"}, r"parameter 'profile': got 'huge', expected one of smoke, default, paper"),
-    ({"bogus": 3}, r"unknown parameter 'bogus': allowed are profile, n, lr, mode, ks, flag"),
-])
+@pytest.mark.parametrize(
+    "values, match",
+    [
+        ({"n": 0}, r"parameter 'n': 0 is out of range, expected int in \[1, 1000\]"),
+        ({"n": "ten"}, r"parameter 'n': got 'ten' \(str\), expected int"),
+        ({"n": 2.5}, r"parameter 'n'"),
+        ({"flag": 1}, r"parameter 'flag'"),
+        ({"n": True}, r"parameter 'n'"),
+        ({"mode": "ftp"}, r"parameter 'mode': got 'ftp', expected one of 'local', 'hub'"),
+        ({"ks": [5, 0]}, r"parameter 'ks'"),
+        ({"ks": []}, r"parameter 'ks'"),
+        ({"profile": "huge"}, r"parameter 'profile': got 'huge', expected one of smoke, default, paper"),
+        ({"bogus": 3}, r"unknown parameter 'bogus': allowed are profile, n, lr, mode, ks, flag"),
+    ],
+)
 def test_bad_values_give_one_line_errors(values, match) -> None:
     with pytest.raises(ParameterError, match=match) as err:
         resolve(ns(**values), SPEC)
@@ -58,13 +68,16 @@ def test_modules_functions_and_private_names_are_not_parameters() -> None:
     assert resolve(ns(math=math, helper=lambda: 0, _hidden=1, Param=Param), SPEC)["n"] == 100
 
 
-@pytest.mark.parametrize("values, match", [
-    ({"lr": float("nan")}, r"parameter 'lr': got nan, expected a finite number"),
-    ({"lr": float("inf")}, r"parameter 'lr': got inf, expected a finite number"),
-    ({"n": float("-inf")}, r"parameter 'n': got -inf, expected a finite number"),
-    ({"ks": [5, float("nan")]}, r"parameter 'ks': got nan, expected a finite number"),
-    ({"lr": 10**400}, r"parameter 'lr': 1000.* is out of range"),
-])
+@pytest.mark.parametrize(
+    "values, match",
+    [
+        ({"lr": float("nan")}, r"parameter 'lr': got nan, expected a finite number"),
+        ({"lr": float("inf")}, r"parameter 'lr': got inf, expected a finite number"),
+        ({"n": float("-inf")}, r"parameter 'n': got -inf, expected a finite number"),
+        ({"ks": [5, float("nan")]}, r"parameter 'ks': got nan, expected a finite number"),
+        ({"lr": 10**400}, r"parameter 'lr': 1000.* is out of range"),
+    ],
+)
 def test_nan_infinity_and_overflow_are_refused_in_one_line(values, match) -> None:
     with pytest.raises(ParameterError, match=match) as err:
         resolve(ns(**values), SPEC)
@@ -74,8 +87,11 @@ def test_nan_infinity_and_overflow_are_refused_in_one_line(values, match) -> Non
 def test_item_choices_check_every_list_item() -> None:
     spec = {"attacks": Param(list, ["FGSM", "BIM"], items=str, item_choices=("FGSM", "BIM", "JSMA"))}
     assert resolve({"profile": "default", "attacks": ["JSMA"]}, spec)["attacks"] == ["JSMA"]
-    with pytest.raises(ParameterError, match=r"parameter 'attacks': got item 'NOPE', expected list of str, each one of "
-                                             r"'FGSM', 'BIM', 'JSMA'"):
+    with pytest.raises(
+        ParameterError,
+        match=r"parameter 'attacks': got item 'NOPE', expected list of str, each one of "
+        r"'FGSM', 'BIM', 'JSMA'",
+    ):
         resolve({"profile": "default", "attacks": ["BIM", "NOPE"]}, spec)
 
 
@@ -127,8 +143,11 @@ def test_paper_fails_fast_when_the_hub_is_offline_or_unreachable(no_hub_flags: p
 
     notebook.require_hub("default")  # other profiles never look
     no_hub_flags.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ParameterError, match=r"profile 'paper' needs the Hugging Face Hub .*HF_HUB_OFFLINE=1.*"
-                                             r"use --profile default"):
+    with pytest.raises(
+        ParameterError,
+        match=r"profile 'paper' needs the Hugging Face Hub .*HF_HUB_OFFLINE=1.*"
+        r"use --profile default",
+    ):
         notebook.require_hub("paper")
     no_hub_flags.delenv("HF_HUB_OFFLINE")
     with socket.socket() as probe:

@@ -27,7 +27,9 @@ def test_generator_is_seeded_and_labels_every_secret() -> None:
                 assert tok.isdigit() or tok in "-."
             if label == "tracking":
                 # a tracking number holding a digit is split into characters; an all-letter one stays a word
-                assert (len(tok) == 1 and tok.isalnum() and (tok.isdigit() or tok.isupper())) or (len(tok) == 10 and tok.isupper())
+                assert (len(tok) == 1 and tok.isalnum() and (tok.isdigit() or tok.isupper())) or (
+                    len(tok) == 10 and tok.isupper()
+                )
 
 
 def test_policy_at_gamma_zero_is_perfect_and_misses_are_nested() -> None:
@@ -43,7 +45,9 @@ def test_policy_at_gamma_zero_is_perfect_and_misses_are_nested() -> None:
 
 def test_split_into_sentences_before_dedup_and_redaction() -> None:
     # Two turns share one sentence: dedup at the turn level would keep both, sentence level masks the second.
-    split = redaction.crt_split(sentences_of("Where is my box? Thanks.", "Hi. Where is my box?"), redaction.RegexPolicy())
+    split = redaction.crt_split(
+        sentences_of("Where is my box? Thanks.", "Hi. Where is my box?"), redaction.RegexPolicy()
+    )
     assert split.tokens == [["Where", "is", "my", "box", "?"], ["Thanks", "."], ["Hi", "."], [redaction.MASK]]
     # The secret sends only its own sentence to D_pri, not its whole turn.
     split = redaction.crt_split(sentences_of("Thanks a lot. It is 555-123-4567."), redaction.RegexPolicy())
@@ -78,7 +82,9 @@ def test_crt_batches_are_never_mixed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(trainers._Private, "public_step", lambda self, b, w=None: seen.append(("pub", {b.shape[1]})))
     monkeypatch.setattr(trainers._Private, "dp_step", lambda self, b, w=None: seen.append(("pri", {b.shape[1]})))
     model = language_model.LSTMLM(10, 4, 4, private=True)
-    trainers.train_crt(model, public, private, trainers.TrainConfig(epochs=2, batch=5, dp_batch=3, target_epsilon=5.0), gamma=0.1)
+    trainers.train_crt(
+        model, public, private, trainers.TrainConfig(epochs=2, batch=5, dp_batch=3, target_epsilon=5.0), gamma=0.1
+    )
     kinds = [k for k, _ in seen]
     assert {frozenset(lengths) for k, lengths in seen if k == "pub"} == {frozenset({4})}
     assert {frozenset(lengths) for k, lengths in seen if k == "pri"} == {frozenset({5})}
@@ -88,11 +94,17 @@ def test_crt_batches_are_never_mixed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def tiny_gpt2(vocab_size: int = 20) -> gpt.GPT2LM:
     """A 2-layer, width-8 GPT-2 in float64 over `vocab_size` ids, with tied input/output embeddings."""
-    vocab = language_model.Vocab([language_model.PAD, language_model.UNK, language_model.BOS, language_model.EOS] + [f"w{i}" for i in range(vocab_size - 4)])
+    vocab = language_model.Vocab(
+        [language_model.PAD, language_model.UNK, language_model.BOS, language_model.EOS]
+        + [f"w{i}" for i in range(vocab_size - 4)]
+    )
     return gpt.small_gpt2(vocab, n_positions=16, n_embd=8, n_layer=2, n_head=2).double()
 
 
-TINY_MODELS = {"LSTM": (lambda: language_model.LSTMLM(20, 6, 6).double(), language_model.LSTMStepper), "GPT-2": (tiny_gpt2, gpt.GPT2Stepper)}
+TINY_MODELS = {
+    "LSTM": (lambda: language_model.LSTMLM(20, 6, 6).double(), language_model.LSTMStepper),
+    "GPT-2": (tiny_gpt2, gpt.GPT2Stepper),
+}
 
 
 @pytest.mark.parametrize("kind", TINY_MODELS)
@@ -104,7 +116,9 @@ def test_tree_rank_equals_brute_force_on_a_tiny_model(kind: str) -> None:
         p.data *= 4  # sharpen the distribution so ranks are spread out
     context, digits = [2, 4, 5], [10, 11, 12, 13, 14, 15, 16]
     tree = canary.tree_scores(stepper(model), context, digits, 4, batch=50)
-    brute = canary.brute_force_scores(lambda s: language_model.suffix_logprob(model, s, 4), context, digits, 4, batch=100)
+    brute = canary.brute_force_scores(
+        lambda s: language_model.suffix_logprob(model, s, 4), context, digits, 4, batch=100
+    )
     assert tree.shape == (7**4,)
     np.testing.assert_allclose(tree, brute, atol=1e-10)
     assert np.ptp(tree) > 5  # the scores really differ, so equal ranks are not trivial
@@ -170,9 +184,12 @@ def test_fig6_example_with_autodp() -> None:
     assert rows[0]["naive_epsilon_conf"] == pytest.approx(0.159, abs=1e-3)  # not the paper's number
 
 
-@pytest.mark.parametrize("epsilon, q, steps, delta", [(1.0, 0.1, 100, 8e-5), (0.5, 0.05, 200, 1e-6), (8.0, 0.2, 50, 1e-5)])
-def test_calibrated_sigma_gives_the_target_epsilon_and_matches_a_bisection(epsilon: float, q: float, steps: int,
-                                                                          delta: float) -> None:
+@pytest.mark.parametrize(
+    "epsilon, q, steps, delta", [(1.0, 0.1, 100, 8e-5), (0.5, 0.05, 200, 1e-6), (8.0, 0.2, 50, 1e-5)]
+)
+def test_calibrated_sigma_gives_the_target_epsilon_and_matches_a_bisection(
+    epsilon: float, q: float, steps: int, delta: float
+) -> None:
     from scipy.optimize import brentq
 
     sigma = accounting.calibrate_sigma(epsilon, q, steps, delta)

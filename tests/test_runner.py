@@ -22,8 +22,15 @@ REQUIRED_KEYS = {"notebook", "profile", "params", "tables", "seconds", "versions
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess:
     """Run `python -m repro ...` as a user would (with extra environment variables `env`)."""
-    return subprocess.run([sys.executable, "-m", "repro", *args], capture_output=True, text=True, check=False,
-                          cwd=ROOT, env={**os.environ, **env}, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "repro", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        env={**os.environ, **env},
+        timeout=600,
+    )
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -70,12 +77,15 @@ def test_override_changes_params_and_misses_the_cache(smoke_results, isolated_ru
     assert len(result["tables"]["min_k_sentences"]) == 2
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["-p", "toy_n", "5"], "parameter 'toy_n': 5 is out of range"),
-    (["-p", "toy_n", "many"], "parameter 'toy_n': got 'many' (str), expected int"),
-    (["-p", "lm_source", "ftp"], "parameter 'lm_source': got 'ftp', expected one of 'local', 'hub'"),
-    (["-p", "bogus", "1"], "unknown parameter 'bogus'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["-p", "toy_n", "5"], "parameter 'toy_n': 5 is out of range"),
+        (["-p", "toy_n", "many"], "parameter 'toy_n': got 'many' (str), expected int"),
+        (["-p", "lm_source", "ftp"], "parameter 'lm_source': got 'ftp', expected one of 'local', 'hub'"),
+        (["-p", "bogus", "1"], "unknown parameter 'bogus'"),
+    ],
+)
 def test_bad_parameter_exits_2_and_keeps_earlier_results(smoke_results, isolated_runs: Path, args, needle) -> None:
     run("metrics_by_hand", "smoke")  # make sure the stored result is the plain smoke one
     stored = isolated_runs / "smoke" / "metrics_by_hand.json"
@@ -87,8 +97,14 @@ def test_bad_parameter_exits_2_and_keeps_earlier_results(smoke_results, isolated
     assert stored.read_bytes() == before
 
 
-@pytest.mark.parametrize("args", [["run", "no_such_notebook"], ["run", "metrics_by_hand", "--profile", "huge"],
-                                  ["run", "metrics_by_hand", "-p", "profile", "smoke"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "no_such_notebook"],
+        ["run", "metrics_by_hand", "--profile", "huge"],
+        ["run", "metrics_by_hand", "-p", "profile", "smoke"],
+    ],
+)
 def test_bad_command_line_exits_2(args) -> None:
     proc = cli(*args)
     assert proc.returncode == 2
@@ -97,7 +113,9 @@ def test_bad_command_line_exits_2(args) -> None:
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
 def test_paper_profile_parameters_check_without_running(stem: str, isolated_runs: Path) -> None:
-    written = lambda: sorted((p.name, p.stat().st_mtime_ns) for p in (isolated_runs / "paper").glob(f"{stem}*"))  # mock runs write here
+    written = lambda: sorted(
+        (p.name, p.stat().st_mtime_ns) for p in (isolated_runs / "paper").glob(f"{stem}*")
+    )  # mock runs write here
     before = written()
     proc = cli("run", stem, "--profile", "paper", "--prepare-only")
     assert proc.returncode == 0, proc.stderr
@@ -120,10 +138,40 @@ def test_interrupted_write_leaves_the_old_file(tmp_path: Path) -> None:
 def test_plain_papermill_and_collect_work(tmp_path: Path) -> None:
     src = tmp_path / "nb.ipynb"
     out = tmp_path / "out.ipynb"
-    subprocess.run([sys.executable, "-m", "jupytext", "--to", "ipynb", str(ROOT / "notebooks" / "metrics_by_hand.py"),
-                    "-o", str(src)], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "papermill", str(src), str(out), "-p", "profile", "smoke",
-                    "-p", "toy_n", "100", "--cwd", str(ROOT)], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupytext",
+            "--to",
+            "ipynb",
+            str(ROOT / "notebooks" / "metrics_by_hand.py"),
+            "-o",
+            str(src),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "papermill",
+            str(src),
+            str(out),
+            "-p",
+            "profile",
+            "smoke",
+            "-p",
+            "toy_n",
+            "100",
+            "--cwd",
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     proc = cli("collect", str(out))
     assert proc.returncode == 0, proc.stderr
     tables = json.loads(proc.stdout)
@@ -140,7 +188,7 @@ def test_atomic_files_get_ordinary_permissions(tmp_path: Path) -> None:
 
 # --- Hardening: names, values, validation, interrupts, cache inputs, the paper profile, clean temporary files.
 
-TINY = '''# %% tags=["parameters"]
+TINY = """# %% tags=["parameters"]
 profile = "default"  # smoke | default | paper
 seed = None  # random seed
 n = None  # rows
@@ -160,7 +208,7 @@ from repro.results import publish
 
 publish("rows", [{"i": i} for i in range(P.n)])
 publish("kernel", [{"runtime": str(Path(IPKernelApp.instance().connection_file).parent)}])
-'''
+"""
 
 
 @pytest.fixture
@@ -191,23 +239,34 @@ def test_declared_parameters_are_read_from_the_parameters_cell_without_running_i
     from repro.runner import declared_parameters
 
     assert declared_parameters(ROOT / "notebooks" / "metrics_by_hand.py") == [
-        "profile", "seed", "toy_n", "lm_source", "lm_name", "min_k", "n_sentences"]
+        "profile",
+        "seed",
+        "toy_n",
+        "lm_source",
+        "lm_name",
+        "min_k",
+        "n_sentences",
+    ]
 
 
-@pytest.mark.parametrize("name, needle", [
-    ("x=__import__('pathlib').Path('{marker}').touch();y", "is not a Python identifier"),
-    ("toy n", "parameter name 'toy n' is not a Python identifier"),
-    ("class", "parameter name 'class' is not a Python identifier"),
-    ("_x", "unknown parameter '_x' of metrics_by_hand: allowed are seed, toy_n, lm_source, lm_name, min_k, n_sent"),
-    ("open", "unknown parameter 'open'"),
-    ("repro", "unknown parameter 'repro'"),
-    ("bogus", "unknown parameter 'bogus'"),
-])
+@pytest.mark.parametrize(
+    "name, needle",
+    [
+        ("x=__import__('pathlib').Path('{marker}').touch();y", "is not a Python identifier"),
+        ("toy n", "parameter name 'toy n' is not a Python identifier"),
+        ("class", "parameter name 'class' is not a Python identifier"),
+        ("_x", "unknown parameter '_x' of metrics_by_hand: allowed are seed, toy_n, lm_source, lm_name, min_k, n_sent"),
+        ("open", "unknown parameter 'open'"),
+        ("repro", "unknown parameter 'repro'"),
+        ("bogus", "unknown parameter 'bogus'"),
+    ],
+)
 def test_bad_parameter_names_are_refused_before_running(runs: Path, tmp_path: Path, name: str, needle: str) -> None:
     marker = tmp_path / "pwned"
     stored = stored_result(runs)
-    proc = cli("run", "metrics_by_hand", "--profile", "smoke", "-p", name.format(marker=marker), "1",
-               REPRO_RUNS=str(runs))
+    proc = cli(
+        "run", "metrics_by_hand", "--profile", "smoke", "-p", name.format(marker=marker), "1", REPRO_RUNS=str(runs)
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ") and needle in proc.stderr, proc.stderr
     assert not marker.exists() and stored.read_text() == '{"notebook": "earlier"}\n'
@@ -231,13 +290,32 @@ def test_run_checks_names_given_through_the_api_too(runs: Path) -> None:
         run("metrics_by_hand", "smoke", {"_x": 1})
 
 
-@pytest.mark.parametrize("text, value", [
-    ("1e-1", 0.1), ("3e-5", 3e-05), ("0300", 300), (".5", 0.5), ("-2", -2), ("1_000", 1000), ("2.", 2.0),
-    ("true", True), ("false", False), ("[1, 2]", [1, 2]), ("[1e-4, .5]", [1e-4, 0.5]), ("null", None),
-    ("[fashion_mnist]", ["fashion_mnist"]), ("hello", "hello"), ("yes", "yes"), ("2020-01-01", "2020-01-01"),
-    ("1:30", "1:30"), ("0x1F", "0x1F"), ("a: b", "a: b"), ("", ""), ("!!python/object/apply:os.getcwd []",
-                                                                        "!!python/object/apply:os.getcwd []"),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("1e-1", 0.1),
+        ("3e-5", 3e-05),
+        ("0300", 300),
+        (".5", 0.5),
+        ("-2", -2),
+        ("1_000", 1000),
+        ("2.", 2.0),
+        ("true", True),
+        ("false", False),
+        ("[1, 2]", [1, 2]),
+        ("[1e-4, .5]", [1e-4, 0.5]),
+        ("null", None),
+        ("[fashion_mnist]", ["fashion_mnist"]),
+        ("hello", "hello"),
+        ("yes", "yes"),
+        ("2020-01-01", "2020-01-01"),
+        ("1:30", "1:30"),
+        ("0x1F", "0x1F"),
+        ("a: b", "a: b"),
+        ("", ""),
+        ("!!python/object/apply:os.getcwd []", "!!python/object/apply:os.getcwd []"),
+    ],
+)
 def test_values_are_read_as_a_user_means_them(text: str, value) -> None:
     from repro.runner import parse_value
 
@@ -260,17 +338,22 @@ def test_nan_and_infinity_parse_as_floats_for_validation_to_refuse(text: str) ->
         check_value("x", value, spec)
 
 
-BOMB = ("a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
-        "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
-        "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]")
+BOMB = (
+    "a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+    "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n"
+    "g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]\nh: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]\ni: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]"
+)
 
 
-@pytest.mark.parametrize("text, needle", [
-    (BOMB, "YAML anchors and aliases (& and *) are not allowed"),
-    ("&a 5", "YAML anchors and aliases"),
-    ("[" * 50 + "]" * 50, "nested deeper than"),
-    ("[" + "1, " * 5000 + "1]", "the limit is 10000"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        (BOMB, "YAML anchors and aliases (& and *) are not allowed"),
+        ("&a 5", "YAML anchors and aliases"),
+        ("[" * 50 + "]" * 50, "nested deeper than"),
+        ("[" + "1, " * 5000 + "1]", "the limit is 10000"),
+    ],
+)
 def test_hostile_values_give_one_line_errors(runs: Path, text: str, needle: str) -> None:
     stored = stored_result(runs)
     proc = cli("run", "metrics_by_hand", "--profile", "smoke", "-p", "toy_n", text, REPRO_RUNS=str(runs))
@@ -284,25 +367,34 @@ def test_every_notebook_bounds_its_seed_for_numpy() -> None:
     import ast
 
     for source in sorted((ROOT / "notebooks").glob("*.py")):
-        calls = [n for n in ast.walk(ast.parse(source.read_text())) if isinstance(n, ast.Call)
-                 and isinstance(n.func, ast.Attribute) and n.func.attr == "start"]
+        calls = [
+            n
+            for n in ast.walk(ast.parse(source.read_text()))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "start"
+        ]
         seed = next(k.value for k in calls[0].keywords if k.arg == "seed")
         high = next(k.value for k in seed.keywords if k.arg == "high")
         assert eval(compile(ast.Expression(high), str(source), "eval")) == 2**32 - 1, source.name
 
 
-@pytest.mark.parametrize("stem, args, needle", [
-    ("metrics_by_hand", ["-p", "seed", "4294967296"], "parameter 'seed': 4294967296 is out of range"),
-    ("metrics_by_hand", ["-p", "min_k", ".nan"], "parameter 'min_k': got nan, expected a finite number"),
-    ("rmd_near_ood", ["-p", "ridges", "[.nan]"], "parameter 'ridges': got nan, expected a finite number"),
-    ("deepgini_apfd", ["-p", "pairs", "[fashion_mnist]"], "parameter 'pairs': got item 'fashion_mnist'"),
-    ("deepgini_apfd", ["-p", "attack_names", "[NOPE]"],
-     "parameter 'attack_names': got item 'NOPE', expected list of str, each one of 'FGSM-0.01', 'FGSM-0.1', 'BIM'"),
-    ("deepgini_apfd", ["-p", "pairs", "[cifar10:lenet1]"], "parameter 'pairs': cifar10 needs data_source hub"),
-    ("mink_contamination", ["-p", "sets", "[BoolQ]"], "parameter 'sets': ['BoolQ'] at source local: choose from"),
-    ("mink_contamination", ["-p", "wikimia_lengths", "[48]"], "parameter 'wikimia_lengths': got item 48"),
-    ("mink_contamination", ["-p", "size_sets", "[imdb]"], "parameter 'size_sets': got item 'imdb'"),
-])
+@pytest.mark.parametrize(
+    "stem, args, needle",
+    [
+        ("metrics_by_hand", ["-p", "seed", "4294967296"], "parameter 'seed': 4294967296 is out of range"),
+        ("metrics_by_hand", ["-p", "min_k", ".nan"], "parameter 'min_k': got nan, expected a finite number"),
+        ("rmd_near_ood", ["-p", "ridges", "[.nan]"], "parameter 'ridges': got nan, expected a finite number"),
+        ("deepgini_apfd", ["-p", "pairs", "[fashion_mnist]"], "parameter 'pairs': got item 'fashion_mnist'"),
+        (
+            "deepgini_apfd",
+            ["-p", "attack_names", "[NOPE]"],
+            "parameter 'attack_names': got item 'NOPE', expected list of str, each one of 'FGSM-0.01', 'FGSM-0.1', 'BIM'",
+        ),
+        ("deepgini_apfd", ["-p", "pairs", "[cifar10:lenet1]"], "parameter 'pairs': cifar10 needs data_source hub"),
+        ("mink_contamination", ["-p", "sets", "[BoolQ]"], "parameter 'sets': ['BoolQ'] at source local: choose from"),
+        ("mink_contamination", ["-p", "wikimia_lengths", "[48]"], "parameter 'wikimia_lengths': got item 48"),
+        ("mink_contamination", ["-p", "size_sets", "[imdb]"], "parameter 'size_sets': got item 'imdb'"),
+    ],
+)
 def test_prepare_only_validates_what_a_run_validates(runs: Path, stem: str, args: list[str], needle: str) -> None:
     proc = cli("run", stem, "--prepare-only", *args, REPRO_RUNS=str(runs))
     assert proc.returncode == 2, proc.stderr
@@ -311,8 +403,18 @@ def test_prepare_only_validates_what_a_run_validates(runs: Path, stem: str, args
 
 
 def test_prepare_only_reads_exponents_as_floats(runs: Path) -> None:
-    proc = cli("run", "mink_contamination", "--prepare-only", "-p", "learning_rate", "3e-5", "-p", "seed", "0300",
-               REPRO_RUNS=str(runs))
+    proc = cli(
+        "run",
+        "mink_contamination",
+        "--prepare-only",
+        "-p",
+        "learning_rate",
+        "3e-5",
+        "-p",
+        "seed",
+        "0300",
+        REPRO_RUNS=str(runs),
+    )
     assert proc.returncode == 0, proc.stderr
     params = json.loads(proc.stdout)
     assert params["learning_rate"] == 3e-05 and params["seed"] == 300
@@ -321,12 +423,19 @@ def test_prepare_only_reads_exponents_as_floats(runs: Path) -> None:
 def test_next_run_clears_what_a_killed_run_left(runs: Path, tiny: Path) -> None:
     key = "0123456789abcdef0123"
     scratch = runs / ".scratch"
-    left = [scratch / f"tiny_probe.smoke.{key}.ipynb", scratch / f"tiny_probe.smoke.{key}.src.ipynb",
-            scratch / "tiny_probe.paper.prepare.ipynb", scratch / "runtime" / "tiny_probe" / "kernel-dead.json",
-            runs / ".cache" / f".tiny_probe-{key}.k1ll3d" / "tiny_probe.json",
-            runs / "smoke" / ".tiny_probe.json.x1y2.tmp"]
-    others = [scratch / f"other.smoke.{key}.ipynb", runs / ".cache" / f".other-{key}.abc123" / "other.json",
-              runs / "smoke" / ".other.json.x1y2.tmp"]
+    left = [
+        scratch / f"tiny_probe.smoke.{key}.ipynb",
+        scratch / f"tiny_probe.smoke.{key}.src.ipynb",
+        scratch / "tiny_probe.paper.prepare.ipynb",
+        scratch / "runtime" / "tiny_probe" / "kernel-dead.json",
+        runs / ".cache" / f".tiny_probe-{key}.k1ll3d" / "tiny_probe.json",
+        runs / "smoke" / ".tiny_probe.json.x1y2.tmp",
+    ]
+    others = [
+        scratch / f"other.smoke.{key}.ipynb",
+        runs / ".cache" / f".other-{key}.abc123" / "other.json",
+        runs / "smoke" / ".other.json.x1y2.tmp",
+    ]
     for path in left + others:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{half")
@@ -376,8 +485,12 @@ def test_cache_key_covers_the_data_the_versions_and_the_data_location(tmp_path: 
     assert key() != original
     task.write_text(full)
     assert key() == original  # content, not time
-    for written in (data / "models" / "cnn-1.pt", data / "models" / "mink" / "c.corpus.json", data / "crt" / "x.json",
-                    data / "bigbench" / ".task.json.x1y2.tmp"):
+    for written in (
+        data / "models" / "cnn-1.pt",
+        data / "models" / "mink" / "c.corpus.json",
+        data / "crt" / "x.json",
+        data / "bigbench" / ".task.json.x1y2.tmp",
+    ):
         written.parent.mkdir(parents=True, exist_ok=True)
         written.write_text("{}")
     assert key() == original  # what the notebooks write (caches) and temporary files are not inputs
@@ -403,9 +516,14 @@ def test_cache_key_is_fast_on_the_real_data() -> None:
 
 
 def test_ctrl_c_stops_a_run_cleanly(runs: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "repro", "run", "metrics_by_hand", "--profile", "smoke", "--force"],
-                            cwd=ROOT, env={**os.environ, "REPRO_RUNS": str(runs)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "repro", "run", "metrics_by_hand", "--profile", "smoke", "--force"],
+        cwd=ROOT,
+        env={**os.environ, "REPRO_RUNS": str(runs)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     runtime = runs / ".scratch" / "runtime" / "metrics_by_hand"
     deadline = time.monotonic() + 120
     while not list(runtime.glob("kernel-*.json")):  # the kernel is starting

@@ -68,8 +68,10 @@ def test_front_page_counts_and_marks_rows_without_intervals() -> None:
     claim = Claim("A beats B", "Table 3", 0.05, Rule.above(0.0))
     new_rows = [judge(claim, 0.03, (0.01, 0.05), test="t"), judge(claim, 0.0, (-0.01, 0.01), test="t")]
     legacy = [{"claim": "old claim", "paper": "0.9", "ours": "0.8", "held": "partly"}]
-    chapters = [("metrics_by_hand", [frontpage.normalize(r) for r in new_rows]),
-                ("deepgini_apfd", [frontpage.normalize(r) for r in legacy])]
+    chapters = [
+        ("metrics_by_hand", [frontpage.normalize(r) for r in new_rows]),
+        ("deepgini_apfd", [frontpage.normalize(r) for r in legacy]),
+    ]
     page = frontpage.render("smoke", chapters)
     assert "Built from the `smoke` profile" in page and "3 claims in 2 chapters" in page
     assert "<td>1</td><td>0</td><td>1</td>" in page  # metrics: 1 held, 0 not held, 1 inconclusive

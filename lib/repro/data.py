@@ -11,8 +11,16 @@ import numpy as np
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_MNIST_CLASSES = (
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
 )
 
 
@@ -28,7 +36,7 @@ def read_idx(path: str | Path) -> np.ndarray:
     if raw[:2] != b"\x00\x00" or raw[2] != 0x08:
         raise ValueError(f"{path} is not an unsigned-byte IDX file")
     ndim = raw[3]
-    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
 
 
@@ -80,8 +88,10 @@ def fashion_mnist(split: str = "train", source: str = "auto") -> tuple[np.ndarra
         installed = (FASHION_MNIST_DIR / "t10k-labels-idx1-ubyte.gz").exists()
         source = "local" if installed or os.environ.get("HF_DATASETS_OFFLINE") == "1" else "hub"
         if source == "hub":
-            print(f"Fashion-MNIST is not installed under {FASHION_MNIST_DIR} (Debian package "
-                  "dataset-fashion-mnist, `make data`); loading it from the Hugging Face Hub instead.")
+            print(
+                f"Fashion-MNIST is not installed under {FASHION_MNIST_DIR} (Debian package "
+                "dataset-fashion-mnist, `make data`); loading it from the Hugging Face Hub instead."
+            )
     return _fashion_mnist_local(split) if source == "local" else _fashion_mnist_hub(split)
 
 
@@ -106,9 +116,13 @@ def bigbench_dir() -> Path:
 # Real benchmark items and human-written prose from the same sdist: the Min-K% chapter's stand-ins for the paper's
 # sets, and the RMD chapter's text domains (squad_shifts questions).
 BIGBENCH_FILES = (
-    "strategyqa/task.json", "social_iqa/task.json", "truthful_qa/task_mc.json",
-    "squad_shifts/amazon_reviews_v1.0.json", "squad_shifts/new_wiki_v1.0.json",
-    "squad_shifts/reddit_v1.0.json", "squad_shifts/nyt_v1.0.json",
+    "strategyqa/task.json",
+    "social_iqa/task.json",
+    "truthful_qa/task_mc.json",
+    "squad_shifts/amazon_reviews_v1.0.json",
+    "squad_shifts/new_wiki_v1.0.json",
+    "squad_shifts/reddit_v1.0.json",
+    "squad_shifts/nyt_v1.0.json",
 )
 
 
@@ -132,13 +146,30 @@ def fetch_bigbench(entries: Sequence[str] = BIGBENCH_FILES) -> list[Path]:
         return targets
     with tempfile.TemporaryDirectory(prefix="bigbench-") as tmp:
         # The sdist declares a direct-URL dependency, so pip stops after unpacking it; --no-clean keeps the tree.
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-clean", "--no-deps", "--no-binary", ":all:",
-                        f"bigbench=={BIGBENCH_VERSION}", "-d", tmp], env={**os.environ, "TMPDIR": tmp},
-                       capture_output=True, check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-clean",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                f"bigbench=={BIGBENCH_VERSION}",
+                "-d",
+                tmp,
+            ],
+            env={**os.environ, "TMPDIR": tmp},
+            capture_output=True,
+            check=False,
+        )
         for file, target in zip(files, targets):
             found = sorted(Path(tmp).glob(f"pip-download-*/bigbench_*/bigbench/benchmark_tasks/{file}"))
             if not found:
-                raise MissingDataError(f"bigbench=={BIGBENCH_VERSION} sdist has no {file!r} (or pip could not fetch it)")
+                raise MissingDataError(
+                    f"bigbench=={BIGBENCH_VERSION} sdist has no {file!r} (or pip could not fetch it)"
+                )
             copy_file(found[0], target)
         shutil.rmtree(tmp, ignore_errors=True)
     return targets
@@ -170,8 +201,12 @@ def squad_questions(domain: str, source: str = "local") -> list[str]:
         config = "amazon" if domain == "amazon_reviews" else domain
         questions = (q.strip() for q in load_dataset(SQUAD_HUB, config, split="test")["question"])
     else:
-        questions = (q["question"].strip() for article in bigbench_json(f"squad_shifts/{domain}_v1.0.json")["data"]
-                     for paragraph in article["paragraphs"] for q in paragraph["qas"])
+        questions = (
+            q["question"].strip()
+            for article in bigbench_json(f"squad_shifts/{domain}_v1.0.json")["data"]
+            for paragraph in article["paragraphs"]
+            for q in paragraph["qas"]
+        )
     return list(dict.fromkeys(q for q in questions if q))
 
 

@@ -154,7 +154,9 @@ def min_k_plus_plus(
     return min_k_prob((lp - m) / s, k)
 
 
-def _labels_scores(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _labels_scores(
+    labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate a binary labels/scores pair for ROC metrics."""
     y = np.asarray(labels)
     s = _finite_array(scores, "scores", ndim=1)

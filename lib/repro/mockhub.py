@@ -86,14 +86,27 @@ def tokenizer_corpus() -> list[str]:
     """The text the mock tokenizers are trained on: fixture prose, every digit after a space, punctuation."""
     rng = _rng("tokenizer-corpus")
     digits = " ".join(string.digits)
-    return ([paragraph(rng, 4) for _ in range(300)] + [f"My ID is : {digits} . {digits}"] * 200
-            + [" ".join(string.ascii_letters + string.punctuation)] * 20)
+    return (
+        [paragraph(rng, 4) for _ in range(300)]
+        + [f"My ID is : {digits} . {digits}"] * 200
+        + [" ".join(string.ascii_letters + string.punctuation)] * 20
+    )
 
 
 # ---------------------------------------------------------------------------------------------------- datasets
 
-FASHION_NAMES = ("T - shirt / top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
-                 "Ankle boot")
+FASHION_NAMES = (
+    "T - shirt / top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
+)
 CIFAR10_NAMES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 _CIFAR100_NAMES = """
 apple aquarium_fish baby bear beaver bed bee beetle bicycle bottle bowl boy bridge bus butterfly camel can castle
@@ -150,8 +163,9 @@ def _balanced_labels(rng: np.random.Generator, n_classes: int, n: int) -> list[i
     return [int(v) for v in rng.permutation(np.arange(n) % n_classes)]
 
 
-def _image_set(key: str, image_col: str, labels: dict[str, tuple[str, ...]], size: int, channels: int,
-               rows: dict[str, int]) -> Any:
+def _image_set(
+    key: str, image_col: str, labels: dict[str, tuple[str, ...]], size: int, channels: int, rows: dict[str, int]
+) -> Any:
     """A DatasetDict of images and ClassLabel columns (the first column in `labels` decides the image)."""
     from datasets import ClassLabel, Dataset, DatasetDict, Features, Image
 
@@ -168,8 +182,9 @@ def _image_set(key: str, image_col: str, labels: dict[str, tuple[str, ...]], siz
     return DatasetDict(parts)
 
 
-def _text_set(key: str, features: dict[str, Any], rows: dict[str, int], row: Callable[[np.random.Generator, int],
-              dict[str, Any]]) -> Any:
+def _text_set(
+    key: str, features: dict[str, Any], rows: dict[str, int], row: Callable[[np.random.Generator, int], dict[str, Any]]
+) -> Any:
     """A DatasetDict whose rows come from `row(rng, i)`."""
     from datasets import Dataset, DatasetDict, Features
 
@@ -226,15 +241,24 @@ def _squadshifts() -> dict[str, Any]:
     """ludwigschmidt/squadshifts: four domains as configs, one "test" split of SQuAD-style rows."""
     from datasets import List, Value
 
-    features = {"id": Value("string"), "title": Value("string"), "context": Value("string"),
-                "question": Value("string"), "answers": {"text": List(Value("string")), "answer_start": List(Value("int32"))}}
+    features = {
+        "id": Value("string"),
+        "title": Value("string"),
+        "context": Value("string"),
+        "question": Value("string"),
+        "answers": {"text": List(Value("string")), "answer_start": List(Value("int32"))},
+    }
 
     def rows(domain: str) -> Any:
         def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
             context = paragraph(rng, 2)
-            return {"id": f"{domain}-{i}", "title": f"{domain} {i // 5}", "context": context,
-                    "question": f"{domain} {i}: {sentence(rng, 4, 9).lower().rstrip('.')}?",
-                    "answers": {"text": [context.split()[0]], "answer_start": [0]}}
+            return {
+                "id": f"{domain}-{i}",
+                "title": f"{domain} {i // 5}",
+                "context": context,
+                "question": f"{domain} {i}: {sentence(rng, 4, 9).lower().rstrip('.')}?",
+                "answers": {"text": [context.split()[0]], "answer_start": [0]},
+            }
 
         return _text_set(f"squadshifts-{domain}", features, {"test": 80}, row)
 
@@ -248,8 +272,11 @@ def _boolq() -> dict[str, Any]:
     features = {"question": Value("string"), "answer": Value("bool"), "passage": Value("string")}
 
     def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
-        return {"question": sentence(rng, 4, 8).lower().rstrip("."), "answer": bool(i % 2),
-                "passage": paragraph(rng, 2)}
+        return {
+            "question": sentence(rng, 4, 8).lower().rstrip("."),
+            "answer": bool(i % 2),
+            "passage": paragraph(rng, 2),
+        }
 
     return {"default": _text_set("boolq", features, {"train": 24, "validation": 8}, row)}
 
@@ -258,16 +285,23 @@ def _commonsense_qa() -> dict[str, Any]:
     """tau/commonsense_qa: question, five lettered choices, answerKey (empty in the test split, as on the Hub)."""
     from datasets import List, Value
 
-    features = {"id": Value("string"), "question": Value("string"), "question_concept": Value("string"),
-                "choices": {"label": List(Value("string")), "text": List(Value("string"))},
-                "answerKey": Value("string")}
+    features = {
+        "id": Value("string"),
+        "question": Value("string"),
+        "question_concept": Value("string"),
+        "choices": {"label": List(Value("string")), "text": List(Value("string"))},
+        "answerKey": Value("string"),
+    }
 
     def row(rng: np.random.Generator, i: int, test: bool = False) -> dict[str, Any]:
         labels = list("ABCDE")
-        return {"id": f"{_seed(str(rng.random())):08x}", "question": sentence(rng, 6, 10).rstrip(".") + "?",
-                "question_concept": str(rng.choice(WORDS)),
-                "choices": {"label": labels, "text": [str(w) for w in rng.choice(WORDS, 5, replace=False)]},
-                "answerKey": "" if test else labels[i % 5]}
+        return {
+            "id": f"{_seed(str(rng.random())):08x}",
+            "question": sentence(rng, 6, 10).rstrip(".") + "?",
+            "question_concept": str(rng.choice(WORDS)),
+            "choices": {"label": labels, "text": [str(w) for w in rng.choice(WORDS, 5, replace=False)]},
+            "answerKey": "" if test else labels[i % 5],
+        }
 
     sets = _text_set("commonsense_qa", features, {"train": 24, "validation": 8}, row)
     sets["test"] = _text_set("commonsense_qa", features, {"test": 8}, functools.partial(row, test=True))["test"]
@@ -290,16 +324,27 @@ def _truthful_qa() -> dict[str, Any]:
     """truthfulqa/truthful_qa, config generation: questions with their best and other answers."""
     from datasets import List, Value
 
-    features = {"type": Value("string"), "category": Value("string"), "question": Value("string"),
-                "best_answer": Value("string"), "correct_answers": List(Value("string")),
-                "incorrect_answers": List(Value("string")), "source": Value("string")}
+    features = {
+        "type": Value("string"),
+        "category": Value("string"),
+        "question": Value("string"),
+        "best_answer": Value("string"),
+        "correct_answers": List(Value("string")),
+        "incorrect_answers": List(Value("string")),
+        "source": Value("string"),
+    }
 
     def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
         best = sentence(rng, 5, 10)
-        return {"type": "Adversarial" if i % 2 else "Non-Adversarial", "category": str(rng.choice(WORDS)).title(),
-                "question": sentence(rng, 5, 9).rstrip(".") + "?", "best_answer": best,
-                "correct_answers": [best, sentence(rng)], "incorrect_answers": [sentence(rng), sentence(rng)],
-                "source": f"https://en.wikipedia.org/wiki/{rng.choice(WORDS)}"}
+        return {
+            "type": "Adversarial" if i % 2 else "Non-Adversarial",
+            "category": str(rng.choice(WORDS)).title(),
+            "question": sentence(rng, 5, 9).rstrip(".") + "?",
+            "best_answer": best,
+            "correct_answers": [best, sentence(rng)],
+            "incorrect_answers": [sentence(rng), sentence(rng)],
+            "source": f"https://en.wikipedia.org/wiki/{rng.choice(WORDS)}",
+        }
 
     return {"generation": _text_set("truthful_qa", features, {"validation": 24}, row)}
 
@@ -320,13 +365,24 @@ def _news_august_2023() -> dict[str, Any]:
     """RealTimeData/News_August_2023: news articles (body in `maintext`)."""
     from datasets import Value
 
-    features = {"title": Value("string"), "description": Value("string"), "maintext": Value("string"),
-                "date_publish": Value("string"), "source_domain": Value("string"), "url": Value("string")}
+    features = {
+        "title": Value("string"),
+        "description": Value("string"),
+        "maintext": Value("string"),
+        "date_publish": Value("string"),
+        "source_domain": Value("string"),
+        "url": Value("string"),
+    }
 
     def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
-        return {"title": sentence(rng, 4, 8).rstrip("."), "description": sentence(rng),
-                "maintext": words_text(rng, int(rng.integers(40, 90))), "date_publish": f"2023-08-{1 + i % 28:02d}",
-                "source_domain": "news.example.com", "url": f"https://news.example.com/{i}"}
+        return {
+            "title": sentence(rng, 4, 8).rstrip("."),
+            "description": sentence(rng),
+            "maintext": words_text(rng, int(rng.integers(40, 90))),
+            "date_publish": f"2023-08-{1 + i % 28:02d}",
+            "source_domain": "news.example.com",
+            "url": f"https://news.example.com/{i}",
+        }
 
     return {"default": _text_set("news_august_2023", features, {"train": 48}, row)}
 
@@ -348,15 +404,27 @@ def _multi_woz_v22() -> dict[str, Any]:
     """pfb30/multi_woz_v22, config v2.2: dialogues with services and turns (speaker USER/SYSTEM, utterance)."""
     from datasets import ClassLabel, List, Value
 
-    features = {"dialogue_id": Value("string"), "services": List(Value("string")),
-                "turns": {"turn_id": List(Value("string")), "speaker": List(ClassLabel(names=["USER", "SYSTEM"])),
-                          "utterance": List(Value("string"))}}
+    features = {
+        "dialogue_id": Value("string"),
+        "services": List(Value("string")),
+        "turns": {
+            "turn_id": List(Value("string")),
+            "speaker": List(ClassLabel(names=["USER", "SYSTEM"])),
+            "utterance": List(Value("string")),
+        },
+    }
 
     def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
         n = int(rng.integers(2, 6))
-        return {"dialogue_id": f"MUL{i:04d}.json", "services": ["restaurant"],
-                "turns": {"turn_id": [str(t) for t in range(n)], "speaker": [t % 2 for t in range(n)],
-                          "utterance": [sentence(rng) for _ in range(n)]}}
+        return {
+            "dialogue_id": f"MUL{i:04d}.json",
+            "services": ["restaurant"],
+            "turns": {
+                "turn_id": [str(t) for t in range(n)],
+                "speaker": [t % 2 for t in range(n)],
+                "utterance": [sentence(rng) for _ in range(n)],
+            },
+        }
 
     return {"v2.2": _text_set("multi_woz_v22", features, {"train": 8, "validation": 4, "test": 4}, row)}
 
@@ -392,8 +460,9 @@ def _trained_bpe(pre_tokenizer: Any, special: list[str], vocab_size: int, byte_l
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizer
     alphabet = pre_tokenizers.ByteLevel.alphabet() if byte_level else sorted(set("".join(tokenizer_corpus())))
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special, initial_alphabet=alphabet,
-                                  show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=special, initial_alphabet=alphabet, show_progress=False
+    )
     tok.train_from_iterator(tokenizer_corpus(), trainer)
     model = json.loads(tok.to_str())["model"]
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
@@ -438,8 +507,15 @@ def smollm2_tokenizer() -> Any:
     from transformers import GPT2Tokenizer
 
     vocab, merges = _byte_level_bpe(("<|endoftext|>", "<|im_start|>", "<|im_end|>"))
-    return GPT2Tokenizer(vocab=dict(vocab), merges=list(merges), unk_token="<|endoftext|>", bos_token="<|im_start|>",
-                         eos_token="<|im_end|>", pad_token="<|im_end|>", model_max_length=8192)
+    return GPT2Tokenizer(
+        vocab=dict(vocab),
+        merges=list(merges),
+        unk_token="<|endoftext|>",
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+        pad_token="<|im_end|>",
+        model_max_length=8192,
+    )
 
 
 def llama_tokenizer() -> Any:
@@ -447,8 +523,9 @@ def llama_tokenizer() -> Any:
     from transformers import LlamaTokenizer
 
     vocab, merges = _sentencepiece_bpe()
-    return LlamaTokenizer(vocab=dict(vocab), merges=list(merges), add_bos_token=True, add_eos_token=False,
-                          model_max_length=2048)
+    return LlamaTokenizer(
+        vocab=dict(vocab), merges=list(merges), add_bos_token=True, add_eos_token=False, model_max_length=2048
+    )
 
 
 def roberta_tokenizer() -> Any:
@@ -476,11 +553,19 @@ def _llama(path: Path, tokenizer: Any, tie: bool) -> None:
     """A tiny LlamaForCausalLM over `tokenizer`."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=TINY["hidden"], intermediate_size=TINY["inner"],
-                         num_hidden_layers=TINY["layers"], num_attention_heads=TINY["heads"],
-                         num_key_value_heads=TINY["heads"], max_position_embeddings=2048,
-                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
-                         pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=tie)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=TINY["hidden"],
+        intermediate_size=TINY["inner"],
+        num_hidden_layers=TINY["layers"],
+        num_attention_heads=TINY["heads"],
+        num_key_value_heads=TINY["heads"],
+        max_position_embeddings=2048,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=tie,
+    )
     LlamaForCausalLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
 
@@ -501,9 +586,16 @@ def _distilgpt2(path: Path) -> None:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     tokenizer = gpt2_tokenizer()
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=1024, n_embd=TINY["hidden"], n_layer=1,
-                        n_head=TINY["heads"], activation_function="gelu_new", bos_token_id=tokenizer.eos_token_id,
-                        eos_token_id=tokenizer.eos_token_id)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=1024,
+        n_embd=TINY["hidden"],
+        n_layer=1,
+        n_head=TINY["heads"],
+        activation_function="gelu_new",
+        bos_token_id=tokenizer.eos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     GPT2LMHeadModel(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
 
@@ -513,10 +605,18 @@ def _roberta(path: Path) -> None:
     from transformers import RobertaConfig, RobertaForMaskedLM
 
     tokenizer = roberta_tokenizer()
-    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=TINY["hidden"], num_hidden_layers=TINY["layers"],
-                           num_attention_heads=TINY["heads"], intermediate_size=TINY["inner"],
-                           max_position_embeddings=514, type_vocab_size=1, pad_token_id=tokenizer.pad_token_id,
-                           bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    config = RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=TINY["hidden"],
+        num_hidden_layers=TINY["layers"],
+        num_attention_heads=TINY["heads"],
+        intermediate_size=TINY["inner"],
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
     RobertaForMaskedLM(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
 
@@ -526,9 +626,15 @@ def _bert(path: Path, masked_lm: bool) -> None:
     from transformers import BertConfig, BertForMaskedLM, BertModel
 
     tokenizer = bert_tokenizer()
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=TINY["hidden"], num_hidden_layers=TINY["layers"],
-                        num_attention_heads=TINY["heads"], intermediate_size=TINY["inner"],
-                        max_position_embeddings=512, pad_token_id=tokenizer.pad_token_id)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=TINY["hidden"],
+        num_hidden_layers=TINY["layers"],
+        num_attention_heads=TINY["heads"],
+        intermediate_size=TINY["inner"],
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     (BertForMaskedLM if masked_lm else BertModel)(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
 
@@ -537,13 +643,30 @@ def _vit_in21k(path: Path) -> None:
     """google/vit-base-patch16-224-in21k: ViTModel on 224x224 inputs in 16x16 patches, its preprocessor config."""
     from transformers import ViTConfig, ViTModel
 
-    config = ViTConfig(image_size=224, patch_size=16, num_channels=3, hidden_size=TINY["hidden"],
-                       num_hidden_layers=TINY["layers"], num_attention_heads=TINY["heads"],
-                       intermediate_size=TINY["inner"])
+    config = ViTConfig(
+        image_size=224,
+        patch_size=16,
+        num_channels=3,
+        hidden_size=TINY["hidden"],
+        num_hidden_layers=TINY["layers"],
+        num_attention_heads=TINY["heads"],
+        intermediate_size=TINY["inner"],
+    )
     ViTModel(config).save_pretrained(path)
-    (path / "preprocessor_config.json").write_text(json.dumps({
-        "do_normalize": True, "do_resize": True, "feature_extractor_type": "ViTFeatureExtractor",
-        "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "resample": 2, "size": 224}, indent=2))
+    (path / "preprocessor_config.json").write_text(
+        json.dumps(
+            {
+                "do_normalize": True,
+                "do_resize": True,
+                "feature_extractor_type": "ViTFeatureExtractor",
+                "image_mean": [0.5, 0.5, 0.5],
+                "image_std": [0.5, 0.5, 0.5],
+                "resample": 2,
+                "size": 224,
+            },
+            indent=2,
+        )
+    )
 
 
 # Hub id (and its aliases) -> builder of the saved model folder.
@@ -651,8 +774,16 @@ _PATCHES: list[tuple[Any, str, Any]] = []  # (owner, attribute, original) of eve
 _SERVED: dict[str, Path] = {}  # "root": the mock Hub folder being served
 
 
-def load_fixture(path: str, name: str | None = None, data_dir: str | None = None, data_files: Any = None,
-                 split: Any = None, streaming: bool = False, root: str | Path | None = None, **_: Any) -> Any:
+def load_fixture(
+    path: str,
+    name: str | None = None,
+    data_dir: str | None = None,
+    data_files: Any = None,
+    split: Any = None,
+    streaming: bool = False,
+    root: str | Path | None = None,
+    **_: Any,
+) -> Any:
     """What `datasets.load_dataset(path, name, split=..., streaming=...)` returns for a mock Hub dataset."""
     from datasets import IterableDatasetDict, load_from_disk
 
@@ -710,8 +841,16 @@ def _from_pretrained_owners() -> list[type]:
     import transformers
 
     names = [n for n in dir(transformers) if n.startswith("Auto")]
-    names += ["PreTrainedModel", "PreTrainedConfig", "PretrainedConfig", "PreTrainedTokenizerBase",
-              "ImageProcessingMixin", "FeatureExtractionMixin", "ProcessorMixin", "GenerationConfig"]
+    names += [
+        "PreTrainedModel",
+        "PreTrainedConfig",
+        "PretrainedConfig",
+        "PreTrainedTokenizerBase",
+        "ImageProcessingMixin",
+        "FeatureExtractionMixin",
+        "ProcessorMixin",
+        "GenerationConfig",
+    ]
     from transformers.models.auto.auto_factory import _BaseAutoModelClass
 
     owners: list[type] = [_BaseAutoModelClass]
@@ -760,8 +899,10 @@ def install_from_env() -> None:
     """Called by repro.start: install the mock Hub when $REPRO_MOCK_HUB names a folder, and say so."""
     if os.environ.get(MOCK_HUB_VAR):
         root = install()
-        print(f"{MOCK_HUB_VAR} is set: Hub datasets and models come from tiny random fixtures in {root}; "
-              "the numbers below test the code paths, not the papers.")
+        print(
+            f"{MOCK_HUB_VAR} is set: Hub datasets and models come from tiny random fixtures in {root}; "
+            "the numbers below test the code paths, not the papers."
+        )
 
 
 @contextmanager
@@ -779,21 +920,71 @@ def served(root: str | Path) -> Iterator[Path]:
 # -p overrides that run each notebook at --profile paper (same branches, data sets and models) in seconds on a CPU.
 PAPER_SHRINK: dict[str, dict[str, Any]] = {
     "metrics_by_hand": {"toy_n": 200},
-    "deepgini_apfd": {"n_train": 100, "n_test": 100, "epochs": 1, "adv_fast": 4, "adv_slow": 1, "kmnc_k": [10],
-                      "attack_names": ["FGSM-0.01", "FGSM-0.1", "BIM"],  # JSMA, C&W: minutes per CIFAR image on a CPU
-                      "sa_train": 50, "scaling_sizes": [100, 200], "naive_n": 50, "retrain_percents": [10],
-                      "retrain_epochs": 1, "retrain_seeds": 1},
-    "rmd_near_ood": {"n_seeds": 1, "n_per_class": 20, "n_test_per_class": 10, "feat_dim": 16, "cnn_epochs": 1,
-                     "ae_epochs": 1, "text_epochs": 1, "text_train_per_domain": 30, "text_test_per_domain": 20,
-                     "ridges": [1e-4], "k_values": [1, 2, 10], "k_partitions": 1, "pc_ks": [2, 8], "bench_dims": [16],
-                     "bench_classes": [10], "clp_members": 1, "clp_per_class": 10, "n_boot": 50},
-    "crt_canary_exposure": {"n_dialogues": 20, "n_test": 10, "canary_copies": 2, "gammas": [0.0, 0.5], "emb": 8,
-                            "hidden": 8, "epochs": 1, "gpt_epochs": 1, "gpt_gammas": [0.0, 0.5],
-                            "epsilons": [3.0],  # the target epsilon only: Fig. 2 trains no extra DP models
-                            "n_mia": 20, "n_groups": 10, "bench_digits": 2, "amp_epsilons": [1.0]},
-    "mink_contamination": {"n_members": 4, "review_words": 30, "background_tokens": 200, "block_size": 32,
-                           "batch_size": 2, "size_members": 4, "size_background": [64, 256], "indist_members": 4,
-                           "freq_background": 100, "n_neighbors": 2, "max_length": 64, "score_batch": 8},
+    "deepgini_apfd": {
+        "n_train": 100,
+        "n_test": 100,
+        "epochs": 1,
+        "adv_fast": 4,
+        "adv_slow": 1,
+        "kmnc_k": [10],
+        "attack_names": ["FGSM-0.01", "FGSM-0.1", "BIM"],  # JSMA, C&W: minutes per CIFAR image on a CPU
+        "sa_train": 50,
+        "scaling_sizes": [100, 200],
+        "naive_n": 50,
+        "retrain_percents": [10],
+        "retrain_epochs": 1,
+        "retrain_seeds": 1,
+    },
+    "rmd_near_ood": {
+        "n_seeds": 1,
+        "n_per_class": 20,
+        "n_test_per_class": 10,
+        "feat_dim": 16,
+        "cnn_epochs": 1,
+        "ae_epochs": 1,
+        "text_epochs": 1,
+        "text_train_per_domain": 30,
+        "text_test_per_domain": 20,
+        "ridges": [1e-4],
+        "k_values": [1, 2, 10],
+        "k_partitions": 1,
+        "pc_ks": [2, 8],
+        "bench_dims": [16],
+        "bench_classes": [10],
+        "clp_members": 1,
+        "clp_per_class": 10,
+        "n_boot": 50,
+    },
+    "crt_canary_exposure": {
+        "n_dialogues": 20,
+        "n_test": 10,
+        "canary_copies": 2,
+        "gammas": [0.0, 0.5],
+        "emb": 8,
+        "hidden": 8,
+        "epochs": 1,
+        "gpt_epochs": 1,
+        "gpt_gammas": [0.0, 0.5],
+        "epsilons": [3.0],  # the target epsilon only: Fig. 2 trains no extra DP models
+        "n_mia": 20,
+        "n_groups": 10,
+        "bench_digits": 2,
+        "amp_epsilons": [1.0],
+    },
+    "mink_contamination": {
+        "n_members": 4,
+        "review_words": 30,
+        "background_tokens": 200,
+        "block_size": 32,
+        "batch_size": 2,
+        "size_members": 4,
+        "size_background": [64, 256],
+        "indist_members": 4,
+        "freq_background": 100,
+        "n_neighbors": 2,
+        "max_length": 64,
+        "score_batch": 8,
+    },
 }
 
 
@@ -807,8 +998,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     root = build_all(args[0] if args else None).resolve()
     for stem in PAPER_SHRINK:
-        print(f"{MOCK_HUB_VAR}={root} REPRO_DATA={root / 'data'} REPRO_RUNS={root / 'runs'} "
-              f"python -m repro run {stem} --profile paper {cli_flags(stem)}")
+        print(
+            f"{MOCK_HUB_VAR}={root} REPRO_DATA={root / 'data'} REPRO_RUNS={root / 'runs'} "
+            f"python -m repro run {stem} --profile paper {cli_flags(stem)}"
+        )
     return 0
 
 

@@ -34,8 +34,16 @@ def legible_figures() -> None:
     import seaborn as sns
 
     sns.set_theme(context="notebook", style="whitegrid", palette="colorblind", font_scale=1.05)
-    mpl.rcParams.update({"figure.figsize": (FIGURE_WIDTH, 3.6), "figure.dpi": 110, "savefig.bbox": "tight",
-                         "legend.frameon": False, "axes.titlesize": "medium", "errorbar.capsize": 3})
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (FIGURE_WIDTH, 3.6),
+            "figure.dpi": 110,
+            "savefig.bbox": "tight",
+            "legend.frameon": False,
+            "axes.titlesize": "medium",
+            "errorbar.capsize": 3,
+        }
+    )
 
 
 def method_colors(methods: Sequence[str]) -> dict[str, tuple[float, float, float]]:

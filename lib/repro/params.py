@@ -134,8 +134,7 @@ def run_checks(resolved: dict[str, Any], checks: Sequence[Check]) -> None:
 def spec_table(spec: dict[str, Param], resolved: dict[str, Any]) -> list[dict[str, Any]]:
     """Tidy records describing each parameter: value in use, allowed values, help."""
     return [
-        {"parameter": name, "value": resolved[name], "allowed": p.allowed(), "help": p.help}
-        for name, p in spec.items()
+        {"parameter": name, "value": resolved[name], "allowed": p.allowed(), "help": p.help} for name, p in spec.items()
     ]
 
 

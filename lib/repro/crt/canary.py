@@ -18,8 +18,9 @@ class Stepper(Protocol):
     def step(self, state: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]: ...
 
 
-def tree_scores(stepper: Stepper, context: Sequence[int], digit_ids: Sequence[int], length: int,
-                batch: int = 16384) -> np.ndarray:
+def tree_scores(
+    stepper: Stepper, context: Sequence[int], digit_ids: Sequence[int], length: int, batch: int = 16384
+) -> np.ndarray:
     """Log-probability of every candidate digit string of `length` after `context`, index = its base-|digits| value.
 
     One batched forward pass per prefix level: 1, 10, 100, ... prefixes; scores summed in float64; the states of
@@ -44,14 +45,22 @@ def tree_scores(stepper: Stepper, context: Sequence[int], digit_ids: Sequence[in
     return scores.numpy()
 
 
-def brute_force_scores(sequence_logprob: Callable[[list[list[int]]], np.ndarray], context: Sequence[int],
-                       digit_ids: Sequence[int], length: int, batch: int = 4096) -> np.ndarray:
+def brute_force_scores(
+    sequence_logprob: Callable[[list[list[int]]], np.ndarray],
+    context: Sequence[int],
+    digit_ids: Sequence[int],
+    length: int,
+    batch: int = 4096,
+) -> np.ndarray:
     """Naive enumeration: score every full candidate sequence separately (same index order as tree_scores)."""
     k = len(digit_ids)
     total = k**length
     out = []
     for lo in tqdm(range(0, total, batch), desc="naive", leave=False):
-        cands = [[digit_ids[(i // k ** (length - 1 - p)) % k] for p in range(length)] for i in range(lo, min(lo + batch, total))]
+        cands = [
+            [digit_ids[(i // k ** (length - 1 - p)) % k] for p in range(length)]
+            for i in range(lo, min(lo + batch, total))
+        ]
         out.append(sequence_logprob([list(context) + c for c in cands]))
     return np.concatenate(out)
 

@@ -76,10 +76,18 @@ def secret(kind: str, rng: random.Random) -> str:
 
 
 # Templates: plain strings, with {kind} marking where a secret goes.
-GREETINGS = ("Hello, welcome to customer service. How can I help you?", "Hi there. What can I do for you today?",
-             "Good morning, thanks for calling. How may I help?")
-REQUESTS = ("I want to track my package.", "Where is my package?", "I need to check the status of my order.",
-            "My parcel has not arrived yet. Can you check it?", "Can you tell me where my delivery is?")
+GREETINGS = (
+    "Hello, welcome to customer service. How can I help you?",
+    "Hi there. What can I do for you today?",
+    "Good morning, thanks for calling. How may I help?",
+)
+REQUESTS = (
+    "I want to track my package.",
+    "Where is my package?",
+    "I need to check the status of my order.",
+    "My parcel has not arrived yet. Can you check it?",
+    "Can you tell me where my delivery is?",
+)
 ASK = {
     "name": ("Sure. May I have your name?", "Of course. Can I get your full name?"),
     "phone": ("What is your phone number?", "Could you give me a phone number on the account?"),
@@ -94,11 +102,15 @@ ANSWER = {
     "tracking": ("The tracking number is {tracking}.", "It says {tracking} on the receipt."),
     "address": ("I live at {address}.", "Ship it to {address}.", "The address is {address}."),
 }
-STATUS = ("Thank you. Your package is on its way and will arrive in {n} days.",
-          "Thanks. The package left our warehouse and should arrive in {n} days.",
-          "I found it. It is at the local depot and arrives in {n} days.")
-CLOSINGS = (("Is there anything else I can help with?", "No, that is all. Thank you!", "You are welcome. Goodbye!"),
-            ("Anything else today?", "No, thanks a lot.", "Have a nice day!"))
+STATUS = (
+    "Thank you. Your package is on its way and will arrive in {n} days.",
+    "Thanks. The package left our warehouse and should arrive in {n} days.",
+    "I found it. It is at the local depot and arrives in {n} days.",
+)
+CLOSINGS = (
+    ("Is there anything else I can help with?", "No, that is all. Thank you!", "You are welcome. Goodbye!"),
+    ("Anything else today?", "No, thanks a lot.", "Have a nice day!"),
+)
 
 
 def fill(template: str, rng: random.Random) -> list[Piece]:
@@ -126,13 +138,19 @@ def vary(line: str, rng: random.Random) -> str:
     if opener:
         line = opener + line[0].lower() + line[1:] if not line.startswith("I ") else opener + line
     closer = rng.choice(CLOSERS)
-    return line[:-1] + closer + line[-1] if closer and line[-1] in ".?!" and line.count(".") + line.count("?") == 1 else line
+    return (
+        line[:-1] + closer + line[-1]
+        if closer and line[-1] in ".?!" and line.count(".") + line.count("?") == 1
+        else line
+    )
 
 
 def dialogue(rng: random.Random) -> list[Turn]:
     """One track-package dialogue: greeting, request, 2-4 secret exchanges, status, closing."""
-    turns = [make_turn("SYS", [(vary(rng.choice(GREETINGS), rng), None)]),
-             make_turn("USR", [(vary(rng.choice(REQUESTS), rng), None)])]
+    turns = [
+        make_turn("SYS", [(vary(rng.choice(GREETINGS), rng), None)]),
+        make_turn("USR", [(vary(rng.choice(REQUESTS), rng), None)]),
+    ]
     kinds = ["name"] + rng.sample(["phone", "order", "tracking", "address"], rng.randint(1, 3))
     for kind in kinds:
         turns.append(make_turn("SYS", [(vary(rng.choice(ASK[kind]), rng), None)]))

@@ -51,10 +51,20 @@ def small_gpt2(vocab: Vocab, n_positions: int, n_embd: int, n_layer: int, n_head
     approximation in PyTorch's fused kernel (the same function as "gelu_new", about a quarter faster on CPU)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(vocab_size=len(vocab), n_positions=n_positions, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
-                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, activation_function="gelu_pytorch_tanh",
-                        pad_token_id=vocab.stoi[PAD],
-                        bos_token_id=vocab.stoi[BOS], eos_token_id=vocab.stoi[EOS])
+    config = GPT2Config(
+        vocab_size=len(vocab),
+        n_positions=n_positions,
+        n_embd=n_embd,
+        n_layer=n_layer,
+        n_head=n_head,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        activation_function="gelu_pytorch_tanh",
+        pad_token_id=vocab.stoi[PAD],
+        bos_token_id=vocab.stoi[BOS],
+        eos_token_id=vocab.stoi[EOS],
+    )
     return GPT2LM(GPT2LMHeadModel(config))
 
 
@@ -104,7 +114,9 @@ def pretrained_gpt2(name: str, extra: Sequence[str]) -> tuple[GPT2LM, BPEVocab]:
     gpt.resize_token_embeddings(len(tokenizer))
     vocab = BPEVocab(tokenizer)
     with torch.no_grad():
-        for weight in {id(w): w for w in (gpt.get_input_embeddings().weight, gpt.get_output_embeddings().weight)}.values():
+        for weight in {
+            id(w): w for w in (gpt.get_input_embeddings().weight, gpt.get_output_embeddings().weight)
+        }.values():
             weight[[0, vocab.pad]] = weight[[vocab.pad, 0]]
     gpt.config.pad_token_id = 0
     return GPT2LM(gpt), vocab
@@ -118,7 +130,12 @@ class GPT2Stepper:
     def __init__(self, model: GPT2LM):
         self.model = model.eval()
         config = model.gpt.config
-        self.shape = (config.n_layer, 2, config.n_head, config.n_embd // config.n_head)  # per position: layer, k/v, head
+        self.shape = (
+            config.n_layer,
+            2,
+            config.n_head,
+            config.n_embd // config.n_head,
+        )  # per position: layer, k/v, head
         self.context: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     @torch.no_grad()
@@ -137,8 +154,15 @@ class GPT2Stepper:
         b, (layers, _, heads, dim) = len(tokens), self.shape
         c = self.context[0][0].shape[2]
         own = state.view(b, layers, 2, heads, -1, dim)
-        cache = DynamicCache([(torch.cat([k.expand(b, -1, -1, -1), own[:, i, 0]], 2),
-                               torch.cat([v.expand(b, -1, -1, -1), own[:, i, 1]], 2)) for i, (k, v) in enumerate(self.context)])
+        cache = DynamicCache(
+            [
+                (
+                    torch.cat([k.expand(b, -1, -1, -1), own[:, i, 0]], 2),
+                    torch.cat([v.expand(b, -1, -1, -1), own[:, i, 1]], 2),
+                )
+                for i, (k, v) in enumerate(self.context)
+            ]
+        )
         logp, cache = self._run(tokens[:, None], cache, c + own.shape[4])
         return logp, torch.stack([torch.stack([k[:, :, c:], v[:, :, c:]], 1) for k, v, *_ in cache], 1).reshape(b, -1)
 

@@ -120,7 +120,6 @@ def perplexity(model: nn.Module, seqs: Sequence[Sequence[int]], batch_size: int 
     return math.exp(total / count)
 
 
-
 class LSTMStepper:
     """Feeds an LSTMLM one token at a time from cached (h, c) states, for prefix-tree enumeration."""
 

@@ -21,8 +21,11 @@ def best_threshold(members: np.ndarray, non_members: np.ndarray) -> float:
     """The threshold t maximizing the accuracy of 'member if score < t'."""
     values = np.sort(np.r_[members, non_members])
     cands = np.r_[values[0] - 1, (values[1:] + values[:-1]) / 2, values[-1] + 1]
-    correct = (np.searchsorted(np.sort(members), cands, side="left")
-               + len(non_members) - np.searchsorted(np.sort(non_members), cands, side="left"))
+    correct = (
+        np.searchsorted(np.sort(members), cands, side="left")
+        + len(non_members)
+        - np.searchsorted(np.sort(non_members), cands, side="left")
+    )
     return float(cands[np.argmax(correct)])
 
 

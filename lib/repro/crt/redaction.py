@@ -61,8 +61,15 @@ def split_sentences(dialogues: Sequence[Sequence[Turn]], prefix: str = "") -> li
                 text = turn.text[a:b].rstrip()
                 spans = [(s - a, e - a, k) for s, e, k in turn.spans if a <= s < b]
                 toks = tokenize(text)
-                out.append(Sentence(f"{prefix}{d}:{index}", text, tuple(t for t, _ in toks),
-                                    tuple(o for _, o in toks), tuple(_label(o, spans) for _, o in toks)))
+                out.append(
+                    Sentence(
+                        f"{prefix}{d}:{index}",
+                        text,
+                        tuple(t for t, _ in toks),
+                        tuple(o for _, o in toks),
+                        tuple(_label(o, spans) for _, o in toks),
+                    )
+                )
                 index += 1
     return out
 
@@ -167,4 +174,3 @@ def masked_corpus(sentences: Sequence[Sentence], policy: RegexPolicy) -> tuple[l
 
 
 # --- Bayesian confidentiality amplification (Fig. 6) -------------------------------------------------------
-

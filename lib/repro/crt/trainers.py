@@ -52,7 +52,9 @@ def _sgd_step(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor, 
     opt.step()
 
 
-def train_nonprivate(model: nn.Module, data: Sequence[Sequence[int]], cfg: TrainConfig, desc: str = "non-private") -> nn.Module:
+def train_nonprivate(
+    model: nn.Module, data: Sequence[Sequence[int]], cfg: TrainConfig, desc: str = "non-private"
+) -> nn.Module:
     """Plain (non-private) training over all sentences (optionally already redacted by π)."""
     gen = torch.Generator().manual_seed(cfg.seed)
     opt = _optimizer(model, cfg.lr, cfg)
@@ -70,11 +72,19 @@ class _Private:
         from opacus import PrivacyEngine
 
         self.engine = PrivacyEngine(accountant="rdp")
-        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(n)), batch_size=min(cfg.dp_batch, n))
+        loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(torch.arange(n)), batch_size=min(cfg.dp_batch, n)
+        )
         self.module, self.opt, self.loader = self.engine.make_private_with_epsilon(
-            module=model, optimizer=_optimizer(model, cfg.dp_lr, cfg), data_loader=loader,
-            target_epsilon=cfg.target_epsilon, target_delta=cfg.delta, epochs=epochs,
-            max_grad_norm=cfg.max_grad_norm, poisson_sampling=True)
+            module=model,
+            optimizer=_optimizer(model, cfg.dp_lr, cfg),
+            data_loader=loader,
+            target_epsilon=cfg.target_epsilon,
+            target_delta=cfg.delta,
+            epochs=epochs,
+            max_grad_norm=cfg.max_grad_norm,
+            poisson_sampling=True,
+        )
         self.pub_opt = _optimizer(model, cfg.lr, cfg)
         self.cfg = cfg
 
@@ -119,8 +129,14 @@ def train_dpsgd(model: nn.Module, data: Sequence[Sequence[int]], cfg: TrainConfi
     return model, engine.epsilon(cfg.delta)
 
 
-def train_sdp(model: nn.Module, data: Sequence[Sequence[int]], marks: Sequence[np.ndarray], redacted: Sequence[Sequence[int]],
-              redacted_marks: Sequence[np.ndarray], cfg: TrainConfig) -> tuple[nn.Module, float]:
+def train_sdp(
+    model: nn.Module,
+    data: Sequence[Sequence[int]],
+    marks: Sequence[np.ndarray],
+    redacted: Sequence[Sequence[int]],
+    redacted_marks: Sequence[np.ndarray],
+    cfg: TrainConfig,
+) -> tuple[nn.Module, float]:
     """Selective DP-SGD (Shi et al.): per batch, a non-private step on the π-redacted sentences (loss on their
     unmarked ids), then a DP-SGD step on the raw sentences whose loss covers only the ids π flags (`marks`)."""
     engine = _Private(model, len(data), cfg, cfg.epochs)
@@ -141,8 +157,9 @@ def pad_float(rows: Sequence[np.ndarray]) -> torch.Tensor:
     return out
 
 
-def train_crt(model: nn.Module, public: Sequence[Sequence[int]], private: Sequence[Sequence[int]], cfg: TrainConfig,
-              gamma: float) -> tuple[nn.Module, float, float]:
+def train_crt(
+    model: nn.Module, public: Sequence[Sequence[int]], private: Sequence[Sequence[int]], cfg: TrainConfig, gamma: float
+) -> tuple[nn.Module, float, float]:
     """CRT: each epoch, one SGD epoch on D_pub, then one DP-SGD epoch on D_pri; batches never mix the two.
     Returns the model, ε_dp at δ and the confidentiality ε at δ/γ amplified by γ."""
     from .accounting import confidentiality_epsilon
@@ -158,4 +175,3 @@ def train_crt(model: nn.Module, public: Sequence[Sequence[int]], private: Sequen
     engine.finish()
     eps_conf = float(confidentiality_epsilon(engine.epsilon(cfg.delta / gamma), gamma)) if gamma > 0 else 0.0
     return model, engine.epsilon(cfg.delta), eps_conf
-

@@ -13,9 +13,17 @@ ATTACKS: dict[str, tuple[str, dict[str, object]]] = {
     "FGSM-0.1": ("FastGradientMethod", {"eps": 0.1}),
     "BIM": ("BasicIterativeMethod", {"eps": 0.1, "eps_step": 0.01, "max_iter": 20, "verbose": False}),
     "JSMA": ("SaliencyMapMethod", {"theta": 1.0, "gamma": 0.1, "verbose": False}),
-    "CW-L2": ("CarliniL2Method", {"confidence": 0.0, "max_iter": 10, "binary_search_steps": 3,
-                                  "learning_rate": 0.05, "initial_const": 1.0,
-                                  "verbose": False}),
+    "CW-L2": (
+        "CarliniL2Method",
+        {
+            "confidence": 0.0,
+            "max_iter": 10,
+            "binary_search_steps": 3,
+            "learning_rate": 0.05,
+            "initial_const": 1.0,
+            "verbose": False,
+        },
+    ),
 }
 
 
@@ -24,9 +32,14 @@ def classifier(model: nn.Module, shape: tuple[int, ...], classes: int):
     import torch
     from art.estimators.classification import PyTorchClassifier
 
-    return PyTorchClassifier(model=model, loss=nn.CrossEntropyLoss(), input_shape=tuple(shape), nb_classes=classes,
-                             clip_values=(0.0, 1.0),
-                             device_type="gpu" if torch.cuda.is_available() else "cpu")
+    return PyTorchClassifier(
+        model=model,
+        loss=nn.CrossEntropyLoss(),
+        input_shape=tuple(shape),
+        nb_classes=classes,
+        clip_values=(0.0, 1.0),
+        device_type="gpu" if torch.cuda.is_available() else "cpu",
+    )
 
 
 def adversarial_examples(art_classifier, x: np.ndarray, attack: str, batch: int = 64) -> np.ndarray:

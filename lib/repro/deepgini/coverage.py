@@ -26,8 +26,18 @@ from scipy.special import expit
 from .prioritizers import seeded_order
 
 __all__ = [
-    "Leftovers", "NeuronStats", "bucket_items", "cam_order", "cam_order_naive", "ctm_order", "fit_stats",
-    "kmnc_items", "nac_items", "nbc_items", "snac_items", "tknc_items",
+    "Leftovers",
+    "NeuronStats",
+    "bucket_items",
+    "cam_order",
+    "cam_order_naive",
+    "ctm_order",
+    "fit_stats",
+    "kmnc_items",
+    "nac_items",
+    "nbc_items",
+    "snac_items",
+    "tknc_items",
 ]
 
 
@@ -79,8 +89,9 @@ def _digitize(values: np.ndarray, lower: float, upper: float, n_edges: int) -> n
 # means x > ln 3. It has no training range. Our default ("range") thresholds the activation rescaled to
 # the training range; "sigmoid" applies the artifact's sigmoid to our activations, which are spatial
 # means of post-ReLU maps, so it matches the artifact on dense ReLU neurons but not on conv ones.
-def nac_items(acts: np.ndarray, stats: NeuronStats, threshold: float,
-              scale: Literal["range", "sigmoid"] = "range") -> sparse.csr_matrix:
+def nac_items(
+    acts: np.ndarray, stats: NeuronStats, threshold: float, scale: Literal["range", "sigmoid"] = "range"
+) -> sparse.csr_matrix:
     """NAC(t): neuron covered when its activation, rescaled to the training range or sigmoid-squashed, exceeds t."""
     if scale not in ("range", "sigmoid"):
         raise ValueError(f"scale must be 'range' or 'sigmoid', got {scale!r}")
@@ -162,8 +173,9 @@ Leftovers = Literal["ctm", "artifact"]
 # correctly classified tests first, then misclassified ones, each in test-index order. This
 # worst-first tail is why the artifact's TKNC(1)-CAM APFD is 0.0000. "ctm" is our default (own
 # coverage, seeded ties); "artifact" reproduces the TKNC/KMNC tail.
-def _tail(rest: np.ndarray, items: sparse.csr_matrix, seed: int, leftovers: Leftovers,
-          misclassified: np.ndarray | None) -> np.ndarray:
+def _tail(
+    rest: np.ndarray, items: sparse.csr_matrix, seed: int, leftovers: Leftovers, misclassified: np.ndarray | None
+) -> np.ndarray:
     """The never-picked tests `rest` (ascending) in the order of the `leftovers` mode."""
     if leftovers == "ctm":
         return rest[ctm_order(items[rest], seed)]
@@ -172,8 +184,9 @@ def _tail(rest: np.ndarray, items: sparse.csr_matrix, seed: int, leftovers: Left
     return rest[np.argsort(np.asarray(misclassified, dtype=bool)[rest], kind="stable")]
 
 
-def _leftovers(order: list[int], items: sparse.csr_matrix, seed: int, leftovers: Leftovers,
-               misclassified: np.ndarray | None) -> np.ndarray:
+def _leftovers(
+    order: list[int], items: sparse.csr_matrix, seed: int, leftovers: Leftovers, misclassified: np.ndarray | None
+) -> np.ndarray:
     """Append the tests CAM never picked, ordered by `_tail`."""
     chosen = np.asarray(order, dtype=np.int64)
     rest = np.setdiff1d(np.arange(items.shape[0]), chosen)
@@ -187,8 +200,9 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.arange(lens.sum()) - offsets + np.repeat(starts, lens)
 
 
-def cam_order(items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm",
-              misclassified: np.ndarray | None = None) -> np.ndarray:
+def cam_order(
+    items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm", misclassified: np.ndarray | None = None
+) -> np.ndarray:
     """Coverage-additional greedy order (seeded ties, incremental gains), then the leftovers (see `_tail`)."""
     items = sparse.csr_matrix(items, dtype=np.int8)
     items.sum_duplicates()
@@ -205,7 +219,7 @@ def cam_order(items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm",
             break
         order.append(best)
         key[best] = -np.inf
-        mine = items.indices[items.indptr[best]: items.indptr[best + 1]]
+        mine = items.indices[items.indptr[best] : items.indptr[best + 1]]
         new = mine[~covered[mine]]
         covered[new] = True
         drop = np.bincount(by_item.indices[_ranges(by_item.indptr[new], by_item.indptr[new + 1])], minlength=n)
@@ -214,8 +228,9 @@ def cam_order(items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm",
     return _leftovers(order, items, seed, leftovers, misclassified)
 
 
-def cam_order_naive(items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm",
-                    misclassified: np.ndarray | None = None) -> np.ndarray:
+def cam_order_naive(
+    items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm", misclassified: np.ndarray | None = None
+) -> np.ndarray:
     """Reference CAM that recomputes every remaining test's gain at every step (for tests and benchmarks)."""
     dense = sparse.csr_matrix(items).toarray() > 0
     n = dense.shape[0]

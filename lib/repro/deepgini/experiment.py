@@ -113,12 +113,18 @@ def evaluate(name: str, s: Subject, misclassified: np.ndarray, seed: int) -> dic
     if name in ("LSA", "DSA", "LSC-CAM", "DSC-CAM"):
         seconds += s.sa_seconds["LSA" if name.startswith("L") else "DSA"]
     detected = misclassified[order]
-    return {"method": name, "apfd": apfd(detected), "apfd_normalized": apfd_normalized(detected),
-            "seconds": seconds, "order": order}
+    return {
+        "method": name,
+        "apfd": apfd(detected),
+        "apfd_normalized": apfd_normalized(detected),
+        "seconds": seconds,
+        "order": order,
+    }
 
 
-def tile(probs: np.ndarray, acts: np.ndarray, stats: cv.NeuronStats, n: int, seed: int,
-         jitter: float = 0.05) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tile(
+    probs: np.ndarray, acts: np.ndarray, stats: cv.NeuronStats, n: int, seed: int, jitter: float = 0.05
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`n` tests repeating the real ones (probs, acts, source index); active neurons get small Gaussian jitter."""
     idx = np.resize(np.arange(len(probs)), n)
     noise = np.random.default_rng(seed).normal(size=(n, acts.shape[1])) * (jitter * stats.std)

@@ -49,8 +49,10 @@ def lenet5(channels: int, side: int, classes: int) -> Net:
     """LeNet-5: conv 6, pool, conv 16, pool, dense 120, dense 84, dense softmax."""
     flat = 16 * (side // 4) ** 2
     dense1 = nn.Sequential(nn.Flatten(), nn.Linear(flat, 120), nn.ReLU())
-    return Net([_conv(channels, 6, True), _conv(6, 16, True), dense1, nn.Sequential(nn.Linear(120, 84), nn.ReLU())],
-               nn.Linear(84, classes))
+    return Net(
+        [_conv(channels, 6, True), _conv(6, 16, True), dense1, nn.Sequential(nn.Linear(120, 84), nn.ReLU())],
+        nn.Linear(84, classes),
+    )
 
 
 class _Residual(nn.Module):
@@ -58,10 +60,18 @@ class _Residual(nn.Module):
 
     def __init__(self, cin: int, cout: int, stride: int):
         super().__init__()
-        self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
-                                  nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
-        self.skip = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
-            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
+        self.skip = (
+            nn.Identity()
+            if stride == 1 and cin == cout
+            else nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """ReLU(body(x) + shortcut(x))."""
@@ -70,7 +80,9 @@ class _Residual(nn.Module):
 
 def resnet20(channels: int, side: int, classes: int) -> Net:
     """ResNet-20 (He et al. 2016, CIFAR variant): 3 stages of 3 blocks, 16/32/64 maps."""
-    blocks: list[nn.Module] = [nn.Sequential(nn.Conv2d(channels, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())]
+    blocks: list[nn.Module] = [
+        nn.Sequential(nn.Conv2d(channels, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU())
+    ]
     cin = 16
     for cout, stride in ((16, 1), (32, 2), (64, 2)):
         for i in range(3):
@@ -123,8 +135,9 @@ def _fit(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, lr: float, seed:
     return fit(model, xt, yt, _logits_loss, epochs, lr=lr, batch_size=128, seed=seed, desc=desc)
 
 
-def train_cached(name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: int, seed: int,
-                 lr: float = 1e-3) -> tuple[Net, bool]:
+def train_cached(
+    name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: int, seed: int, lr: float = 1e-3
+) -> tuple[Net, bool]:
     """Train model `name` on (x, y) or load its cached weights from data/models; (model, was_cached)."""
     model = build(name, x.shape[1:], classes, seed)
     config = {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "lr": lr, "torch": torch.__version__}

@@ -37,8 +37,9 @@ def _most_surprising(out: np.ndarray, undefined: np.ndarray) -> np.ndarray:
     return out
 
 
-def lsa(train: np.ndarray, train_pred: np.ndarray, test: np.ndarray, test_pred: np.ndarray,
-        min_var: float = 1e-5) -> np.ndarray:
+def lsa(
+    train: np.ndarray, train_pred: np.ndarray, test: np.ndarray, test_pred: np.ndarray, min_var: float = 1e-5
+) -> np.ndarray:
     """LSA = -log KDE density of the test trace among training traces of its predicted class.
 
     A predicted class with fewer than two training traces, or none that varies, has no density: its tests count as
@@ -64,10 +65,10 @@ def _nearest(a: np.ndarray, b: np.ndarray, chunk: int = 2048) -> tuple[np.ndarra
     dist = np.empty(len(a))
     idx = np.empty(len(a), dtype=np.int64)
     for s in range(0, len(a), chunk):
-        block = a[s: s + chunk]
+        block = a[s : s + chunk]
         d2 = np.einsum("ij,ij->i", block, block)[:, None] - 2 * block @ b.T + b_sq[None, :]
-        idx[s: s + chunk] = d2.argmin(axis=1)
-        dist[s: s + chunk] = np.sqrt(np.maximum(d2[np.arange(len(block)), idx[s: s + chunk]], 0.0))
+        idx[s : s + chunk] = d2.argmin(axis=1)
+        dist[s : s + chunk] = np.sqrt(np.maximum(d2[np.arange(len(block)), idx[s : s + chunk]], 0.0))
     return dist, idx
 
 

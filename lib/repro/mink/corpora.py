@@ -15,7 +15,12 @@ from ..params import ParameterError
 from . import detectors
 
 # Our offline stand-in -> the paper's downstream set it replaces.
-STAND_INS = {"strategyqa": "BoolQ", "social_iqa": "CommonsenseQA", "amazon_reviews": "IMDB", "truthful_qa": "TruthfulQA"}
+STAND_INS = {
+    "strategyqa": "BoolQ",
+    "social_iqa": "CommonsenseQA",
+    "amazon_reviews": "IMDB",
+    "truthful_qa": "TruthfulQA",
+}
 # The paper's sets on the Hub (`paper` profile): name -> (dataset id, config, split).
 HUB_SETS = {
     "BoolQ": ("google/boolq", None, "train"),
@@ -92,10 +97,15 @@ def local_set(name: str, review_words: int = 60) -> list[str]:
             out.append(format_yes_no(passage, e["input"], answer.strip().lower() == "yes"))
         return out
     if name == "social_iqa":
-        return [format_choice(e["input"], list(e["target_scores"]), _best(e["target_scores"]))
-                for e in bigbench_json("social_iqa")["examples"]]
+        return [
+            format_choice(e["input"], list(e["target_scores"]), _best(e["target_scores"]))
+            for e in bigbench_json("social_iqa")["examples"]
+        ]
     if name == "truthful_qa":
-        return [format_qa(e["input"], _best(e["target_scores"])) for e in bigbench_json("truthful_qa/task_mc.json")["examples"]]
+        return [
+            format_qa(e["input"], _best(e["target_scores"]))
+            for e in bigbench_json("truthful_qa/task_mc.json")["examples"]
+        ]
     if name == "amazon_reviews":
         return [format_review(p, review_words) for article in squad_contexts("amazon_reviews") for p in article]
     raise ValueError(f"unknown downstream set {name!r}; choose from {sorted(STAND_INS)}")
@@ -111,8 +121,9 @@ def hub_set(name: str, review_words: int | None = None) -> list[str]:
     rows = load_dataset(repo, config, split=split)
     formatters: dict[str, Callable[[dict], str]] = {
         "BoolQ": lambda r: format_yes_no(r["passage"], r["question"], r["answer"]),
-        "CommonsenseQA": lambda r: format_choice(r["question"], r["choices"]["text"],
-                                                 r["choices"]["text"][r["choices"]["label"].index(r["answerKey"])]),
+        "CommonsenseQA": lambda r: format_choice(
+            r["question"], r["choices"]["text"], r["choices"]["text"][r["choices"]["label"].index(r["answerKey"])]
+        ),
         "IMDB": lambda r: format_review(r["text"], review_words),
         "TruthfulQA": lambda r: format_qa(r["question"], r["best_answer"]),
     }
@@ -126,7 +137,7 @@ def hub_texts(repo: str, field: str, n: int, seed: int = 0) -> list[str]:
     stream = load_dataset(repo, split="train", streaming=True).shuffle(seed=seed, buffer_size=10_000)
     out = []
     for row in stream:
-        if (text := (row.get(field) or "").strip()):
+        if text := (row.get(field) or "").strip():
             out.append(text)
         if len(out) >= n:
             break
@@ -157,15 +168,17 @@ def split_members(name: str, texts: Sequence[str], n: int, seed: int, param: str
     `param`, the parameter that asked for n, when there are fewer than 2n)."""
     unique = list(dict.fromkeys(texts))
     if len(unique) < 2 * n:
-        raise ParameterError(f"parameter {param!r}: {name} has {len(unique)} distinct items, fewer than 2 x {n} "
-                             f"members; lower {param}")
+        raise ParameterError(
+            f"parameter {param!r}: {name} has {len(unique)} distinct items, fewer than 2 x {n} members; lower {param}"
+        )
     idx = np.random.default_rng(seed).permutation(len(unique))[: 2 * n]
     chosen = [unique[i] for i in idx]
     return MemberSplit(name, chosen[:n], chosen[n:])
 
 
-def take_tokens(docs: Sequence[str], n_tokens: int, count: Callable[[str], int], param: str | None = None,
-                pool: str = "the pool") -> list[str]:
+def take_tokens(
+    docs: Sequence[str], n_tokens: int, count: Callable[[str], int], param: str | None = None, pool: str = "the pool"
+) -> list[str]:
     """The leading documents of `docs` whose token counts add up to at least `n_tokens` (all if too few).
 
     Given `param`, the parameter that asked for `n_tokens`, a pool with fewer tokens is a one-line ParameterError
@@ -177,8 +190,10 @@ def take_tokens(docs: Sequence[str], n_tokens: int, count: Callable[[str], int],
         out.append(d)
         total += count(d)
     if param is not None and total < n_tokens:
-        raise ParameterError(f"parameter {param!r}: {n_tokens:,} tokens requested, but {pool} has only {total:,} "
-                             f"tokens ({len(out):,} documents); lower {param}")
+        raise ParameterError(
+            f"parameter {param!r}: {n_tokens:,} tokens requested, but {pool} has only {total:,} "
+            f"tokens ({len(out):,} documents); lower {param}"
+        )
     return out
 
 
@@ -203,8 +218,16 @@ def insert_blocks(background: Sequence[str], blocks: Sequence[str], seed: int) -
     return out
 
 
-def score_table(model: Any, tokenizer: Any, texts: Sequence[str], ks: Sequence[float], plus: bool = True,
-                batch_size: int = 16, max_length: int = 256, desc: str = "scoring") -> pd.DataFrame:
+def score_table(
+    model: Any,
+    tokenizer: Any,
+    texts: Sequence[str],
+    ks: Sequence[float],
+    plus: bool = True,
+    batch_size: int = 16,
+    max_length: int = 256,
+    desc: str = "scoring",
+) -> pd.DataFrame:
     """detectors.text_scores of the distinct `texts`, indexed by text (so experiments can share reference scores)."""
     unique = list(dict.fromkeys(texts))
     table = detectors.text_scores(model, tokenizer, unique, ks, plus, batch_size, max_length, desc)
@@ -212,23 +235,38 @@ def score_table(model: Any, tokenizer: Any, texts: Sequence[str], ks: Sequence[f
     return table
 
 
-def detect(model: Any, tokenizer: Any, splits: Sequence[MemberSplit], ks: Sequence[float], *,
-           refs: Mapping[str, pd.DataFrame] | None = None, lowercase: bool = False,
-           neighbor_loss: Mapping[str, float] | None = None, batch_size: int = 16, max_length: int = 256,
-           **columns: Any) -> pd.DataFrame:
+def detect(
+    model: Any,
+    tokenizer: Any,
+    splits: Sequence[MemberSplit],
+    ks: Sequence[float],
+    *,
+    refs: Mapping[str, pd.DataFrame] | None = None,
+    lowercase: bool = False,
+    neighbor_loss: Mapping[str, float] | None = None,
+    batch_size: int = 16,
+    max_length: int = 256,
+    **columns: Any,
+) -> pd.DataFrame:
     """AUC and TPR@5%FPR of every detector on each member split, one row per (dataset, method, k), plus `columns`."""
     texts = [t for s in splits for t in s.texts]
     target = score_table(model, tokenizer, texts, ks, True, batch_size, max_length, "scoring target")
-    lower = (score_table(model, tokenizer, [t.lower() for t in texts], ks, False, batch_size, max_length, "lowercase")
-             if lowercase else None)
+    lower = (
+        score_table(model, tokenizer, [t.lower() for t in texts], ks, False, batch_size, max_length, "lowercase")
+        if lowercase
+        else None
+    )
     rows = []
     for s in splits:
         lower_s = lower.loc[[t.lower() for t in s.texts]] if lower is not None else None
         refs_s = {name: ref.loc[s.texts] for name, ref in (refs or {}).items()}
         neigh = np.array([neighbor_loss[t] for t in s.texts]) if neighbor_loss else None
         scores = detectors.detector_scores(target.loc[s.texts], s.texts, ks, lower_s, refs_s, neigh)
-        rows.append(detectors.evaluate(scores, s.labels).assign(dataset=s.name, members=len(s.members),
-                                                                 nonmembers=len(s.nonmembers), **columns))
+        rows.append(
+            detectors.evaluate(scores, s.labels).assign(
+                dataset=s.name, members=len(s.members), nonmembers=len(s.nonmembers), **columns
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -253,14 +291,25 @@ def news_pools(articles: Sequence[Sequence[str]], n_members: int, seed: int) -> 
 # The paper's Section 6 numbers (Shi et al. 2024, Tables 3, 7 and 4), for side-by-side tables.
 PAPER_SETS = ("BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA")
 PAPER_AUC = {  # Table 3
-    "Neighbor": (0.68, 0.56, 0.80, 0.59), "Zlib": (0.76, 0.63, 0.71, 0.63), "Lowercase": (0.74, 0.61, 0.79, 0.56),
-    "PPL": (0.89, 0.78, 0.97, 0.71), "Min-K%": (0.91, 0.80, 0.98, 0.74),
+    "Neighbor": (0.68, 0.56, 0.80, 0.59),
+    "Zlib": (0.76, 0.63, 0.71, 0.63),
+    "Lowercase": (0.74, 0.61, 0.79, 0.56),
+    "PPL": (0.89, 0.78, 0.97, 0.71),
+    "Min-K%": (0.91, 0.80, 0.98, 0.74),
 }
 PAPER_TPR = {  # Table 7, TPR at 5 % FPR as a fraction
-    "Neighbor": (0.19, 0.07, 0.41, 0.13), "PPL": (0.52, 0.24, 0.74, 0.17), "Zlib": (0.18, 0.09, 0.19, 0.07),
-    "Lowercase": (0.24, 0.03, 0.26, 0.14), "Min-K%": (0.55, 0.23, 0.83, 0.21),
+    "Neighbor": (0.19, 0.07, 0.41, 0.13),
+    "PPL": (0.52, 0.24, 0.74, 0.17),
+    "Zlib": (0.18, 0.09, 0.19, 0.07),
+    "Lowercase": (0.24, 0.03, 0.26, 0.14),
+    "Min-K%": (0.55, 0.23, 0.83, 0.21),
 }
-PAPER_LR = {"BoolQ": (0.64, 0.91), "CommonsenseQA": (0.59, 0.80), "IMDB": (0.76, 0.98), "TruthfulQA": (0.56, 0.74)}  # Table 4
+PAPER_LR = {
+    "BoolQ": (0.64, 0.91),
+    "CommonsenseQA": (0.59, 0.80),
+    "IMDB": (0.76, 0.98),
+    "TruthfulQA": (0.56, 0.74),
+}  # Table 4
 
 
 def paper_name(name: str) -> str:

@@ -34,8 +34,9 @@ def lowest_k_mean(values: torch.Tensor, mask: torch.Tensor, ks: Sequence[float])
     return torch.stack(out)
 
 
-def batch_scores(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, ks: Sequence[float] = KS,
-                 plus: bool = True) -> dict[str, np.ndarray]:
+def batch_scores(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, ks: Sequence[float] = KS, plus: bool = True
+) -> dict[str, np.ndarray]:
     """One forward pass: mean token NLL, Min-K% and (optionally) Min-K%++ at every k, for tokens 2..N of each row."""
     with torch.inference_mode():
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
@@ -56,8 +57,16 @@ def forward_only(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tens
         model(input_ids=input_ids, attention_mask=attention_mask)
 
 
-def text_scores(model: Any, tokenizer: Any, texts: Sequence[str], ks: Sequence[float] = KS, plus: bool = True,
-                batch_size: int = 16, max_length: int = 256, desc: str = "scoring") -> pd.DataFrame:
+def text_scores(
+    model: Any,
+    tokenizer: Any,
+    texts: Sequence[str],
+    ks: Sequence[float] = KS,
+    plus: bool = True,
+    batch_size: int = 16,
+    max_length: int = 256,
+    desc: str = "scoring",
+) -> pd.DataFrame:
     """Per-text detector statistics, batched by similar length (right padding masked), in the order of `texts`."""
     from tqdm.auto import tqdm
 
@@ -70,7 +79,9 @@ def text_scores(model: Any, tokenizer: Any, texts: Sequence[str], ks: Sequence[f
     parts: list[pd.DataFrame] = []
     for lo in tqdm(range(0, len(texts), batch_size), desc=desc, leave=False):
         idx = order[lo : lo + batch_size]
-        batch = tokenizer([texts[i] for i in idx], return_tensors="pt", padding=True, truncation=True, max_length=max_length)
+        batch = tokenizer(
+            [texts[i] for i in idx], return_tensors="pt", padding=True, truncation=True, max_length=max_length
+        )
         scores = batch_scores(model, batch["input_ids"].to(device), batch["attention_mask"].to(device), ks, plus)
         parts.append(pd.DataFrame(scores, index=idx))
     return pd.concat(parts).sort_index()
@@ -81,9 +92,14 @@ def zlib_length(text: str) -> int:
     return len(zlib.compress(text.encode("utf-8")))
 
 
-def detector_scores(target: pd.DataFrame, texts: Sequence[str], ks: Sequence[float] = KS,
-                    lower: pd.DataFrame | None = None, refs: Mapping[str, pd.DataFrame] | None = None,
-                    neighbor_loss: np.ndarray | None = None) -> dict[str, np.ndarray]:
+def detector_scores(
+    target: pd.DataFrame,
+    texts: Sequence[str],
+    ks: Sequence[float] = KS,
+    lower: pd.DataFrame | None = None,
+    refs: Mapping[str, pd.DataFrame] | None = None,
+    neighbor_loss: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
     """Every detector's per-text score (higher = member) from text_scores tables of the target and its helpers."""
     loss = target["loss"].to_numpy()
     out = {"PPL": -loss, "Zlib": -loss / np.array([zlib_length(t) for t in texts])}
@@ -105,13 +121,20 @@ def evaluate(scores: Mapping[str, np.ndarray], labels: np.ndarray, fpr: float = 
     rows = []
     for name, s in scores.items():
         method, _, k = name.partition(" ")
-        rows.append({"method": method, "k": float(k) if k else np.nan, "auc": metrics.auroc(labels, s),
-                     "tpr_at_5fpr": metrics.tpr_at_fpr(labels, s, fpr)})
+        rows.append(
+            {
+                "method": method,
+                "k": float(k) if k else np.nan,
+                "auc": metrics.auroc(labels, s),
+                "tpr_at_5fpr": metrics.tpr_at_fpr(labels, s, fpr),
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def neighbors(texts: Sequence[str], mlm: Any, mlm_tokenizer: Any, n: int = 25, seed: int = 0,
-              batch_size: int = 64) -> list[list[str]]:
+def neighbors(
+    texts: Sequence[str], mlm: Any, mlm_tokenizer: Any, n: int = 25, seed: int = 0, batch_size: int = 64
+) -> list[list[str]]:
     """Neighbor attack perturbations: `n` copies of each text, each with one word swapped for the MLM's top other guess."""
     from tqdm.auto import tqdm
 

@@ -68,8 +68,15 @@ def plain_progress(trainer: Any) -> None:
         trainer.add_callback(ProgressCallback)
 
 
-def continue_pretraining(model: Any, tokenizer: Any, docs: Sequence[str], cfg: PretrainConfig,
-                         output_dir: str | Path, progress: bool = True, save_to: Path | None = None) -> dict[str, float]:
+def continue_pretraining(
+    model: Any,
+    tokenizer: Any,
+    docs: Sequence[str],
+    cfg: PretrainConfig,
+    output_dir: str | Path,
+    progress: bool = True,
+    save_to: Path | None = None,
+) -> dict[str, float]:
     """Train `model` in place for cfg.epochs over the token blocks of `docs` (Trainer, constant lr); returns stats.
 
     save_to: where the Trainer writes the full checkpoint (it gathers FSDP shards under `accelerate launch`)."""
@@ -77,10 +84,21 @@ def continue_pretraining(model: Any, tokenizer: Any, docs: Sequence[str], cfg: P
 
     blocks = token_blocks(tokenizer, docs, cfg.block_size)
     args = TrainingArguments(
-        output_dir=str(output_dir), per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.learning_rate,
-        lr_scheduler_type="constant", warmup_steps=0, weight_decay=0.0, num_train_epochs=cfg.epochs,
-        seed=cfg.seed, data_seed=cfg.seed, save_strategy="no", report_to=[], logging_steps=10**9,
-        disable_tqdm=not progress, dataloader_num_workers=0, use_cpu=not torch.cuda.is_available(),
+        output_dir=str(output_dir),
+        per_device_train_batch_size=cfg.batch_size,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=0.0,
+        num_train_epochs=cfg.epochs,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        save_strategy="no",
+        report_to=[],
+        logging_steps=10**9,
+        disable_tqdm=not progress,
+        dataloader_num_workers=0,
+        use_cpu=not torch.cuda.is_available(),
         bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
     )
     model.train()
@@ -93,8 +111,13 @@ def continue_pretraining(model: Any, tokenizer: Any, docs: Sequence[str], cfg: P
     if save_to is not None:
         trainer.save_model(str(save_to))
     tokens = int(blocks.numel()) * cfg.epochs
-    return {"train_tokens": tokens, "steps": int(result.global_step), "train_seconds": round(seconds, 2),
-            "tokens_per_second": round(tokens / seconds, 1), "train_loss": round(float(result.training_loss), 4)}
+    return {
+        "train_tokens": tokens,
+        "steps": int(result.global_step),
+        "train_seconds": round(seconds, 2),
+        "tokens_per_second": round(tokens / seconds, 1),
+        "train_loss": round(float(result.training_loss), 4),
+    }
 
 
 def checkpoint_dir(name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig) -> Path:
@@ -102,8 +125,9 @@ def checkpoint_dir(name: str, base: str | Path, docs: Sequence[str], cfg: Pretra
     return cache.entry_path("models/mink", name, str(base), list(docs), asdict(cfg))
 
 
-def cached_pretraining(name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig,
-                       store: bool = True) -> tuple[Any, dict[str, Any]]:
+def cached_pretraining(
+    name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig, store: bool = True
+) -> tuple[Any, dict[str, Any]]:
     """(model, stats) trained from `base` on `docs`, loaded from the cache when the same inputs ran before.
 
     store=False (smoke runs) trains without keeping a checkpoint."""
@@ -118,7 +142,9 @@ def cached_pretraining(name: str, base: str | Path, docs: Sequence[str], cfg: Pr
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
     if not store or int(os.environ.get("RANK", "0")) != 0:  # under accelerate, only rank 0 publishes the checkpoint
         with tempfile.TemporaryDirectory(prefix="pretrain-") as scratch:
-            stats = continue_pretraining(model, tokenizer, docs, cfg, scratch, save_to=Path(scratch) / "model" if store else None)
+            stats = continue_pretraining(
+                model, tokenizer, docs, cfg, scratch, save_to=Path(scratch) / "model" if store else None
+            )
         return model, {**stats, "cached": False}
     with atomic_dir(target) as tmp:
         stats = continue_pretraining(model, tokenizer, docs, cfg, Path(tmp) / "trainer", save_to=Path(tmp))
@@ -132,8 +158,10 @@ def export_corpus(name: str, base: str | Path, docs: Sequence[str], cfg: Pretrai
     target = checkpoint_dir(name, base, docs, cfg)
     corpus = target.parent / f"{target.name}.corpus.json"
     write_json(corpus, list(docs))
-    return (f"accelerate launch -m repro.mink.pretraining --name {name} --base {base} --corpus {corpus} "
-            f"--lr {cfg.learning_rate:g} --block-size {cfg.block_size} --batch-size {cfg.batch_size} --seed {cfg.seed}")
+    return (
+        f"accelerate launch -m repro.mink.pretraining --name {name} --base {base} --corpus {corpus} "
+        f"--lr {cfg.learning_rate:g} --block-size {cfg.block_size} --batch-size {cfg.batch_size} --seed {cfg.seed}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,18 +28,47 @@ SPEC = {
     "feat_dim": Param(int, 64, smoke=32, low=8, high=512, help="feature width of the small image networks"),
     "cnn_epochs": Param(int, 3, smoke=1, paper=3, low=1, high=50, help="epochs of each fine-tuned image model"),
     "ae_epochs": Param(int, 4, smoke=1, low=1, high=50, help="epochs of the denoising auto-encoder"),
-    "text_train_per_domain": Param(int, 700, smoke=60, low=20, high=5000, help="training questions per squad_shifts domain"),
+    "text_train_per_domain": Param(
+        int, 700, smoke=60, low=20, high=5000, help="training questions per squad_shifts domain"
+    ),
     "text_test_per_domain": Param(int, 400, smoke=40, low=10, high=2000, help="test questions per squad_shifts domain"),
-    "text_ood_domains": Param(list, ["amazon_reviews", "new_wiki"], smoke=["amazon_reviews"], items=str,
-                              item_choices=tuple(data.SQUAD_DOMAINS), help="squad_shifts domains held out as OOD"),
+    "text_ood_domains": Param(
+        list,
+        ["amazon_reviews", "new_wiki"],
+        smoke=["amazon_reviews"],
+        items=str,
+        item_choices=tuple(data.SQUAD_DOMAINS),
+        help="squad_shifts domains held out as OOD",
+    ),
     "text_epochs": Param(int, 1, smoke=1, paper=3, low=1, high=20, help="epochs of text-encoder fine-tuning"),
-    "ridges": Param(list, [1e-4, 1e-2], smoke=[1e-2], items=float, low=0.0, high=10.0,
-                    help="relative ridges compared with the maximum-likelihood covariance"),
-    "k_values": Param(list, [1, 2, 3, 4, 5], paper=[1, 2, 5, 10, 20, 50, 100], items=int, low=1, high=1000,
-                      help="numbers of Gaussians K in the K sweep (in-distribution classes merged at random)"),
+    "ridges": Param(
+        list,
+        [1e-4, 1e-2],
+        smoke=[1e-2],
+        items=float,
+        low=0.0,
+        high=10.0,
+        help="relative ridges compared with the maximum-likelihood covariance",
+    ),
+    "k_values": Param(
+        list,
+        [1, 2, 3, 4, 5],
+        paper=[1, 2, 5, 10, 20, 50, 100],
+        items=int,
+        low=1,
+        high=1000,
+        help="numbers of Gaussians K in the K sweep (in-distribution classes merged at random)",
+    ),
     "k_partitions": Param(int, 6, smoke=2, low=1, high=100, help="random merges per K in the K sweep"),
-    "pc_ks": Param(list, [2, 4, 8, 16, 32, 64, 128, 384, 768], smoke=[2, 32], items=int, low=1, high=4096,
-                   help="leading principal components kept in the PC sweep"),
+    "pc_ks": Param(
+        list,
+        [2, 4, 8, 16, 32, 64, 128, 384, 768],
+        smoke=[2, 32],
+        items=int,
+        low=1,
+        high=4096,
+        help="leading principal components kept in the PC sweep",
+    ),
     "bench_dims": Param(list, [16, 64, 256], smoke=[32], items=int, low=2, high=4096, help="benchmark dimensions"),
     "bench_classes": Param(list, [10, 100], smoke=[10], items=int, low=2, high=1000, help="benchmark class counts"),
     "clp_members": Param(int, 3, smoke=1, low=1, high=20, help="ensemble members for CLP"),
@@ -69,17 +98,23 @@ def _fashion(split: str, n: int, seed: int, source: str = "local") -> tuple[torc
     return nets.images_tensor(x[idx], 255.0), y[idx]
 
 
-def _far_pair(train: tuple[torch.Tensor, np.ndarray], test: tuple[torch.Tensor, np.ndarray], seed: int) -> list[Direction]:
+def _far_pair(
+    train: tuple[torch.Tensor, np.ndarray], test: tuple[torch.Tensor, np.ndarray], seed: int
+) -> list[Direction]:
     """Fashion-MNIST against scikit-learn's digits (upsampled, split 60/40), both ways."""
     dg_x, dg_y = data.digits()
     idx = np.random.default_rng(seed).permutation(len(dg_y))
     cut = int(0.6 * len(dg_y))
     digits = nets.images_tensor(dg_x, 16.0)
     names = [*data.FASHION_MNIST_CLASSES, *(f"digit {d}" for d in range(10))]
-    return both_ways("image-far", "image", names,
-                     (torch.cat([train[0], digits[idx[:cut]]]), np.concatenate([train[1], dg_y[idx[:cut]] + 10])),
-                     (torch.cat([test[0], digits[idx[cut:]]]), np.concatenate([test[1], dg_y[idx[cut:]] + 10])),
-                     {"Fashion-MNIST": range(10), "digits": range(10, 20)})
+    return both_ways(
+        "image-far",
+        "image",
+        names,
+        (torch.cat([train[0], digits[idx[:cut]]]), np.concatenate([train[1], dg_y[idx[:cut]] + 10])),
+        (torch.cat([test[0], digits[idx[cut:]]]), np.concatenate([test[1], dg_y[idx[cut:]] + 10])),
+        {"Fashion-MNIST": range(10), "digits": range(10, 20)},
+    )
 
 
 def image_inputs(source: str, n_per_class: int, n_test_per_class: int, seed: int) -> Inputs:
@@ -90,14 +125,21 @@ def image_inputs(source: str, n_per_class: int, n_test_per_class: int, seed: int
         near = both_ways("image-near", "image", data.FASHION_MNIST_CLASSES, far_train, far_test, NEAR_GROUPS)
     else:
         sets = [data.cifar(name, split) for name in ("cifar10", "cifar100") for split in ("train", "test")]
-        picked = [(x[i], y[i]) for (x, y), n in zip(sets, [n_per_class, n_test_per_class] * 2)
-                  for i in [data.per_class_subset(y, n, seed)]]
+        picked = [
+            (x[i], y[i])
+            for (x, y), n in zip(sets, [n_per_class, n_test_per_class] * 2)
+            for i in [data.per_class_subset(y, n, seed)]
+        ]
         (x10, y10), (t10, ty10), (x100, y100), (t100, ty100) = picked
         names = [*(f"CIFAR-10 class {c}" for c in range(10)), *(f"CIFAR-100 class {c}" for c in range(100))]
-        near = both_ways("image-near", "image", names,
-                         (np.concatenate([x10, x100]), np.concatenate([y10, y100 + 10])),
-                         (np.concatenate([t10, t100]), np.concatenate([ty10, ty100 + 10])),
-                         {"CIFAR-10": range(10), "CIFAR-100": range(10, 110)})
+        near = both_ways(
+            "image-near",
+            "image",
+            names,
+            (np.concatenate([x10, x100]), np.concatenate([y10, y100 + 10])),
+            (np.concatenate([t10, t100]), np.concatenate([ty10, ty100 + 10])),
+            {"CIFAR-10": range(10), "CIFAR-100": range(10, 110)},
+        )
     return Inputs(near + _far_pair(far_train, far_test, seed), far_train[0])
 
 
@@ -110,19 +152,30 @@ def squad_split(n_train: int, n_test: int, seed: int, source: str = "local") -> 
         order = rng.permutation(len(questions))
         if len(order) < n_train + n_test:
             raise ValueError(f"squad_shifts {domain} has {len(order)} questions, fewer than {n_train} + {n_test}")
-        out[domain] = ([questions[i] for i in order[:n_train]], [questions[i] for i in order[n_train:n_train + n_test]])
+        out[domain] = (
+            [questions[i] for i in order[:n_train]],
+            [questions[i] for i in order[n_train : n_train + n_test]],
+        )
     return out
 
 
-def text_directions(source: str, split: dict[str, tuple[list[str], list[str]]], ood_domains: Sequence[str]) -> list[Direction]:
+def text_directions(
+    source: str, split: dict[str, tuple[list[str], list[str]]], ood_domains: Sequence[str]
+) -> list[Direction]:
     """Text: squad_shifts questions with one domain held out as OOD ("local"), or CLINC150 in-scope vs OOS ("hub")."""
     if source == "hub":
         train, train_y, names = data.clinc_oos("train")
         test, test_y, _ = data.clinc_oos("test")
         oos = names.index("oos")
-        return both_ways("text-near", "text", names, (train, train_y), (test, test_y),
-                         {"CLINC150 in-scope": [c for c in range(len(names)) if c != oos], "out-of-scope": [oos]},
-                         both=False)  # the reverse would have one class, where RMD is identically zero
+        return both_ways(
+            "text-near",
+            "text",
+            names,
+            (train, train_y),
+            (test, test_y),
+            {"CLINC150 in-scope": [c for c in range(len(names)) if c != oos], "out-of-scope": [oos]},
+            both=False,
+        )  # the reverse would have one class, where RMD is identically zero
     domains = list(data.SQUAD_DOMAINS)
     names = [data.SQUAD_DOMAINS[d] for d in domains]
     train = [q for d in domains for q in split[d][0]]
@@ -132,16 +185,24 @@ def text_directions(source: str, split: dict[str, tuple[list[str], list[str]]], 
     out = []
     for ood in ood_domains:
         keep = [i for i, d in enumerate(domains) if d != ood]
-        out += both_ways("text-domain", "text", names, (train, train_y), (test, test_y),
-                         {" + ".join(names[i] for i in keep): keep, names[domains.index(ood)]: [domains.index(ood)]},
-                         both=False)
+        out += both_ways(
+            "text-domain",
+            "text",
+            names,
+            (train, train_y),
+            (test, test_y),
+            {" + ".join(names[i] for i in keep): keep, names[domains.index(ood)]: [domains.index(ood)]},
+            both=False,
+        )
     return out
 
 
 def budget(params: Any) -> Budget:
     """The training budget of a run's parameters."""
     encoder = pretrained.minilm_path() if params.text_source == "local" else pretrained.BERT_HUB
-    return Budget(params.feat_dim, params.cnn_epochs, params.ae_epochs, params.text_epochs, params.image_source, encoder)
+    return Budget(
+        params.feat_dim, params.cnn_epochs, params.ae_epochs, params.text_epochs, params.image_source, encoder
+    )
 
 
 def seeds(params: Any) -> list[int]:
@@ -154,13 +215,24 @@ def all_features(inputs: Inputs, plan: Budget, seed_list: Sequence[int]) -> dict
     text_embed = Embedder(pretrained.EncoderClassifier(plan.text_encoder, 1, "text"))
     out = {}
     for seed in tqdm(seed_list, desc="seeds"):
-        images = label_free_image_encoder(inputs.unlabeled_images, plan, seed) if any(
-            d.modality == "image" for d in inputs.directions) else None
-        far_images = label_free_image_encoder(inputs.unlabeled_images, Budget(**{**plan.__dict__, "image_source": "local"}),
-                                              seed) if plan.image_source == "hub" else images
+        images = (
+            label_free_image_encoder(inputs.unlabeled_images, plan, seed)
+            if any(d.modality == "image" for d in inputs.directions)
+            else None
+        )
+        far_images = (
+            label_free_image_encoder(
+                inputs.unlabeled_images, Budget(**{**plan.__dict__, "image_source": "local"}), seed
+            )
+            if plan.image_source == "hub"
+            else images
+        )
         for d in tqdm(inputs.directions, desc="directions", leave=False):
-            label_free = text_embed if d.modality == "text" else Embedder(
-                far_images if d.setting == "image-far" else images, None)
+            label_free = (
+                text_embed
+                if d.modality == "text"
+                else Embedder(far_images if d.setting == "image-far" else images, None)
+            )
             out[(d.setting, d.in_dist, "pretrained", seed)] = extract(d, label_free, probe_seed=seed)
             out[(d.setting, d.in_dist, "finetuned", seed)] = extract(d, Embedder(finetuned_model(d, plan, seed), None))
     return out
@@ -174,7 +246,9 @@ class Scored:
     by_score: dict[str, np.ndarray]
 
 
-def score_all(inputs: Inputs, feats: dict, seed_list: Sequence[int], ridge: float | str = 0.0) -> dict[tuple[str, str, str], Scored]:
+def score_all(
+    inputs: Inputs, feats: dict, seed_list: Sequence[int], ridge: float | str = 0.0
+) -> dict[tuple[str, str, str], Scored]:
     """Scores of every direction and feature type, stacked over seeds."""
     out = {}
     for d in inputs.directions:
@@ -196,10 +270,21 @@ def _keys(d: Direction, kind: str) -> dict[str, Any]:
 
 def directions_table(inputs: Inputs) -> pd.DataFrame:
     """Rows and classes of every direction."""
-    return pd.DataFrame([{"setting": d.setting, "in_dist": d.in_dist, "ood": d.ood, "K": d.n_classes,
-                          "in_classes": ", ".join(d.in_classes) if len(d.in_classes) <= 10 else f"{d.n_classes} classes",
-                          "train": len(d.train_y), "test_in": len(d.test_in_y), "test_ood": len(d.test_ood_class)}
-                         for d in inputs.directions])
+    return pd.DataFrame(
+        [
+            {
+                "setting": d.setting,
+                "in_dist": d.in_dist,
+                "ood": d.ood,
+                "K": d.n_classes,
+                "in_classes": ", ".join(d.in_classes) if len(d.in_classes) <= 10 else f"{d.n_classes} classes",
+                "train": len(d.train_y),
+                "test_in": len(d.test_in_y),
+                "test_ood": len(d.test_ood_class),
+            }
+            for d in inputs.directions
+        ]
+    )
 
 
 def accuracy_table(inputs: Inputs, feats: dict, seed_list: Sequence[int]) -> pd.DataFrame:
@@ -208,8 +293,14 @@ def accuracy_table(inputs: Inputs, feats: dict, seed_list: Sequence[int]) -> pd.
     for d in inputs.directions:
         for kind in KINDS:
             acc = [feats[(d.setting, d.in_dist, kind, s)].accuracy for s in seed_list]
-            rows.append({**_keys(d, kind), "accuracy_mean": float(np.mean(acc)), "accuracy_min": float(np.min(acc)),
-                         "accuracy_max": float(np.max(acc))})
+            rows.append(
+                {
+                    **_keys(d, kind),
+                    "accuracy_mean": float(np.mean(acc)),
+                    "accuracy_min": float(np.min(acc)),
+                    "accuracy_max": float(np.max(acc)),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -222,8 +313,18 @@ def auroc_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.Data
             for name in SCORES:
                 iv = stats.seeds_and_items_auc(sc.is_ood, sc.by_score[name], n_resamples=n_boot, seed=seed)
                 per_seed = [metrics.auroc(sc.is_ood, row) for row in sc.by_score[name]]
-                rows.append({**_keys(d, kind), "K": d.n_classes, "score": name, "auroc": iv.estimate,
-                             "ci_low": iv.low, "ci_high": iv.high, "seed_min": min(per_seed), "seed_max": max(per_seed)})
+                rows.append(
+                    {
+                        **_keys(d, kind),
+                        "K": d.n_classes,
+                        "score": name,
+                        "auroc": iv.estimate,
+                        "ci_low": iv.low,
+                        "ci_high": iv.high,
+                        "seed_min": min(per_seed),
+                        "seed_max": max(per_seed),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -237,17 +338,32 @@ def gain_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataF
         for kind in KINDS:
             sc = scored[(d.setting, d.in_dist, kind)]
             for name, terms in CONTRASTS.items():
-                iv = stats.seeds_and_items_contrast(sc.is_ood, [(w, sc.by_score[s]) for w, s in terms],
-                                                    n_resamples=n_boot, seed=seed)
-                rows.append({**_keys(d, kind), "K": d.n_classes, "contrast": name, "delta": iv.estimate,
-                             "ci_low": iv.low, "ci_high": iv.high, "test": iv.method})
+                iv = stats.seeds_and_items_contrast(
+                    sc.is_ood, [(w, sc.by_score[s]) for w, s in terms], n_resamples=n_boot, seed=seed
+                )
+                rows.append(
+                    {
+                        **_keys(d, kind),
+                        "K": d.n_classes,
+                        "contrast": name,
+                        "delta": iv.estimate,
+                        "ci_low": iv.low,
+                        "ci_high": iv.high,
+                        "test": iv.method,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 def feature_contrast(d: Direction, scored: dict, n_boot: int, seed: int) -> stats.Interval:
     """(RMD - MD) with label-free features minus (RMD - MD) fine-tuned, paired over the same test rows and seeds."""
     pre, fine = scored[(d.setting, d.in_dist, "pretrained")], scored[(d.setting, d.in_dist, "finetuned")]
-    terms = [(1.0, pre.by_score["RMD"]), (-1.0, pre.by_score["MD"]), (-1.0, fine.by_score["RMD"]), (1.0, fine.by_score["MD"])]
+    terms = [
+        (1.0, pre.by_score["RMD"]),
+        (-1.0, pre.by_score["MD"]),
+        (-1.0, fine.by_score["RMD"]),
+        (1.0, fine.by_score["MD"]),
+    ]
     return stats.seeds_and_items_contrast(pre.is_ood, terms, n_resamples=n_boot, seed=seed)
 
 
@@ -259,8 +375,9 @@ def random_merge(n_classes: int, k: int, rng: np.random.Generator) -> np.ndarray
     return groups
 
 
-def k_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], k_values: Sequence[int], partitions: int,
-            seed: int) -> pd.DataFrame:
+def k_sweep(
+    inputs: Inputs, feats: dict, seed_list: Sequence[int], k_values: Sequence[int], partitions: int, seed: int
+) -> pd.DataFrame:
     """AUROC of MD and RMD on the same near-OOD data with the in-distribution classes merged into K Gaussians."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -274,8 +391,18 @@ def k_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], k_values: Seq
                         f = feats[(d.setting, d.in_dist, kind, s)]
                         sc = metrics.mahalanobis_scores(f.train, groups[d.train_y], f.test)
                         md, rmd = metrics.auroc(d.is_ood, sc.md), metrics.auroc(d.is_ood, sc.rmd)
-                        rows.append({"in_dist": d.in_dist, "features": kind, "seed": s, "K": k, "merge": part,
-                                     "MD": md, "RMD": rmd, "gain": rmd - md})
+                        rows.append(
+                            {
+                                "in_dist": d.in_dist,
+                                "features": kind,
+                                "seed": s,
+                                "K": k,
+                                "merge": part,
+                                "MD": md,
+                                "RMD": rmd,
+                                "gain": rmd - md,
+                            }
+                        )
     return pd.DataFrame(rows)
 
 
@@ -285,12 +412,20 @@ def k_slope(sweep: pd.DataFrame, n_boot: int, seed: int, kind: str = "pretrained
     slope = lambda k, g: float(np.polyfit(k, g, 1)[0]) if np.unique(k).size > 1 else float("nan")
     if sub["K"].nunique() < 2:
         return stats.Interval(float("nan"), float("nan"), float("nan"), "fewer than two values of K")
-    return stats.bootstrap(slope, sub["K"].to_numpy(float), sub["gain"].to_numpy(), n_resamples=n_boot, seed=seed,
-                           strata=sub["K"].to_numpy(), unit="(merge, seed, direction) fits")
+    return stats.bootstrap(
+        slope,
+        sub["K"].to_numpy(float),
+        sub["gain"].to_numpy(),
+        n_resamples=n_boot,
+        seed=seed,
+        strata=sub["K"].to_numpy(),
+        unit="(merge, seed, direction) fits",
+    )
 
 
-def per_ood_class(inputs: Inputs, feats: dict, scored: dict, seed_list: Sequence[int], members: int, per_class: int,
-                  seed: int) -> pd.DataFrame:
+def per_ood_class(
+    inputs: Inputs, feats: dict, scored: dict, seed_list: Sequence[int], members: int, per_class: int, seed: int
+) -> pd.DataFrame:
     """AUROC of each score against each OOD class alone (seed mean), beside that class's CLP on label-free features."""
     rows = []
     for d in inputs.directions:
@@ -305,8 +440,10 @@ def per_ood_class(inputs: Inputs, feats: dict, scored: dict, seed_list: Sequence
             clp = float(np.log(mass[in_class].mean()))
             for kind in KINDS:
                 sc = scored[(d.setting, d.in_dist, kind)]
-                auc = {name: float(np.mean([metrics.auroc(sc.is_ood[keep], row[keep]) for row in sc.by_score[name]]))
-                       for name in SCORES}
+                auc = {
+                    name: float(np.mean([metrics.auroc(sc.is_ood[keep], row[keep]) for row in sc.by_score[name]]))
+                    for name in SCORES
+                }
                 rows.append({**_keys(d, kind), "ood_class": cls, "clp": clp, **auc, "gain": auc["RMD"] - auc["MD"]})
     return pd.DataFrame(rows)
 
@@ -317,17 +454,27 @@ def per_class_view(by_class: pd.DataFrame, max_rows: int = 30) -> pd.DataFrame:
     cols = ["setting", "in_dist", "ood_class", "clp", "MSP", "MD", "RMD", "gain"]
     if len(near) <= max_rows:
         return near[cols]
-    return near.groupby(["setting", "in_dist"], sort=False).agg(
-        ood_classes=("ood_class", "size"), clp_min=("clp", "min"), clp_max=("clp", "max"), gain_min=("gain", "min"),
-        gain_mean=("gain", "mean"), gain_max=("gain", "max")).reset_index()
+    return (
+        near.groupby(["setting", "in_dist"], sort=False)
+        .agg(
+            ood_classes=("ood_class", "size"),
+            clp_min=("clp", "min"),
+            clp_max=("clp", "max"),
+            gain_min=("gain", "min"),
+            gain_mean=("gain", "mean"),
+            gain_max=("gain", "max"),
+        )
+        .reset_index()
+    )
 
 
 def clp_gain_correlation(by_class: pd.DataFrame, n_boot: int, seed: int, kind: str = "pretrained") -> stats.Interval:
     """Spearman correlation of CLP with the RMD - MD gain over OOD classes, bootstrapped over classes."""
     sub = by_class[by_class["features"] == kind]
     rho = lambda c, g: float(spearmanr(c, g).statistic) if np.unique(c).size > 1 else float("nan")
-    return stats.bootstrap(rho, sub["clp"].to_numpy(), sub["gain"].to_numpy(), n_resamples=n_boot, seed=seed,
-                           unit="OOD classes")
+    return stats.bootstrap(
+        rho, sub["clp"].to_numpy(), sub["gain"].to_numpy(), n_resamples=n_boot, seed=seed, unit="OOD classes"
+    )
 
 
 ESTIMATORS = ("ledoit-wolf",)
@@ -346,11 +493,29 @@ def covariance_table(inputs: Inputs, feats: dict, seed: int, ridges: Sequence[fl
             for est in [*ridges, *ESTIMATORS]:
                 other = metrics.mahalanobis_scores(f.train, d.train_y, f.test, ridge=est)
                 for name in ("MD", "RMD"):
-                    iv = stats.paired_bootstrap_diff(metrics.auroc, d.is_ood, getattr(other, name.lower()),
-                                                     getattr(base, name.lower()), n_resamples=n_boot, seed=seed)
-                    rows.append({**_keys(d, kind), "rows": len(d.train_y), "dims": f.train.shape[1], "rank": int(rank),
-                                 "estimator": str(est), "detail": metrics.shrinkage(residuals, est).name, "score": name,
-                                 "change": iv.estimate, "ci_low": iv.low, "ci_high": iv.high, "test": iv.method})
+                    iv = stats.paired_bootstrap_diff(
+                        metrics.auroc,
+                        d.is_ood,
+                        getattr(other, name.lower()),
+                        getattr(base, name.lower()),
+                        n_resamples=n_boot,
+                        seed=seed,
+                    )
+                    rows.append(
+                        {
+                            **_keys(d, kind),
+                            "rows": len(d.train_y),
+                            "dims": f.train.shape[1],
+                            "rank": int(rank),
+                            "estimator": str(est),
+                            "detail": metrics.shrinkage(residuals, est).name,
+                            "score": name,
+                            "change": iv.estimate,
+                            "ci_low": iv.low,
+                            "ci_high": iv.high,
+                            "test": iv.method,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -362,17 +527,27 @@ def eigen_tables(d: Direction, feats: dict, seed: int) -> tuple[pd.DataFrame, pd
         vals, md_terms = scores.eigen_contributions(f.train, d.train_y, f.test)
         betas, rmd_terms = scores.discriminant_contributions(f.train, d.train_y, f.test)
         for label, mask in (("in-distribution", d.is_ood == 0), ("OOD", d.is_ood == 1)):
-            curves += [{"features": kind, "score": "MD", "set": label, "direction": i + 1, "term": t}
-                       for i, t in enumerate(md_terms[mask].mean(axis=0))]
-            curves += [{"features": kind, "score": "RMD", "set": label, "direction": i + 1, "term": t}
-                       for i, t in enumerate(rmd_terms[mask].mean(axis=0))]
+            curves += [
+                {"features": kind, "score": "MD", "set": label, "direction": i + 1, "term": t}
+                for i, t in enumerate(md_terms[mask].mean(axis=0))
+            ]
+            curves += [
+                {"features": kind, "score": "RMD", "set": label, "direction": i + 1, "term": t}
+                for i, t in enumerate(rmd_terms[mask].mean(axis=0))
+            ]
         ood_above = md_terms[d.is_ood == 1].mean(0) > md_terms[d.is_ood == 0].mean(0)
         half = len(vals) // 2
-        summary.append({"features": kind, "md_directions": len(vals), "md_ood_above_id": int(ood_above.sum()),
-                        "auroc_md_top_half": metrics.auroc(d.is_ood, md_terms[:, :half].sum(1)),
-                        "auroc_md_bottom_half": metrics.auroc(d.is_ood, md_terms[:, half:].sum(1)),
-                        "rmd_directions": len(betas),
-                        "rmd_ood_above_id": int((rmd_terms[d.is_ood == 1].mean(0) > rmd_terms[d.is_ood == 0].mean(0)).sum())})
+        summary.append(
+            {
+                "features": kind,
+                "md_directions": len(vals),
+                "md_ood_above_id": int(ood_above.sum()),
+                "auroc_md_top_half": metrics.auroc(d.is_ood, md_terms[:, :half].sum(1)),
+                "auroc_md_bottom_half": metrics.auroc(d.is_ood, md_terms[:, half:].sum(1)),
+                "rmd_directions": len(betas),
+                "rmd_ood_above_id": int((rmd_terms[d.is_ood == 1].mean(0) > rmd_terms[d.is_ood == 0].mean(0)).sum()),
+            }
+        )
     return pd.DataFrame(curves), pd.DataFrame(summary)
 
 
@@ -383,8 +558,17 @@ def pc_table(inputs: Inputs, feats: dict, seed_list: Sequence[int], ks: Sequence
         for kind in KINDS:
             for s in seed_list:
                 f = feats[(d.setting, d.in_dist, kind, s)]
-                rows += scores.pc_sweep(f.train, d.train_y, f.test, d.is_ood, ks, setting=d.setting, in_dist=d.in_dist,
-                                        features=kind, seed=s)
+                rows += scores.pc_sweep(
+                    f.train,
+                    d.train_y,
+                    f.test,
+                    d.is_ood,
+                    ks,
+                    setting=d.setting,
+                    in_dist=d.in_dist,
+                    features=kind,
+                    seed=s,
+                )
     return pd.DataFrame(rows)
 
 
@@ -409,9 +593,21 @@ def input_rmd_table(split: dict[str, tuple[list[str], list[str]]], seed: int, so
         md = metrics.gaussian_distance(in_train, test)
         rmd = md - metrics.gaussian_distance(background, test)
         dl = stats.delong(is_ood, rmd, md)
-        rows.append({"in_domain": "New York Times", "background": "Wikipedia + Reddit", "ood": data.SQUAD_DOMAINS[ood],
-                     "train": len(in_train), "dims": in_train.shape[1], "input_MD": dl.auc_b, "input_RMD": dl.auc_a,
-                     "delta": dl.diff, "ci_low": dl.low, "ci_high": dl.high, "test": dl.method})
+        rows.append(
+            {
+                "in_domain": "New York Times",
+                "background": "Wikipedia + Reddit",
+                "ood": data.SQUAD_DOMAINS[ood],
+                "train": len(in_train),
+                "dims": in_train.shape[1],
+                "input_MD": dl.auc_b,
+                "input_RMD": dl.auc_a,
+                "delta": dl.diff,
+                "ci_low": dl.low,
+                "ci_high": dl.high,
+                "test": dl.method,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -419,25 +615,50 @@ def score_sample(scored: dict, key: tuple[str, str, str]) -> pd.DataFrame:
     """MD and RMD of every test row of one direction (first seed), for histograms."""
     sc = scored[key]
     sets = np.where(sc.is_ood == 1, "OOD", "in-distribution")
-    return pd.concat([pd.DataFrame({"score": name, "value": sc.by_score[name][0], "set": sets}) for name in ("MD", "RMD")])
+    return pd.concat(
+        [pd.DataFrame({"score": name, "value": sc.by_score[name][0], "set": sets}) for name in ("MD", "RMD")]
+    )
 
 
 PAPER_VALUES = [
-    ("authors' colab: ViT-L/16 fine-tuned on CIFAR-100, CIFAR-10 as OOD (a subset)", "CIFAR-100", "CIFAR-10",
-     {"MSP": 92.995, "MD": 96.218, "RMD": 96.454}),
-    ("OpenOOD v1.5: ResNet-18 trained from scratch, near-OOD average over CIFAR-100 and TinyImageNet", "CIFAR-10",
-     "CIFAR-100", {"MSP": 88.03, "MD": 84.20, "RMD": 89.80}),
-    ("OpenOOD v1.5: ResNet-18 trained from scratch, near-OOD average over CIFAR-10 and TinyImageNet", "CIFAR-100",
-     "CIFAR-10", {"MSP": 80.27, "MD": 58.69, "RMD": 80.15}),
+    (
+        "authors' colab: ViT-L/16 fine-tuned on CIFAR-100, CIFAR-10 as OOD (a subset)",
+        "CIFAR-100",
+        "CIFAR-10",
+        {"MSP": 92.995, "MD": 96.218, "RMD": 96.454},
+    ),
+    (
+        "OpenOOD v1.5: ResNet-18 trained from scratch, near-OOD average over CIFAR-100 and TinyImageNet",
+        "CIFAR-10",
+        "CIFAR-100",
+        {"MSP": 88.03, "MD": 84.20, "RMD": 89.80},
+    ),
+    (
+        "OpenOOD v1.5: ResNet-18 trained from scratch, near-OOD average over CIFAR-10 and TinyImageNet",
+        "CIFAR-100",
+        "CIFAR-10",
+        {"MSP": 80.27, "MD": 58.69, "RMD": 80.15},
+    ),
 ]
 
 
 def paper_table(aurocs: pd.DataFrame) -> pd.DataFrame:
     """The published AUROCs beside ours where the in-distribution set matches (the `paper` profile), else empty."""
     ours = aurocs[aurocs["features"] == "finetuned"].set_index(["in_dist", "score"])["auroc"]
-    return pd.DataFrame([{"source": src, "in_dist": i, "ood": o, "score": sc, "paper_auroc": v,
-                          "ours_auroc": round(100 * ours[(i, sc)], 2) if (i, sc) in ours.index else None}
-                         for src, i, o, vals in PAPER_VALUES for sc, v in vals.items()])
+    return pd.DataFrame(
+        [
+            {
+                "source": src,
+                "in_dist": i,
+                "ood": o,
+                "score": sc,
+                "paper_auroc": v,
+                "ours_auroc": round(100 * ours[(i, sc)], 2) if (i, sc) in ours.index else None,
+            }
+            for src, i, o, vals in PAPER_VALUES
+            for sc, v in vals.items()
+        ]
+    )
 
 
 CLAIMS = {
@@ -458,22 +679,49 @@ def claims(near: Sequence[Direction]) -> dict[str, Claim]:
     for d in near:
         tag = f"{d.in_dist} → {d.ood}"
         for kind in KINDS:
-            out[f"rmd_beats_md|{tag}|{kind}"] = Claim(f"{CLAIMS['rmd_beats_md']}, {kind} features: {tag}",
-                                                      "§4, Table 1", "RMD > MD", Rule.above(0, "AUROC(RMD) − AUROC(MD)"))
-        out[f"pretrained_gain|{tag}"] = Claim(f"{CLAIMS['pretrained_gain']}: {tag}", "§4, Table 1", "larger with pre-trained",
-                                              Rule.above(0, "gain(pretrained) − gain(fine-tuned)"))
-        out[f"rmd_vs_msp|{tag}"] = Claim(f"{CLAIMS['rmd_vs_msp']}: {tag}", "authors' colab", "96.45 vs 92.99",
-                                         Rule.above(-0.01, "AUROC(RMD) − AUROC(MSP)"))
-    out["k_trend"] = Claim(CLAIMS["k_trend"], "OpenOOD v1.5 (reference notes)", "+5.6 (K = 10) vs +21.5 (K = 100)",
-                           Rule.above(0, "the slope of the gain per added Gaussian"))
-    out["clp"] = Claim(CLAIMS["clp"], "§1, abstract", "RMD helps near-OOD most",
-                       Rule.above(0, "Spearman ρ(CLP, gain)"))
-    out["pc"] = Claim(CLAIMS["pc"], "§5", "RMD more robust to hyperparameters",
-                      Rule.above(0, "mean AUROC range over k of MD minus that of RMD"))
-    out["covariance"] = Claim(CLAIMS["covariance"], "our check", "(authors: inv(Σ + 1e-20·I))",
-                              Rule.within(-0.01, 0.01, "the largest AUROC change"))
-    out["input_rmd"] = Claim(CLAIMS["input_rmd"], "Ren et al. 2023, §3", "input-RMD > input-MD",
-                             Rule.above(0, "AUROC(input-RMD) − AUROC(input-MD)"))
+            out[f"rmd_beats_md|{tag}|{kind}"] = Claim(
+                f"{CLAIMS['rmd_beats_md']}, {kind} features: {tag}",
+                "§4, Table 1",
+                "RMD > MD",
+                Rule.above(0, "AUROC(RMD) − AUROC(MD)"),
+            )
+        out[f"pretrained_gain|{tag}"] = Claim(
+            f"{CLAIMS['pretrained_gain']}: {tag}",
+            "§4, Table 1",
+            "larger with pre-trained",
+            Rule.above(0, "gain(pretrained) − gain(fine-tuned)"),
+        )
+        out[f"rmd_vs_msp|{tag}"] = Claim(
+            f"{CLAIMS['rmd_vs_msp']}: {tag}",
+            "authors' colab",
+            "96.45 vs 92.99",
+            Rule.above(-0.01, "AUROC(RMD) − AUROC(MSP)"),
+        )
+    out["k_trend"] = Claim(
+        CLAIMS["k_trend"],
+        "OpenOOD v1.5 (reference notes)",
+        "+5.6 (K = 10) vs +21.5 (K = 100)",
+        Rule.above(0, "the slope of the gain per added Gaussian"),
+    )
+    out["clp"] = Claim(CLAIMS["clp"], "§1, abstract", "RMD helps near-OOD most", Rule.above(0, "Spearman ρ(CLP, gain)"))
+    out["pc"] = Claim(
+        CLAIMS["pc"],
+        "§5",
+        "RMD more robust to hyperparameters",
+        Rule.above(0, "mean AUROC range over k of MD minus that of RMD"),
+    )
+    out["covariance"] = Claim(
+        CLAIMS["covariance"],
+        "our check",
+        "(authors: inv(Σ + 1e-20·I))",
+        Rule.within(-0.01, 0.01, "the largest AUROC change"),
+    )
+    out["input_rmd"] = Claim(
+        CLAIMS["input_rmd"],
+        "Ren et al. 2023, §3",
+        "input-RMD > input-MD",
+        Rule.above(0, "AUROC(input-RMD) − AUROC(input-MD)"),
+    )
     return out
 
 
@@ -502,17 +750,21 @@ def pc_difference(ranges: pd.DataFrame, n_boot: int, seed: int) -> stats.Interva
 def _k_sweep_words(res: Results) -> str:
     """'+0.028 AUROC per added Gaussian, from -0.229 at K = 1 to -0.032 at K = 5' from the K sweep."""
     means = res.k_sweep[res.k_sweep["features"] == "pretrained"].groupby("K")["gain"].mean()
-    return (f"on the same image data the K sweep (§5) raises the gain by {res.k_slope.estimate:+.3f} AUROC per added "
-            f"Gaussian, from {means.iloc[0]:+.3f} at K = {means.index[0]} to {means.iloc[-1]:+.3f} at K = {means.index[-1]}")
+    return (
+        f"on the same image data the K sweep (§5) raises the gain by {res.k_slope.estimate:+.3f} AUROC per added "
+        f"Gaussian, from {means.iloc[0]:+.3f} at K = {means.index[0]} to {means.iloc[-1]:+.3f} at K = {means.index[-1]}"
+    )
 
 
 def _covariance_words(res: Results, worst: pd.Series) -> str:
     """Which estimator moved which AUROC most, on how many rows, against the smallest ridge's largest move."""
     numeric = pd.to_numeric(res.covariance["estimator"], errors="coerce")
     smallest = res.covariance[numeric == numeric.min()]["change"].abs().max()
-    return (f"{worst['detail']} moves {worst['score']} by {worst['change']:+.3f} on {worst['in_dist']} "
-            f"({worst['features']}, {worst['rows']:,} training rows in {worst['dims']} dimensions); a relative ridge of "
-            f"{numeric.min():g} moves no AUROC by more than {smallest:.4f}")
+    return (
+        f"{worst['detail']} moves {worst['score']} by {worst['change']:+.3f} on {worst['in_dist']} "
+        f"({worst['features']}, {worst['rows']:,} training rows in {worst['dims']} dimensions); a relative ridge of "
+        f"{numeric.min():g} moves no AUROC by more than {smallest:.4f}"
+    )
 
 
 def _clp_words(res: Results) -> str:
@@ -520,18 +772,29 @@ def _clp_words(res: Results) -> str:
     pre = res.by_class[res.by_class["features"] == "pretrained"]
     near = pre[pre["setting"] == "image-near"]
     within = float(spearmanr(near["clp"], near["gain"]).statistic) if len(near) > 2 else float("nan")
-    return (f"{len(pre)} OOD classes from every setting give a wide interval; within the image-near split alone "
-            f"ρ = {within:+.2f} over {len(near)} classes (exploratory, not the planned test)")
+    return (
+        f"{len(pre)} OOD classes from every setting give a wide interval; within the image-near split alone "
+        f"ρ = {within:+.2f} over {len(near)} classes (exploratory, not the planned test)"
+    )
 
 
-def _judged(claim: Claim, ours: float, interval: stats.Interval | tuple[float, float], test: str | None = None,
-            why: tuple[str, str] | None = None) -> dict:
+def _judged(
+    claim: Claim,
+    ours: float,
+    interval: stats.Interval | tuple[float, float],
+    test: str | None = None,
+    why: tuple[str, str] | None = None,
+) -> dict:
     """judge(); without a measured cause, say whether the interval straddles the threshold or nothing isolates it."""
     low, high = interval.as_tuple() if isinstance(interval, stats.Interval) else interval
     if why is None:
         decision = claim.rule.decide(float(ours), float(low), float(high))
-        why = ("unknown", "the interval straddles the threshold; more models or test rows would narrow it"
-               if decision == "inconclusive" else "no ablation here isolates the cause")
+        why = (
+            "unknown",
+            "the interval straddles the threshold; more models or test rows would narrow it"
+            if decision == "inconclusive"
+            else "no ablation here isolates the cause",
+        )
     return judge(claim, ours, interval, test=test, why=why)
 
 
@@ -544,14 +807,29 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
         if kind in ("rmd_beats_md", "rmd_vs_msp"):
             in_dist, ood = rest[0].split(" → ")
             r = g.loc[(in_dist, ood, rest[1] if len(rest) > 1 else "finetuned", CONTRAST_OF[kind])]
-            why = None if kind == "rmd_vs_msp" else (
-                "finding", f"RMD reads only K − 1 = {int(r['K']) - 1} discriminant directions here; {_k_sweep_words(res)}")
+            why = (
+                None
+                if kind == "rmd_vs_msp"
+                else (
+                    "finding",
+                    f"RMD reads only K − 1 = {int(r['K']) - 1} discriminant directions here; {_k_sweep_words(res)}",
+                )
+            )
             rows.append(_judged(claim, r["delta"], (r["ci_low"], r["ci_high"]), test=r["test"], why=why))
         elif kind == "pretrained_gain":
-            image = not any(k[0] in ("text-domain", "text-near") and f"{k[1]} → {k[2]}" == rest[0] for k in
-                            res.gains[["setting", "in_dist", "ood"]].itertuples(index=False))
-            why = ("setup", "the label-free image features are an in-domain auto-encoder's code, not a large pretrained "
-                            "model (§3)") if image else None
+            image = not any(
+                k[0] in ("text-domain", "text-near") and f"{k[1]} → {k[2]}" == rest[0]
+                for k in res.gains[["setting", "in_dist", "ood"]].itertuples(index=False)
+            )
+            why = (
+                (
+                    "setup",
+                    "the label-free image features are an in-domain auto-encoder's code, not a large pretrained "
+                    "model (§3)",
+                )
+                if image
+                else None
+            )
             rows.append(_judged(claim, *_split(res.feature_contrasts[rest[0]]), why=why))
         elif kind == "k_trend":
             rows.append(_judged(claim, *_split(res.k_slope), why=None))
@@ -563,8 +841,15 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
             tall = res.covariance[res.covariance["rows"] > res.covariance["dims"]]
             worst = tall.loc[tall["change"].abs().idxmax()]
             test = f"largest of {len(tall)} changes; {worst['test']}"
-            rows.append(_judged(claim, worst["change"], (worst["ci_low"], worst["ci_high"]), test=test,
-                              why=("finding", _covariance_words(res, worst))))
+            rows.append(
+                _judged(
+                    claim,
+                    worst["change"],
+                    (worst["ci_low"], worst["ci_high"]),
+                    test=test,
+                    why=("finding", _covariance_words(res, worst)),
+                )
+            )
         else:
             r = res.input_rmd.iloc[0]
             rows.append(_judged(claim, r["delta"], (r["ci_low"], r["ci_high"]), test=r["test"], why=None))

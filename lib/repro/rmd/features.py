@@ -43,8 +43,15 @@ class Direction:
         return np.r_[np.zeros(len(self.test_in_y)), np.ones(len(self.test_ood_class))].astype(int)
 
 
-def both_ways(setting: str, modality: str, names: Sequence[str], train: tuple[Any, np.ndarray],
-              test: tuple[Any, np.ndarray], groups: Mapping[str, Sequence[int]], both: bool = True) -> list[Direction]:
+def both_ways(
+    setting: str,
+    modality: str,
+    names: Sequence[str],
+    train: tuple[Any, np.ndarray],
+    test: tuple[Any, np.ndarray],
+    groups: Mapping[str, Sequence[int]],
+    both: bool = True,
+) -> list[Direction]:
     """Directions A -> B (and B -> A when `both`) of a two-group split of (train, test) inputs and labels."""
     (a_name, a), (b_name, b) = groups.items()
     pairs = [((a_name, a), (b_name, b)), ((b_name, b), (a_name, a))][: 2 if both else 1]
@@ -54,10 +61,23 @@ def both_ways(setting: str, modality: str, names: Sequence[str], train: tuple[An
         otr, otr_y = data.select_classes(train[1], oodc)
         te_in, te_in_y = data.select_classes(test[1], ind)
         te_ood, _ = data.select_classes(test[1], oodc)
-        out.append(Direction(
-            setting, modality, in_name, ood_name, training.take(train[0], tr), tr_y, training.take(train[0], otr), otr_y,
-            training.take(test[0], te_in), te_in_y, training.take(test[0], te_ood),
-            np.asarray([names[c] for c in test[1][te_ood]]), tuple(names[c] for c in sorted(ind))))
+        out.append(
+            Direction(
+                setting,
+                modality,
+                in_name,
+                ood_name,
+                training.take(train[0], tr),
+                tr_y,
+                training.take(train[0], otr),
+                otr_y,
+                training.take(test[0], te_in),
+                te_in_y,
+                training.take(test[0], te_ood),
+                np.asarray([names[c] for c in test[1][te_ood]]),
+                tuple(names[c] for c in sorted(ind)),
+            )
+        )
     return out
 
 
@@ -88,10 +108,23 @@ def label_free_image_encoder(images: torch.Tensor, budget: Budget, seed: int) ->
     """The image encoder that never saw a label: a denoising auto-encoder ("local") or ViT-B/16 in21k ("hub")."""
     if budget.image_source == "hub":
         return pretrained.EncoderClassifier(pretrained.VIT_IN21K_HUB, 1, "image")
-    return cache.weights("fmnist-dae", nets.ConvAutoencoder(budget.feat_dim),
-                         lambda m: training.fit(m, images, images, training.reconstruction_loss, budget.ae_epochs,
-                                                seed=seed, desc=f"auto-encoder, seed {seed}"),
-                         images, budget.feat_dim, budget.ae_epochs, seed)[0]
+    return cache.weights(
+        "fmnist-dae",
+        nets.ConvAutoencoder(budget.feat_dim),
+        lambda m: training.fit(
+            m,
+            images,
+            images,
+            training.reconstruction_loss,
+            budget.ae_epochs,
+            seed=seed,
+            desc=f"auto-encoder, seed {seed}",
+        ),
+        images,
+        budget.feat_dim,
+        budget.ae_epochs,
+        seed,
+    )[0]
 
 
 def uses_encoder(d: Direction, budget: Budget) -> bool:
@@ -104,17 +137,33 @@ def finetuned_model(d: Direction, budget: Budget, seed: int) -> Any:
     y = torch.as_tensor(d.train_y)
     desc = f"fine-tune on {d.in_dist[:30]}, seed {seed}"
     if not uses_encoder(d, budget):
-        return cache.weights("cnn", nets.SmallCNN(d.n_classes, budget.feat_dim),
-                             lambda m: training.fit(m, d.train_x, y, training.classification_loss, budget.cnn_epochs,
-                                                    seed=seed, desc=desc),
-                             d.train_x, d.train_y, budget.feat_dim, budget.cnn_epochs, seed)[0]
+        return cache.weights(
+            "cnn",
+            nets.SmallCNN(d.n_classes, budget.feat_dim),
+            lambda m: training.fit(
+                m, d.train_x, y, training.classification_loss, budget.cnn_epochs, seed=seed, desc=desc
+            ),
+            d.train_x,
+            d.train_y,
+            budget.feat_dim,
+            budget.cnn_epochs,
+            seed,
+        )[0]
     name = budget.text_encoder if d.modality == "text" else pretrained.VIT_IN21K_HUB
     epochs = budget.text_epochs if d.modality == "text" else budget.cnn_epochs
     inputs = list(d.train_x) if d.modality == "text" else d.train_x
-    return cache.weights(f"{d.modality}-encoder", pretrained.EncoderClassifier(name, d.n_classes, d.modality),
-                         lambda m: training.fit(m, d.train_x, y, training.classification_loss, epochs, lr=5e-5,
-                                                batch_size=32, seed=seed, desc=desc),
-                         str(name), inputs, d.train_y, epochs, seed)[0]
+    return cache.weights(
+        f"{d.modality}-encoder",
+        pretrained.EncoderClassifier(name, d.n_classes, d.modality),
+        lambda m: training.fit(
+            m, d.train_x, y, training.classification_loss, epochs, lr=5e-5, batch_size=32, seed=seed, desc=desc
+        ),
+        str(name),
+        inputs,
+        d.train_y,
+        epochs,
+        seed,
+    )[0]
 
 
 @dataclass

@@ -22,9 +22,12 @@ def images_tensor(images: np.ndarray, scale: float, size: int = 28) -> torch.Ten
 def conv_body(dim: int) -> nn.Sequential:
     """28x28 grey image -> `dim` linear features (no final ReLU, so no dead, constant feature columns)."""
     return nn.Sequential(
-        nn.Conv2d(1, 32, 3, stride=2, padding=1), nn.ReLU(),
-        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.ReLU(),
-        nn.Flatten(), nn.Linear(64 * 7 * 7, dim),
+        nn.Conv2d(1, 32, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(32, 64, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(64 * 7 * 7, dim),
     )
 
 
@@ -48,8 +51,12 @@ class ConvAutoencoder(nn.Module):
         self.noise = noise
         self.body = conv_body(dim)
         self.decoder = nn.Sequential(
-            nn.ReLU(), nn.Linear(dim, 64 * 7 * 7), nn.ReLU(), nn.Unflatten(1, (64, 7, 7)),
-            nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1), nn.ReLU(),
+            nn.ReLU(),
+            nn.Linear(dim, 64 * 7 * 7),
+            nn.ReLU(),
+            nn.Unflatten(1, (64, 7, 7)),
+            nn.ConvTranspose2d(64, 32, 4, stride=2, padding=1),
+            nn.ReLU(),
             nn.ConvTranspose2d(32, 1, 4, stride=2, padding=1),
         )
 
@@ -57,5 +64,3 @@ class ConvAutoencoder(nn.Module):
         noisy = x + self.noise * torch.randn_like(x) if self.training else x
         code = self.body(noisy)
         return code, self.decoder(code)
-
-

@@ -17,8 +17,9 @@ def msp(logits: np.ndarray) -> np.ndarray:
     return 1.0 - softmax(np.asarray(logits, dtype=np.float64), axis=1).max(axis=1)
 
 
-def linear_probe(train_feats: np.ndarray, train_labels: np.ndarray, seed: int = 0, bootstrap: bool = False,
-                 max_rows: int = 3000):
+def linear_probe(
+    train_feats: np.ndarray, train_labels: np.ndarray, seed: int = 0, bootstrap: bool = False, max_rows: int = 3000
+):
     """Standardized multinomial logistic regression on frozen features (optionally on a bootstrap of <= max_rows)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
@@ -33,8 +34,10 @@ def linear_probe(train_feats: np.ndarray, train_labels: np.ndarray, seed: int = 
 
 def score_rows(is_ood: np.ndarray, scores: dict[str, np.ndarray], **keys: object) -> list[dict]:
     """One record per score: the `keys`, score name, AUROC and TPR at 5 % FPR (OOD = positive)."""
-    return [{**keys, "score": name, "auroc": auroc(is_ood, s), "tpr_at_5fpr": tpr_at_fpr(is_ood, s, 0.05)}
-            for name, s in scores.items()]
+    return [
+        {**keys, "score": name, "auroc": auroc(is_ood, s), "tpr_at_5fpr": tpr_at_fpr(is_ood, s, 0.05)}
+        for name, s in scores.items()
+    ]
 
 
 def shared_covariance(train_feats: np.ndarray, train_labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +69,9 @@ def mahalanobis_batch_matrix(train_feats: np.ndarray, train_labels: np.ndarray, 
     return np.min(per_class, axis=0)
 
 
-def eigen_contributions(train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def eigen_contributions(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues of the shared covariance (descending) and each test point's MD to its nearest class per eigendirection."""
     means, cov = shared_covariance(train_feats, train_labels)
     vals, vecs = np.linalg.eigh(cov)
@@ -87,25 +92,41 @@ def leading_eigenvectors(train_feats: np.ndarray, train_labels: np.ndarray) -> n
     return vecs[:, np.argsort(vals)[::-1]]
 
 
-def pc_sweep(train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray, is_ood: np.ndarray,
-             ks: Iterable[int], **keys: object) -> list[dict]:
+def pc_sweep(
+    train_feats: np.ndarray,
+    train_labels: np.ndarray,
+    test_feats: np.ndarray,
+    is_ood: np.ndarray,
+    ks: Iterable[int],
+    **keys: object,
+) -> list[dict]:
     """AUROC of MD and RMD computed in the span of the k leading principal components, for each k."""
     vecs = leading_eigenvectors(train_feats, train_labels)
     rows = []
     for k in sorted({min(int(k), train_feats.shape[1]) for k in ks}):
         s = mahalanobis_scores(train_feats @ vecs[:, :k], train_labels, test_feats @ vecs[:, :k])
-        rows += [{**keys, "k": k, "score": name, "auroc": auroc(is_ood, v)} for name, v in (("MD", s.md), ("RMD", s.rmd))]
+        rows += [
+            {**keys, "k": k, "score": name, "auroc": auroc(is_ood, v)} for name, v in (("MD", s.md), ("RMD", s.rmd))
+        ]
     return rows
 
 
 def balanced_bootstrap(labels: np.ndarray, per_class: int, rng: np.random.Generator) -> np.ndarray:
     """Row indices drawn with replacement, `per_class` of every class (so a large class cannot swamp a small one)."""
-    return np.concatenate([rng.choice(np.flatnonzero(labels == c), size=per_class, replace=True)
-                           for c in np.unique(labels)])
+    return np.concatenate(
+        [rng.choice(np.flatnonzero(labels == c), size=per_class, replace=True) for c in np.unique(labels)]
+    )
 
 
-def inlier_mass(train_feats: np.ndarray, train_labels: np.ndarray, in_classes: Sequence[int], ood_feats: np.ndarray,
-                members: int = 5, per_class: int = 500, seed: int = 0) -> np.ndarray:
+def inlier_mass(
+    train_feats: np.ndarray,
+    train_labels: np.ndarray,
+    in_classes: Sequence[int],
+    ood_feats: np.ndarray,
+    members: int = 5,
+    per_class: int = 500,
+    seed: int = 0,
+) -> np.ndarray:
     """Per OOD row, the ensemble's mean probability on the inlier classes (probes on class-balanced bootstraps)."""
     classes = np.unique(train_labels)
     probs = np.zeros((len(ood_feats), len(classes)))
@@ -117,14 +138,22 @@ def inlier_mass(train_feats: np.ndarray, train_labels: np.ndarray, in_classes: S
     return probs[:, np.isin(classes, np.asarray(in_classes))].sum(axis=1)
 
 
-def confusion_log_probability(train_feats: np.ndarray, train_labels: np.ndarray, in_classes: Sequence[int],
-                              ood_feats: np.ndarray, members: int = 5, seed: int = 0, per_class: int = 500) -> float:
+def confusion_log_probability(
+    train_feats: np.ndarray,
+    train_labels: np.ndarray,
+    in_classes: Sequence[int],
+    ood_feats: np.ndarray,
+    members: int = 5,
+    seed: int = 0,
+    per_class: int = 500,
+) -> float:
     """CLP (Winkens et al. 2020): log of the mean ensemble probability that OOD samples get on inlier classes."""
     return float(np.log(inlier_mass(train_feats, train_labels, in_classes, ood_feats, members, per_class, seed).mean()))
 
 
-def discriminant_contributions(train_feats: np.ndarray, train_labels: np.ndarray,
-                               test_feats: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def discriminant_contributions(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """RMD split over the K-1 discriminant directions: their between/within ratios and each test point's terms.
 
     With V^T W V = I and V^T T V = diag(1 + beta) (W within-class, T total covariance), RMD_k(z) =
@@ -154,8 +183,14 @@ def _rate(fn, n: int, repeats: int = 3) -> float:
     return n / best
 
 
-def throughput(dims: Sequence[int], n_classes: Sequence[int], n_train: int = 2000, n_test: int = 2000,
-               n_naive: int = 100, seed: int = 0) -> pd.DataFrame:
+def throughput(
+    dims: Sequence[int],
+    n_classes: Sequence[int],
+    n_train: int = 2000,
+    n_test: int = 2000,
+    n_naive: int = 100,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Examples/s of vectorized MD+RMD vs the per-example formula and the test x test diagonal, on the same data."""
     rng = np.random.default_rng(seed)
     rows = []
@@ -166,7 +201,16 @@ def throughput(dims: Sequence[int], n_classes: Sequence[int], n_train: int = 200
             test = rng.normal(size=(n_test, d))
             ours = _rate(lambda: mahalanobis_scores(train, labels, test), n_test)
             naive = _rate(lambda: mahalanobis_naive(train, labels, test[:n_naive]), n_naive, repeats=1)
-            matrix = _rate(lambda: mahalanobis_batch_matrix(train, labels, test[:n_naive * 5]), n_naive * 5, repeats=1)
-            rows.append({"dim": d, "classes": k, "ours_per_s": ours, "naive_per_s": naive, "test_x_test_per_s": matrix,
-                         "speedup_vs_naive": ours / naive, "speedup_vs_test_x_test": ours / matrix})
+            matrix = _rate(lambda: mahalanobis_batch_matrix(train, labels, test[: n_naive * 5]), n_naive * 5, repeats=1)
+            rows.append(
+                {
+                    "dim": d,
+                    "classes": k,
+                    "ours_per_s": ours,
+                    "naive_per_s": naive,
+                    "test_x_test_per_s": matrix,
+                    "speedup_vs_naive": ours / naive,
+                    "speedup_vs_test_x_test": ours / matrix,
+                }
+            )
     return pd.DataFrame(rows)
