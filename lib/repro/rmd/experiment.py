@@ -595,7 +595,7 @@ def input_rmd_table(split: dict[str, tuple[list[str], list[str]]], seed: int, so
         dl = stats.delong(is_ood, rmd, md)
         rows.append(
             {
-                "in_domain": "New York Times",
+                "in_domain": data.SQUAD_DOMAINS["nyt"],
                 "background": "Wikipedia + Reddit",
                 "ood": data.SQUAD_DOMAINS[ood],
                 "train": len(in_train),
