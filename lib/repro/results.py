@@ -35,12 +35,25 @@ MAX_ROWS = 30  # the rendered page shows at most this many rows per table; the J
 HIDDEN_MIME = "application/vnd.repro.table+json"  # carries a table that is published but not shown
 
 
+def _cell(v: float, digits: int) -> str:
+    """One number as a reader scans it: `digits` decimals below 1, `digits` significant digits up to 10^digits, whole
+    numbers with separators above; never an exponent."""
+    if pd.isna(v):
+        return ""
+    if abs(v) >= 10**digits:
+        return f"{v:,.0f}"
+    if abs(v) >= 1:
+        return f"{v:.{digits}g}"
+    text = f"{v:.{digits}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
 def _rounded(frame: pd.DataFrame, digits: int) -> pd.DataFrame:
-    """Floats rounded to `digits` significant decimals for display (integers and text untouched)."""
+    """Floats rounded for display (integers and text untouched)."""
     out = frame.copy()
     for col in out.columns:
         if pd.api.types.is_float_dtype(out[col]):
-            out[col] = out[col].map(lambda v: "" if pd.isna(v) else f"{v:.{digits}g}")
+            out[col] = out[col].map(lambda v: _cell(v, digits))
     return out
 
 
@@ -49,6 +62,7 @@ def html_table(frame: pd.DataFrame, digits: int = 4) -> str:
     if len(frame) > MAX_ROWS:
         raise ValueError(f"a shown table has {len(frame)} rows (at most {MAX_ROWS}): pivot it, or publish a view")
     shown = _rounded(frame.reset_index(drop=True), digits)
+    shown.columns.name = None  # a pivot's column-level name would render as an empty first column
     html = shown.to_html(index=False, escape=True, border=0, classes="repro-table", na_rep="")
     for decision in ("held", "not held", "inconclusive"):
         css = "repro-" + decision.replace(" ", "-")
