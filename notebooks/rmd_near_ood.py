@@ -124,6 +124,7 @@ directions = repro.publish("directions", ex.directions_table(inputs))
 
 # %%
 from repro import verdict
+from repro.results import pivot_view
 
 near = sorted((d for d in inputs.directions if d.setting != "image-far"), key=lambda d: d.modality != "text")
 CLAIMS = ex.claims(near)
@@ -151,13 +152,7 @@ SEEDS = ex.seeds(P)
 feats = ex.all_features(inputs, ex.budget(P), SEEDS)
 scored = ex.score_all(inputs, feats, SEEDS)
 accuracy = ex.accuracy_table(inputs, feats, SEEDS)
-repro.publish(
-    "accuracy",
-    accuracy,
-    view=accuracy.pivot_table(
-        index=["setting", "in_dist"], columns="features", values="accuracy_mean", sort=False
-    ).reset_index(),
-)
+repro.publish("accuracy", accuracy, view=pivot_view(accuracy, ["setting", "in_dist"], "features", "accuracy_mean"))
 
 # %% [markdown]
 # The table gives in-distribution test accuracy, averaged over the models (the JSON keeps the

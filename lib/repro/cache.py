@@ -12,6 +12,7 @@ import glob
 import hashlib
 import json
 import shutil
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,7 +24,7 @@ from .paths import data_dir
 
 T = TypeVar("T")
 # Errors that mean "this entry is damaged", not "the code is wrong".
-DAMAGED = (OSError, EOFError, ValueError, KeyError, RuntimeError, json.JSONDecodeError)
+DAMAGED = (OSError, EOFError, ValueError, KeyError, RuntimeError, json.JSONDecodeError, zipfile.BadZipFile)
 
 
 def _update(digest: Any, part: Any) -> None:

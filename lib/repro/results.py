@@ -114,3 +114,8 @@ def legacy_verdict(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows))
     frame["held"] = frame["held"].map(lambda h: "yes" if h is True else "no" if h is False else str(h))
     return publish("verdict", frame)
+
+
+def pivot_view(frame: pd.DataFrame, index: str | list[str], columns: str, values: str) -> pd.DataFrame:
+    """A table's reader view: `values` pivoted to one column per `columns` value, rows in their first-seen order."""
+    return frame.pivot_table(index=index, columns=columns, values=values, sort=False).reset_index()

@@ -57,14 +57,22 @@ def fit(
     batch_size: int = 128,
     seed: int = 0,
     desc: str = "training",
+    optimizer: str = "adam",
 ) -> nn.Module:
-    """Adam on shuffled mini-batches for `epochs` epochs; returns the model in eval mode."""
+    """Adam (or SGD with Nesterov momentum 0.9, optimizer="sgd-nesterov") on shuffled mini-batches; eval mode after."""
     from tqdm.auto import tqdm
 
     gen = np.random.default_rng(seed)
     torch.manual_seed(seed)
     model.to(device())
-    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    params = [p for p in model.parameters() if p.requires_grad]
+    if optimizer not in ("adam", "sgd-nesterov"):
+        raise ValueError(f"optimizer must be 'adam' or 'sgd-nesterov', got {optimizer!r}")
+    opt = (
+        torch.optim.Adam(params, lr=lr)
+        if optimizer == "adam"
+        else torch.optim.SGD(params, lr=lr, momentum=0.9, nesterov=True)
+    )
     model.train()
     n = len(inputs)
     for _ in tqdm(range(epochs), desc=desc, leave=False):

@@ -129,19 +129,44 @@ def _logits_loss(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return nn.functional.cross_entropy(logits, target)
 
 
-def _fit(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, lr: float, seed: int, desc: str) -> Net:
-    """Adam on cross-entropy, batch 128, through the shared training loop."""
+# name -> (optimizer, learning rate, batch size): ours, and the artifact's Keras recipe (SGD 0.01, momentum 0.9, Nesterov,
+# batch 64; its 1e-6 learning-rate decay is left out)
+RECIPES = {"adam": ("adam", 1e-3, 128), "artifact": ("sgd-nesterov", 0.01, 64)}
+
+
+def _fit(
+    model: Net, x: np.ndarray, y: np.ndarray, epochs: int, recipe: str, seed: int, desc: str, lr: float | None = None
+) -> Net:
+    """Cross-entropy training with one of RECIPES, through the shared training loop."""
+    optimizer, default_lr, batch = RECIPES[recipe]
     xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y, dtype=torch.long)
-    return fit(model, xt, yt, _logits_loss, epochs, lr=lr, batch_size=128, seed=seed, desc=desc)
+    return fit(
+        model,
+        xt,
+        yt,
+        _logits_loss,
+        epochs,
+        lr=lr or default_lr,
+        batch_size=batch,
+        seed=seed,
+        desc=desc,
+        optimizer=optimizer,
+    )
 
 
 def train_cached(
-    name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: int, seed: int, lr: float = 1e-3
+    name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: int, seed: int, recipe: str = "adam"
 ) -> tuple[Net, bool]:
-    """Train model `name` on (x, y) or load its cached weights from data/models; (model, was_cached)."""
+    """Train model `name` on (x, y) with a recipe of RECIPES, or load its cached weights; (model, was_cached)."""
+    if recipe not in RECIPES:
+        raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {recipe!r}")
     model = build(name, x.shape[1:], classes, seed)
-    config = {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "lr": lr, "torch": torch.__version__}
-    train = lambda m: _fit(m, x, y, epochs, lr, seed, f"train {name}")
+    config = {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "torch": torch.__version__}
+    if recipe == "adam":
+        config["lr"] = RECIPES["adam"][1]  # the key the Adam-trained weights were cached under
+    else:
+        config["recipe"] = RECIPES[recipe]
+    train = lambda m: _fit(m, x, y, epochs, recipe, seed, f"train {name}")
     model, was_cached = cache.weights(f"deepgini-{name}", model, train, x, y, config)
     return model.to(device()), was_cached
 
@@ -150,7 +175,7 @@ def fine_tune(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, seed: int, 
     """A copy of `model` trained further on (x, y); the original is untouched."""
     import copy
 
-    return _fit(copy.deepcopy(model), x, y, epochs, lr, seed, "fine-tune")
+    return _fit(copy.deepcopy(model), x, y, epochs, "adam", seed, "fine-tune", lr=lr)
 
 
 @torch.no_grad()

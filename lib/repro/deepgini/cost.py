@@ -1,0 +1,116 @@
+"""Cost of prioritization: repeated wall-clock timings, ratios to DeepGini, scaling slopes and bootstrap intervals.
+
+The chapter's cost claim ("DeepGini is at least 100x cheaper than coverage prioritization") rests on a ratio
+of times. A single timing is noisy and skewed upward by whatever else the machine is doing, so every method is
+timed several times after one warm-up call and summarised by its minimum, the least disturbed run. The ratio
+of two minima gets a percentile bootstrap interval, and timings over several test-set sizes give each method a
+log-log slope (1 for linear cost, 2 for quadratic) with its own bootstrap interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from time import perf_counter
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["cost_table", "ratio_interval", "ratio_to", "scaling_fit", "time_prioritizer"]
+
+LEVEL = 0.95
+_TAILS = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
+
+
+def time_prioritizer(fn: Callable[[], object], repeats: int = 5) -> float:
+    """Minimum wall time in seconds (perf_counter) over `repeats` calls of fn, after one uncounted warm-up call."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1; got {repeats}")
+    fn()
+    best = np.inf
+    for _ in range(repeats):
+        began = perf_counter()
+        fn()
+        best = min(best, perf_counter() - began)
+    return float(best)
+
+
+def cost_table(timings: Mapping[str, Callable[[], object]], repeats: int) -> pd.DataFrame:
+    """One row per method: method, seconds (minimum over `repeats` timed calls) and repeats."""
+    rows = [
+        {"method": name, "seconds": time_prioritizer(fn, repeats), "repeats": repeats} for name, fn in timings.items()
+    ]
+    return pd.DataFrame(rows, columns=["method", "seconds", "repeats"])
+
+
+def ratio_to(frame: pd.DataFrame, reference: str = "DeepGini") -> pd.DataFrame:
+    """Copy of frame with column x_reference = seconds / the reference method's seconds (same run)."""
+    ref = frame.loc[frame["method"] == reference, "seconds"]
+    if len(ref) != 1:
+        raise ValueError(f"need exactly one row of method {reference!r}; found {len(ref)}")
+    return frame.assign(x_reference=frame["seconds"] / float(ref.iloc[0]))
+
+
+def _positive(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
+    """Values as a non-empty 1-d float array, refusing anything not finite and positive."""
+    arr = np.asarray(values, dtype=float).ravel()
+    if arr.size == 0 or not np.all(np.isfinite(arr) & (arr > 0)):
+        raise ValueError(f"{name} must be a non-empty list of finite positive numbers")
+    return arr
+
+
+def _check_boot(n_boot: int) -> None:
+    """Refuse a resample count below 1."""
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1; got {n_boot}")
+
+
+def _slopes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Least-squares slope of y on x along the last axis; NaN where x takes a single value."""
+    dx = x - x.mean(axis=-1, keepdims=True)
+    dy = y - y.mean(axis=-1, keepdims=True)
+    sxx = (dx * dx).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sxx > 0, (dx * dy).sum(axis=-1) / sxx, np.nan)
+
+
+def _fit_one(n_tests: np.ndarray, seconds: np.ndarray, n_boot: int, seed: int) -> dict[str, float]:
+    """Slope, 95 % bootstrap band and fitted seconds at the largest n of log(seconds) = a + b log(n_tests)."""
+    x, y = np.log(n_tests), np.log(seconds)
+    slope, intercept = np.polyfit(x, y, 1)
+    idx = np.random.default_rng(seed).integers(0, x.size, size=(n_boot, x.size))
+    boot = _slopes(x[idx], y[idx])
+    boot = boot[np.isfinite(boot)]
+    low, high = np.quantile(boot, _TAILS) if boot.size else (np.nan, np.nan)
+    return {
+        "slope": float(slope),
+        "slope_low": float(low),
+        "slope_high": float(high),
+        "seconds_at_max": float(np.exp(intercept + slope * x.max())),
+    }
+
+
+def scaling_fit(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per method, the log-log slope of seconds on n_tests with a 95 % percentile bootstrap over its rows."""
+    _check_boot(n_boot)
+    rows = []
+    for method, group in frame.groupby("method", sort=False):
+        n_tests = _positive(group["n_tests"].to_numpy(), f"n_tests of {method!r}")
+        seconds = _positive(group["seconds"].to_numpy(), f"seconds of {method!r}")
+        if np.unique(n_tests).size < 2:
+            raise ValueError(f"method {method!r} needs timings at two or more test-set sizes")
+        rows.append({"method": method, **_fit_one(n_tests, seconds, n_boot, seed)})
+    return pd.DataFrame(rows, columns=["method", "slope", "slope_low", "slope_high", "seconds_at_max"])
+
+
+def ratio_interval(
+    method_seconds: Sequence[float], reference_seconds: Sequence[float], n_boot: int = 1000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Ratio of minimum times with a 95 % percentile bootstrap band (each list resampled on its own)."""
+    _check_boot(n_boot)
+    a = _positive(method_seconds, "method_seconds")
+    r = _positive(reference_seconds, "reference_seconds")
+    rng = np.random.default_rng(seed)
+    a_min = a[rng.integers(0, a.size, size=(n_boot, a.size))].min(axis=1)
+    r_min = r[rng.integers(0, r.size, size=(n_boot, r.size))].min(axis=1)
+    low, high = np.quantile(a_min / r_min, _TAILS)
+    return float(a.min() / r.min()), float(low), float(high)
