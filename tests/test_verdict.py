@@ -77,3 +77,13 @@ def test_front_page_counts_and_marks_rows_without_intervals() -> None:
     assert "<td>1</td><td>0</td><td>1</td>" in page  # metrics: 1 held, 0 not held, 1 inconclusive
     assert "0.03 [0.01, 0.05]" in page and 'class="repro-inconclusive"' in page
     assert "no interval yet" in page and 'href="executed/deepgini_apfd.html#verdict"' in page
+
+
+def test_unexplained_names_the_straddle_or_the_missing_ablation() -> None:
+    from repro.verdict import unexplained
+
+    assert unexplained("inconclusive", "more seeds") == (
+        "unknown",
+        "the interval straddles the threshold; more seeds would narrow it",
+    )
+    assert unexplained("not held", "more seeds") == ("unknown", "no ablation here isolates the cause")

@@ -142,6 +142,14 @@ def _why(decision: str, why: tuple[str, str] | None) -> str:
     return f"{cause}: {sentence.strip()}"
 
 
+def unexplained(decision: str, narrowed_by: str) -> tuple[str, str]:
+    """The cause of a row no ablation explains: its interval straddles the threshold (and what would narrow it), or
+    nothing here isolates the cause."""
+    if decision == "inconclusive":
+        return ("unknown", f"the interval straddles the threshold; {narrowed_by} would narrow it")
+    return ("unknown", "no ablation here isolates the cause")
+
+
 def judge(
     claim: Claim,
     ours: float,

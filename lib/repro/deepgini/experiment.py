@@ -364,9 +364,10 @@ def max_coverage_table(subjects: dict, methods: dict[str, str], test_set: str) -
 
 def _cause(claim: object, estimate: float, low: float, high: float, measured: tuple[str, str]) -> tuple[str, str]:
     """The measured cause for a row not held; for an inconclusive row, that its interval straddles the threshold."""
-    if claim.rule.decide(float(estimate), float(low), float(high)) == "inconclusive":
-        return ("unknown", "the interval straddles the threshold; more tests or seeds would narrow it")
-    return measured
+    from ..verdict import unexplained
+
+    decision = claim.rule.decide(float(estimate), float(low), float(high))
+    return unexplained(decision, "more tests or seeds") if decision == "inconclusive" else measured
 
 
 def _cost_row(claim: object, timings: pd.DataFrame, methods: dict[str, str], n_boot: int, seed: int) -> dict:

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from .. import data, metrics, pretrained, stats
 from ..params import Param
-from ..verdict import Claim, Rule, judge
+from ..verdict import Claim, Rule, judge, unexplained
 from . import nets, scores
 from .features import Budget, Direction, Embedder, Feats, both_ways, extract, finetuned_model, label_free_image_encoder
 
@@ -784,13 +784,7 @@ def _judged(
     """judge(); without a measured cause, say whether the interval straddles the threshold or nothing isolates it."""
     low, high = interval.as_tuple() if isinstance(interval, stats.Interval) else interval
     if why is None:
-        decision = claim.rule.decide(float(ours), float(low), float(high))
-        why = (
-            "unknown",
-            "the interval straddles the threshold; more models or test rows would narrow it"
-            if decision == "inconclusive"
-            else "no ablation here isolates the cause",
-        )
+        why = unexplained(claim.rule.decide(float(ours), float(low), float(high)), "more models or test rows")
     return judge(claim, ours, interval, test=test, why=why)
 
 
