@@ -275,13 +275,14 @@ def check_rmd_near_ood(result: dict) -> None:
 
 
 def check_crt_canary_exposure(result: dict) -> None:
-    zero_shot = rows(result, "gpt2_zero_shot")
-    assert zero_shot[0]["model"] == "distilgpt2" and zero_shot[0]["multiwoz_dialogues"] == 8
-    assert math.isfinite(zero_shot[0]["customersim_test_ppl"])
-    exposure = [r for r in rows(result, "exposure") if r["exposure"] is not None]
+    assert rows(result, "multiwoz")[0]["dialogues"] == 8
+    exposure = rows(result, "exposure")
     assert {r["model"] for r in exposure} == {"LSTM", "GPT-2"}
-    assert all(0 <= r["exposure"] <= math.log2(1e6) + 1e-9 for r in exposure)
+    assert all(0 <= r["exposure"] <= math.log2(1e6) + 1e-9 and r["null_low"] <= r["null_high"] for r in exposure)
     assert all(0 <= r["accuracy"] <= 1 for r in rows(result, "mia"))
+    arm = {r["trainer"]: r for r in rows(result, "pretrained_arm")}
+    assert set(arm) == {"pretrained", "non-private", "DPSGD", "CRT"} and math.isfinite(arm["CRT"]["ppl_raw"])
+    assert {r["decision"] for r in rows(result, "verdict")} <= {"held", "not held", "inconclusive"}
 
 
 def check_mink_contamination(result: dict) -> None:

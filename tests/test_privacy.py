@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import numpy as np
 import pytest
 import torch
+from faker import Faker
 
 from repro.crt import accounting, canary, customersim, gpt, language_model, membership_attacks, redaction, trainers
 from repro.crt.customersim import make_turn
@@ -41,6 +45,57 @@ def test_policy_at_gamma_zero_is_perfect_and_misses_are_nested() -> None:
     recall = flags[0.5][gold].mean()
     assert 0.35 < recall < 0.65
     assert all(redaction.conservative_flag(s) for s in sentences if s.has_secret)  # π_c recall 1
+
+
+def test_policy_finds_every_faker_name_and_address_and_nothing_else() -> None:
+    sentences = redaction.split_sentences(customersim.corpus(300, 11))
+    gold = np.concatenate([[label is not None for label in s.labels] for s in sentences])
+    flags = np.concatenate([redaction.RegexPolicy().flags(s) for s in sentences])
+    recall, precision = flags[gold].mean(), gold[flags].mean()
+    assert (recall, precision) == (1.0, 1.0)
+    kinds = {label for s in sentences for label in s.labels if label}
+    assert {"name", "address"} <= kinds
+    # Surnames that are also street suffixes (Hill, Park, Ford, ...) are names; after a number they are an address.
+    policy = redaction.RegexPolicy()
+    assert [k for _, _, k in policy.detections("This is Charles Hill.")] == ["name"]
+    assert policy.detections("I live at 4132 Dale Park.") == [(10, 24, "address")]
+    assert policy.detections("Ship it to 80160 Clayton Isle.") == [(11, 29, "address")]
+
+
+def secrets_of(dialogues: list[list[customersim.Turn]], kind: str) -> list[str]:
+    """Every gold secret of one type, in order."""
+    return [t.text[s:e] for d in dialogues for t in d for s, e, k in t.spans if k == kind]
+
+
+def test_faker_secrets_are_reproducible_and_shaped_for_the_policy() -> None:
+    texts = [[t.text for d in customersim.corpus(40, seed) for t in d] for seed in (5, 5, 6)]
+    assert texts[0] == texts[1] and texts[0] != texts[2]
+    dialogues = customersim.corpus(200, 5)
+    names, addresses = secrets_of(dialogues, "name"), secrets_of(dialogues, "address")
+    assert len(names) == 200 and len(addresses) > 50
+    assert all(re.fullmatch(r"[A-Z][a-z]+ [A-Z][a-z]+", n) for n in names)
+    for address in addresses:
+        number, *street, suffix = address.split(" ")
+        assert re.fullmatch(r"[1-9][0-9]{0,4}", number) and street and suffix in customersim.STREET_SUFFIXES
+        assert all(re.fullmatch(r"[A-Z][a-z]+", w) for w in street)
+    assert all(re.fullmatch(r"[A-Z][a-z]+", s) for s in customersim.STREET_SUFFIXES)
+    # A draw depends on its Random alone: not on the global random state, other Fakers' draws or other Randoms' draws.
+    alone = [customersim.secret(k, r) for r in [random.Random(3)] for k in ("name", "address") * 20]
+    mixed, other, r = [], random.Random(99), random.Random(3)
+    for k in ("name", "address") * 20:
+        random.random(), Faker("en_US").name(), customersim.secret(k, other)
+        mixed.append(customersim.secret(k, r))
+    assert mixed == alone
+
+
+def test_faker_names_and_streets_come_from_large_pools() -> None:
+    rng = random.Random(0)
+    names = [customersim.secret("name", rng).split(" ") for _ in range(2000)]
+    assert len({last for _, last in names}) >= 200  # the old hand-written list had 50 surnames
+    assert len({first for first, _ in names}) >= 200  # ... and 60 first names
+    streets = [customersim.secret("address", rng).split(" ") for _ in range(2000)]
+    assert len({" ".join(s[1:-1]) for s in streets}) >= 500
+    assert len({s[-1] for s in streets}) >= 100 and len(customersim.STREET_SUFFIXES) >= 150
 
 
 def test_split_into_sentences_before_dedup_and_redaction() -> None:
@@ -228,3 +283,41 @@ def test_threshold_mia_is_half_on_identical_and_one_on_separated_scores() -> Non
     assert membership_attacks.threshold_accuracy(rng.normal(0, 1, 200), rng.normal(10, 1, 200)) == 1.0
     groups = membership_attacks.group_scores(np.ones(50), 20, 7)
     assert groups.tolist() == [20.0] * 7
+
+
+def test_both_readings_of_deduplication() -> None:
+    sentences = sentences_of("Thanks a lot.", "Thanks a lot.", "It is 555-123-4567.", "Thanks a lot.")
+    masked = redaction.crt_split(sentences, redaction.RegexPolicy(), "mask")
+    removed = redaction.crt_split(sentences, redaction.RegexPolicy(), "remove")
+    # Algorithm 1 with A.6: the two later copies become a bare <MASK> in D_pri
+    assert masked.part(True).count([redaction.MASK]) == 2 and len(masked.part(False)) == 1
+    # Section 4: identical sequences are removed from both sets
+    assert [redaction.MASK] not in removed.part(True) and len(removed.part(False)) == 1
+    assert len(removed.part(True)) + len(removed.part(False)) == 2 and removed.removed.sum() == 2
+    with pytest.raises(ValueError, match="dedup must be one of"):
+        redaction.crt_split(sentences, redaction.RegexPolicy(), "drop")
+
+
+def test_epoch_hook_sees_every_epoch_and_the_epsilon_spent_so_far() -> None:
+    data = [[2, 5, 6, 7, 3], [2, 6, 5, 3], [2, 7, 7, 5, 6, 3]] * 6
+    seen: dict[str, list] = {"dpsgd": [], "crt": [], "plain": []}
+    cfg = trainers.TrainConfig(epochs=3, batch=4, dp_batch=4, target_epsilon=4.0)
+    trainers.train_nonprivate(
+        language_model.LSTMLM(10, 4, 4), data, cfg, on_epoch=lambda e, m, eps: seen["plain"].append((e, eps))
+    )
+    _, eps = trainers.train_dpsgd(
+        language_model.LSTMLM(10, 4, 4, private=True), data, cfg, on_epoch=lambda e, m, x: seen["dpsgd"].append((e, x))
+    )
+    _, _, conf = trainers.train_crt(
+        language_model.LSTMLM(10, 4, 4, private=True),
+        data[:6],
+        data[6:],
+        cfg,
+        0.1,
+        on_epoch=lambda e, m, x: seen["crt"].append((e, x)),
+    )
+    assert seen["plain"] == [(1, None), (2, None), (3, None)]
+    for name, final in (("dpsgd", eps), ("crt", conf)):
+        epochs, spent = zip(*seen[name])
+        assert epochs == (1, 2, 3) and list(spent) == sorted(spent) and spent[-1] == pytest.approx(final)
+    assert abs(eps - 4.0) < 0.1 and conf < seen["crt"][-1][1] + 1e-12 < eps  # CRT reports its amplified ε

@@ -967,11 +967,15 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "epochs": 1,
         "gpt_epochs": 1,
         "gpt_gammas": [0.0, 0.5],
-        "epsilons": [3.0],  # the target epsilon only: Fig. 2 trains no extra DP models
+        "n_seeds": 1,
+        "crt_epochs": 1,
+        "crt_batch": 8,
+        "n_null": 50,
+        "arm_epochs": 1,
+        "arm_test": 10,
+        "arm_dialogues": 6,
         "n_mia": 20,
         "n_groups": 10,
-        "bench_digits": 2,
-        "amp_epsilons": [1.0],
     },
     "mink_contamination": {
         "n_members": 4,

@@ -367,6 +367,46 @@ def seeds_and_items_auc(
     return seeds_and_items_contrast(labels, terms, **options)
 
 
+def seeds_and_items_perplexity(
+    nll_a: ArrayLike,
+    counts: ArrayLike,
+    nll_b: ArrayLike | None = None,
+    *,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    unit: str = "test sentences",
+) -> Interval:
+    """Mean over seeds of the corpus perplexity exp(sum nll / sum counts), or of the ratio ppl_a / ppl_b.
+
+    nll_a, nll_b: summed token NLL per (seed, item); counts: tokens per item (shared by every seed). The
+    interval resamples the items (one multiplicity vector for every seed and both models) and the seeds."""
+    _check_level(level)
+    a = np.atleast_2d(np.asarray(nll_a, dtype=np.float64))
+    b = None if nll_b is None else np.atleast_2d(np.asarray(nll_b, dtype=np.float64))
+    c = np.asarray(counts, dtype=np.float64)
+    if a.shape[1] != c.size or (b is not None and b.shape != a.shape):
+        raise ValueError(f"need (seeds, items) NLL sums and one count per item, got {a.shape}, {c.shape}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    n_seeds, n = a.shape
+    rng = np.random.default_rng(seed)
+    weights = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(n_resamples)]).astype(float)
+    picked = rng.integers(0, n_seeds, (n_resamples, n_seeds))
+
+    def per_seed(w: np.ndarray) -> np.ndarray:
+        """(resamples, seeds) log-perplexity (difference) under item multiplicities w (resamples, items)."""
+        tokens = (w @ c)[:, None]
+        log_ppl = (w @ a.T) / tokens
+        return log_ppl - (w @ b.T) / tokens if b is not None else log_ppl
+
+    dist = np.take_along_axis(np.exp(per_seed(weights)), picked, axis=1).mean(1)
+    estimate = float(np.exp(per_seed(np.ones((1, n)))).mean())
+    what = "perplexity ratio" if b is not None else "perplexity"
+    words = f"{'paired ' if b is not None else ''}bootstrap of the {what} over {n:,} {unit} and {n_seeds:,} seeds"
+    return _finish(estimate, dist, level, f"{words}, {n_resamples:,} resamples")
+
+
 class _WeightedApfd:
     """APFD of a resample of tests (per-test multiplicities), each method keeping its own order by score."""
 

@@ -9,6 +9,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..metrics import exposure
+from ..stats import max_null
+
 
 class Stepper(Protocol):
     """A language model fed one token at a time from batched states (batch dimension first)."""
@@ -73,3 +76,44 @@ def rank_of(scores: np.ndarray, index: int) -> int:
 def canary_index(digits: str) -> int:
     """Position of a decimal canary among the candidates (its integer value)."""
     return int(digits)
+
+
+def candidate_ranks(scores: np.ndarray) -> np.ndarray:
+    """Exact rank of every candidate, as rank_of (1 + candidates scored strictly higher), by sort + searchsorted."""
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1 or s.size == 0 or np.isnan(s).any():
+        raise ValueError(f"scores must be a non-empty 1-D array without NaN, got shape {s.shape}")
+    at_most = np.searchsorted(np.sort(s), s, side="right")  # candidates scored <= each one, itself included
+    return (1 + s.size - at_most).astype(np.int64)
+
+
+def _indices(indices: Sequence[int] | np.ndarray, n: int, name: str) -> np.ndarray:
+    """`indices` as a 1-D int array of positions in [0, n); negative or too large positions are refused."""
+    idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+    if ((idx < 0) | (idx >= n)).any():
+        raise ValueError(f"{name} must be candidate positions in [0, {n:,}), got {idx[(idx < 0) | (idx >= n)][:5]}")
+    return idx
+
+
+def exposure_null(
+    scores: np.ndarray,
+    n_canaries: int = 10,
+    n_draws: int = 1000,
+    seed: int = 0,
+    exclude: Sequence[int] | np.ndarray = (),
+) -> np.ndarray:
+    """Null of the max exposure over n_canaries fake canaries: candidates drawn without replacement, no model call."""
+    ranks = candidate_ranks(scores)
+    keep = np.ones(ranks.size, dtype=bool)
+    keep[_indices(exclude, ranks.size, "exclude")] = False
+    return max_null(exposure(ranks[keep], ranks.size), n_canaries, n_draws, seed)
+
+
+def max_exposure(scores: np.ndarray, canary_indices: Sequence[int] | np.ndarray) -> float:
+    """Largest exposure log2(N) - log2(rank) over the real canaries, each ranked among all N scored candidates."""
+    s = np.asarray(scores, dtype=np.float64)
+    idx = _indices(canary_indices, s.size, "canary_indices")
+    if idx.size == 0:
+        raise ValueError("canary_indices is empty: pass the position of at least one canary")
+    ranks = np.array([rank_of(s, int(i)) for i in idx])
+    return float(np.max(exposure(ranks, s.size)))

@@ -1,7 +1,11 @@
 """CustomerSim: seeded track-package support dialogues with gold-labelled secrets (after Selective DP's SimDial).
 
-The data are simulated, as in the paper. Names and streets come from small hand-written lists of
-common US first names, surnames and street names (Python's standard library ships none).
+The data are simulated, as in the paper. Person names and street addresses come from Faker's en_US provider data
+(690 first names and 1,000 surnames, drawn with Faker's US frequency weights, and Faker's street suffixes), with the
+`random.Random` handed to `secret` as Faker's source of randomness, so a corpus depends on its seed alone. Parts that
+are not one capitalized word (none in Faker 40's en_US data, but e.g. McDonald, O'Connor or hyphenated names) are
+rejected and redrawn, as are building numbers with a leading zero, so the tokenizer and the regex policy see a name as
+"First Last" and an address as "<3-5 digit number> <first name or surname> <suffix>" ("4132 Lisa Mountain").
 """
 
 from __future__ import annotations
@@ -9,25 +13,15 @@ from __future__ import annotations
 import random
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-FIRST_NAMES = (
-    "James Mary Robert Patricia John Jennifer Michael Linda David Elizabeth William Barbara Richard Susan "
-    "Joseph Jessica Thomas Sarah Charles Karen Christopher Lisa Daniel Nancy Matthew Betty Anthony Sandra "
-    "Mark Margaret Donald Ashley Steven Kimberly Paul Emily Andrew Donna Joshua Michelle Kenneth Carol "
-    "Kevin Amanda Brian Melissa George Deborah Timothy Stephanie Ronald Rebecca Jason Sharon Edward Laura"
-).split()
-LAST_NAMES = (
-    "Smith Johnson Williams Brown Jones Garcia Miller Davis Rodriguez Martinez Hernandez Lopez Gonzalez "
-    "Wilson Anderson Thomas Taylor Moore Jackson Martin Lee Perez Thompson White Harris Sanchez Clark "
-    "Ramirez Lewis Robinson Walker Young Allen King Wright Scott Torres Nguyen Hill Flores Green Adams "
-    "Nelson Baker Hall Rivera Campbell Mitchell Carter Roberts"
-).split()
-STREETS = (
-    "Main Oak Pine Maple Cedar Elm Washington Lake Hill Park Walnut Spruce Ridge Church Willow Sunset "
-    "Highland Jefferson Lincoln Madison Franklin Chestnut Jackson Meadow Forest River Spring Center"
-).split()
-STREET_SUFFIXES = ("Street", "Avenue", "Road", "Lane", "Drive", "Boulevard", "Court", "Way", "Place")
+from faker import Faker
+from faker.providers.address.en_US import Provider as AddressProvider
+
+_FAKE = Faker("en_US")  # one shared generator; `_faker(rng)` points it at the caller's Random before every draw
+_WORD = re.compile(r"[A-Z][a-z]+")  # one capitalized word: what the tokenizer and the regex policy expect
+STREET_SUFFIXES = tuple(dict.fromkeys(s for s in AddressProvider.street_suffixes if _WORD.fullmatch(s)))
 SECRET_TYPES = ("name", "address", "phone", "order", "tracking", "id")
 
 Piece = tuple[str, str | None]  # (text, secret type or None)
@@ -57,12 +51,34 @@ def _digits(rng: random.Random, n: int) -> str:
     return "".join(rng.choice(string.digits) for _ in range(n))
 
 
+def _faker(rng: random.Random) -> Faker:
+    """The shared en_US Faker, drawing from `rng` (so every draw depends on `rng` alone)."""
+    _FAKE.random = rng
+    return _FAKE
+
+
+def _draw(make: Callable[[], str], ok: Callable[[str], object]) -> str:
+    """Call `make` until its value passes `ok` (reject and redraw)."""
+    while not ok(value := make()):
+        pass
+    return value
+
+
+def _is_street(name: str) -> bool:
+    """Whether a Faker street name is capitalized words ending in one of STREET_SUFFIXES ('Lisa Mountain')."""
+    words = name.split(" ")
+    return len(words) >= 2 and all(_WORD.fullmatch(w) for w in words) and words[-1] in STREET_SUFFIXES
+
+
 def secret(kind: str, rng: random.Random) -> str:
     """A fresh secret value of the given type."""
     if kind == "name":
-        return f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}"
+        fake = _faker(rng)
+        return f"{_draw(fake.first_name, _WORD.fullmatch)} {_draw(fake.last_name, _WORD.fullmatch)}"
     if kind == "address":
-        return f"{rng.randint(1, 9999)} {rng.choice(STREETS)} {rng.choice(STREET_SUFFIXES)}"
+        fake = _faker(rng)
+        number = _draw(fake.building_number, lambda n: n.isdigit() and not n.startswith("0"))
+        return f"{number} {_draw(fake.street_name, _is_street)}"
     if kind == "phone":
         sep = rng.choice(("", "-", "."))
         return sep.join((_digits(rng, 3), _digits(rng, 3), _digits(rng, 4)))

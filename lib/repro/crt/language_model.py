@@ -101,6 +101,18 @@ def sentence_nll(model: nn.Module, seqs: Sequence[Sequence[int]], batch_size: in
 
 
 @torch.no_grad()
+def token_nll_rows(model: nn.Module, seqs: Sequence[Sequence[int]], batch_size: int = 256) -> list[np.ndarray]:
+    """Per-token NLL of every target (ids[1:]) of each sequence, one float64 array per sequence."""
+    model.eval()
+    out: list[np.ndarray] = []
+    for i in range(0, len(seqs), batch_size):
+        chunk = seqs[i : i + batch_size]
+        nll = token_nll(model, pad(chunk)).double().numpy()
+        out += [nll[j, : len(s) - 1] for j, s in enumerate(chunk)]
+    return out
+
+
+@torch.no_grad()
 def suffix_logprob(model: nn.Module, seqs: Sequence[Sequence[int]], n: int) -> np.ndarray:
     """Log-probability of the last `n` tokens of each (equal-length) sequence given the rest: naive scoring."""
     model.eval()

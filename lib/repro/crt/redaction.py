@@ -96,13 +96,15 @@ def _uniform(*parts: object) -> float:
 
 
 _SUFFIX = "|".join(STREET_SUFFIXES)
+# "name" needs no look-ahead excluding street suffixes: "address" comes first and wins the overlap inside an address,
+# while surnames such as Park, Hill, Green, Ford, Brooks, Wells or Lane are street suffixes too.
 POLICY_PATTERNS: dict[str, re.Pattern[str]] = {
     "order": re.compile(r"\b\d{3}-\d{5}-\d{4}\b"),
     "phone": re.compile(r"\b\d{3}[-.]?\d{3}[-.]?\d{4}\b"),
     "tracking": re.compile(r"\b[A-Z0-9]{10}\b"),
     "id": re.compile(r"\b\d{6}\b"),
     "address": re.compile(rf"\b\d{{1,5}} (?:[A-Z][a-z]+ )+(?:{_SUFFIX})\b"),
-    "name": re.compile(rf"\b[A-Z][a-z]+ (?!(?:{_SUFFIX})\b)[A-Z][a-z]+\b"),
+    "name": re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+\b"),
 }
 
 
@@ -153,18 +155,28 @@ class CRTSplit:
     tokens: list[list[str]]
     private: np.ndarray
     duplicate: np.ndarray
+    removed: np.ndarray  # duplicates dropped by the "remove" reading (all False under "mask")
 
     def part(self, private: bool) -> list[list[str]]:
-        """D_pri (private=True) or D_pub."""
-        return [t for t, p in zip(self.tokens, self.private) if p == private]
+        """D_pri (private=True) or D_pub, without removed duplicates."""
+        return [t for t, p, r in zip(self.tokens, self.private, self.removed) if p == private and not r]
 
 
-def crt_split(sentences: Sequence[Sentence], policy: RegexPolicy) -> CRTSplit:
-    """Algorithm 1 in the paper's order: dedup (on split, tokenized sentences), redact with π, split on [MASK] or π_c."""
+DEDUP_READINGS = ("mask", "remove")
+
+
+def crt_split(sentences: Sequence[Sentence], policy: RegexPolicy, dedup: str = "mask") -> CRTSplit:
+    """Algorithm 1 in the paper's order: dedup (on split, tokenized sentences), redact with π, split on [MASK] or π_c.
+
+    dedup="mask" is Algorithm 1 with A.6 (a later duplicate becomes [MASK] and so goes to D_pri); dedup="remove" is
+    Section 4's "remove identical sequences" (a later duplicate is dropped from both sets)."""
+    if dedup not in DEDUP_READINGS:
+        raise ValueError(f"dedup must be one of {DEDUP_READINGS}, got {dedup!r}")
     deduped, dup = deduplicate([s.tokens for s in sentences])
     tokens = [toks if d else redact(toks, policy.flags(s)) for toks, d, s in zip(deduped, dup, sentences)]
     private = np.array([MASK in t or conservative_flag(s) for t, s in zip(tokens, sentences)], dtype=bool)
-    return CRTSplit(tokens, private, dup)
+    removed = dup.copy() if dedup == "remove" else np.zeros(len(tokens), dtype=bool)
+    return CRTSplit(tokens, private & ~removed, dup, removed)
 
 
 def masked_corpus(sentences: Sequence[Sentence], policy: RegexPolicy) -> tuple[list[list[str]], list[np.ndarray]]:

@@ -5,7 +5,7 @@ Gaussian noise, RDP accountant): DPLSTM for the LSTM, a registered per-sample gr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +33,16 @@ class TrainConfig:
     optimizer: str = "sgd"  # "sgd" or "adam", for public and DP steps alike
 
 
+EpochHook = Callable[[int, nn.Module, float | None], None]  # (epoch from 1, model, ε spent so far or None)
+
+
+def _report(hook: EpochHook | None, epoch: int, model: nn.Module, epsilon: float | None) -> None:
+    """Call the per-epoch hook, if any, with the model in eval mode, then put it back in training mode."""
+    if hook is not None:
+        hook(epoch + 1, model.eval(), epsilon)
+        model.train()
+
+
 def _optimizer(model: nn.Module, lr: float, cfg: TrainConfig) -> torch.optim.Optimizer:
     """SGD or Adam over the model's parameters, as `cfg.optimizer` says."""
     kind = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam}[cfg.optimizer]
@@ -53,15 +63,20 @@ def _sgd_step(model: nn.Module, opt: torch.optim.Optimizer, loss: torch.Tensor, 
 
 
 def train_nonprivate(
-    model: nn.Module, data: Sequence[Sequence[int]], cfg: TrainConfig, desc: str = "non-private"
+    model: nn.Module,
+    data: Sequence[Sequence[int]],
+    cfg: TrainConfig,
+    desc: str = "non-private",
+    on_epoch: EpochHook | None = None,
 ) -> nn.Module:
     """Plain (non-private) training over all sentences (optionally already redacted by π)."""
     gen = torch.Generator().manual_seed(cfg.seed)
     opt = _optimizer(model, cfg.lr, cfg)
     model.train()
-    for _ in tqdm(range(cfg.epochs), desc=desc, leave=False):
+    for epoch in tqdm(range(cfg.epochs), desc=desc, leave=False):
         for idx in _batches(len(data), cfg.batch, gen):
             _sgd_step(model, opt, sample_loss(model, pad([data[i] for i in idx])), cfg.clip)
+        _report(on_epoch, epoch, model, None)
     return model
 
 
@@ -118,13 +133,16 @@ def _dp_batches(private: _Private):
             yield idx
 
 
-def train_dpsgd(model: nn.Module, data: Sequence[Sequence[int]], cfg: TrainConfig) -> tuple[nn.Module, float]:
+def train_dpsgd(
+    model: nn.Module, data: Sequence[Sequence[int]], cfg: TrainConfig, on_epoch: EpochHook | None = None
+) -> tuple[nn.Module, float]:
     """DP-SGD on every sentence; returns the model and ε at δ."""
     engine = _Private(model, len(data), cfg, cfg.epochs)
     engine.module.train()
-    for _ in tqdm(range(cfg.epochs), desc="DPSGD", leave=False):
+    for epoch in tqdm(range(cfg.epochs), desc="DPSGD", leave=False):
         for idx in _dp_batches(engine):
             engine.dp_step(pad([data[i] for i in idx]))
+        _report(on_epoch, epoch, engine.module, engine.epsilon(cfg.delta))
     engine.finish()
     return model, engine.epsilon(cfg.delta)
 
@@ -136,15 +154,17 @@ def train_sdp(
     redacted: Sequence[Sequence[int]],
     redacted_marks: Sequence[np.ndarray],
     cfg: TrainConfig,
+    on_epoch: EpochHook | None = None,
 ) -> tuple[nn.Module, float]:
     """Selective DP-SGD (Shi et al.): per batch, a non-private step on the π-redacted sentences (loss on their
     unmarked ids), then a DP-SGD step on the raw sentences whose loss covers only the ids π flags (`marks`)."""
     engine = _Private(model, len(data), cfg, cfg.epochs)
     engine.module.train()
-    for _ in tqdm(range(cfg.epochs), desc="S-DP", leave=False):
+    for epoch in tqdm(range(cfg.epochs), desc="S-DP", leave=False):
         for idx in _dp_batches(engine):
             engine.public_step(pad([redacted[i] for i in idx]), 1.0 - pad_float([redacted_marks[i] for i in idx]))
             engine.dp_step(pad([data[i] for i in idx]), pad_float([marks[i] for i in idx]))
+        _report(on_epoch, epoch, engine.module, engine.epsilon(cfg.delta))
     engine.finish()
     return model, engine.epsilon(cfg.delta)
 
@@ -157,21 +177,31 @@ def pad_float(rows: Sequence[np.ndarray]) -> torch.Tensor:
     return out
 
 
-def train_crt(
-    model: nn.Module, public: Sequence[Sequence[int]], private: Sequence[Sequence[int]], cfg: TrainConfig, gamma: float
-) -> tuple[nn.Module, float, float]:
-    """CRT: each epoch, one SGD epoch on D_pub, then one DP-SGD epoch on D_pri; batches never mix the two.
-    Returns the model, ε_dp at δ and the confidentiality ε at δ/γ amplified by γ."""
+def _confidentiality(engine: _Private, delta: float, gamma: float) -> float:
+    """CRT's confidentiality ε: the DP ε at δ/γ amplified by γ (0 under a perfect policy)."""
     from .accounting import confidentiality_epsilon
 
+    return float(confidentiality_epsilon(engine.epsilon(delta / gamma), gamma)) if gamma > 0 else 0.0
+
+
+def train_crt(
+    model: nn.Module,
+    public: Sequence[Sequence[int]],
+    private: Sequence[Sequence[int]],
+    cfg: TrainConfig,
+    gamma: float,
+    on_epoch: EpochHook | None = None,
+) -> tuple[nn.Module, float, float]:
+    """CRT: each epoch, one SGD epoch on D_pub, then one DP-SGD epoch on D_pri; batches never mix the two.
+    Returns the model, ε_dp at δ and the confidentiality ε at δ/γ amplified by γ (the hook sees the latter)."""
     engine = _Private(model, len(private), cfg, cfg.epochs)
     gen = torch.Generator().manual_seed(cfg.seed)
     engine.module.train()
-    for _ in tqdm(range(cfg.epochs), desc="CRT", leave=False):
+    for epoch in tqdm(range(cfg.epochs), desc="CRT", leave=False):
         for idx in _batches(len(public), cfg.batch, gen):
             engine.public_step(pad([public[i] for i in idx]))
         for idx in _dp_batches(engine):
             engine.dp_step(pad([private[i] for i in idx]))
+        _report(on_epoch, epoch, engine.module, _confidentiality(engine, cfg.delta, gamma))
     engine.finish()
-    eps_conf = float(confidentiality_epsilon(engine.epsilon(cfg.delta / gamma), gamma)) if gamma > 0 else 0.0
-    return model, engine.epsilon(cfg.delta), eps_conf
+    return model, engine.epsilon(cfg.delta), _confidentiality(engine, cfg.delta, gamma)

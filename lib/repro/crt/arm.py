@@ -1,0 +1,181 @@
+"""The CRT chapter's pretrained arm: non-private, DPSGD and CRT fine-tunes of SmolLM2-135M with a frozen trunk and a
+trainable last block, trained once and cached (weights and scores)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import cache, stats
+from ..pretrained import SMOLLM2_HUB
+from ..verdict import Claim, judge
+from . import membership_attacks, pretrained_arm, trainers
+from .runs import DELTA, VERSION, Data, Encoder, mia_scores, test_nll
+
+TRAINERS = ("non-private", "DPSGD", "CRT")
+SMOKE_LAYERS = 2  # smoke runs keep only SmolLM2's first decoder blocks
+LR = 5e-4  # Adam, plain and DP steps alike (the paper's GPT learning rate)
+GAMMA = 0.1
+PARAMS = ("arm_source", "arm_dialogues", "arm_epochs", "arm_test", "target_epsilon", "n_null")
+PARAMS += ("n_dialogues", "n_test", "canary_copies", "seed", "n_mia", "profile")
+
+
+def config(p: Any) -> trainers.TrainConfig:
+    """Adam for plain and DP steps alike, at the arm's learning rate, calibrated to the chapter's ε."""
+    return trainers.TrainConfig(
+        epochs=p.arm_epochs,
+        lr=LR,
+        batch=16,
+        dp_lr=LR,
+        dp_batch=64,
+        clip=1.0,
+        max_grad_norm=0.1,
+        target_epsilon=p.target_epsilon,
+        delta=DELTA,
+        seed=p.seed,
+        optimizer="adam",
+    )
+
+
+def _load(p: Any, memo: dict) -> tuple[torch.nn.Module, Any]:
+    """A fresh SmolLM2 arm (frozen trunk, last block trainable) sharing the trunk states in `memo`; its vocabulary."""
+    return pretrained_arm.load_arm(
+        p.arm_source,
+        SMOLLM2_HUB,
+        trainable_layers=1,
+        n_layers=SMOKE_LAYERS if p.profile == "smoke" else None,
+        memo=memo,
+    )
+
+
+def _trainable(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The weights a fine-tune changes (the trainable block), for a small cache file."""
+    return {k: v.detach().clone() for k, v in model.named_parameters() if v.requires_grad}
+
+
+def _fine_tune(p: Any, trainer: str, model: torch.nn.Module, enc: Encoder) -> dict:
+    """Train one fine-tune in place; its ε values and wall time."""
+    cfg, began, info = config(p), time.perf_counter(), {"epsilon": None, "epsilon_dp": None}
+    torch.manual_seed(p.seed)
+    if trainer == "non-private":
+        trainers.train_nonprivate(model, enc.ids("raw"), cfg)
+    elif trainer == "DPSGD":
+        _, eps = trainers.train_dpsgd(model, enc.ids("raw"), cfg)
+        info.update(epsilon=eps, epsilon_dp=eps)
+    else:
+        _, eps_dp, eps_conf = trainers.train_crt(
+            model, enc.ids("public", GAMMA), enc.ids("private", GAMMA), replace(cfg, epochs=p.arm_epochs), GAMMA
+        )
+        info.update(epsilon=eps_conf, epsilon_dp=eps_dp)
+    return info | {"train_seconds": round(time.perf_counter() - began, 1)}
+
+
+def _first_dialogues(data: Data, n: int) -> list:
+    """The training sentences of the first `n` dialogues (keys are 'dialogue:index')."""
+    return [s for s in data.sentences if int(s.key.split(":")[0]) < n]
+
+
+def _compute(p: Any, data: Data) -> dict:
+    """Fine-tune and score the three trainers (and the untouched pretrained model)."""
+    sub = replace(data, sentences=_first_dialogues(data, p.arm_dialogues), test=data.test[: p.arm_test])
+    kept = {s.key for s in sub.sentences}
+    sub = replace(sub, pairs=[pair for pair in data.pairs if pair[0].key in kept], address_pairs=[])
+    designs = {"individual": membership_attacks.individual_attack(len(sub.pairs), p.seed)}
+    out: dict[str, Any] = {}
+    memo: dict = {}  # the frozen trunk's states, computed once per distinct sentence for all four models
+    for trainer in ("pretrained", *TRAINERS):
+        model, vocab = _load(p, memo)
+        enc = Encoder(sub, vocab)
+        info = {"epsilon": None, "epsilon_dp": None, "train_seconds": 0.0}
+        if trainer != "pretrained":
+            info = _fine_tune(p, trainer, model, enc)
+        model.eval()
+        out[trainer] = {
+            **info,
+            "nll": test_nll(model, enc),
+            "mia": mia_scores(model, enc, designs, p.n_null, p.seed),
+            "weights": _trainable(model) if trainer != "pretrained" else None,
+        }
+    return out
+
+
+def run(p: Any, data: Data) -> dict:
+    """The arm's results, from the cache when they exist (building them is the arm's whole cost)."""
+    spec = {k: p[k] for k in PARAMS} | {"version": VERSION, "gamma": GAMMA}
+    path = cache.entry_path("crt", "pretrained-arm", spec, suffix=".pt")
+    began = time.perf_counter()
+    result, cached = cache.file_entry(
+        path, lambda tmp: torch.save(_compute(p, data), tmp), lambda found: torch.load(found, weights_only=False)
+    )
+    return result | {"cached": cached, "load_seconds": time.perf_counter() - began}
+
+
+def _nll(result: dict, trainer: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sentence summed NLL and token counts of one perplexity kind."""
+    n = result[trainer]["nll"]
+    if kind == "non-secret":
+        return n["first"] + n["ordinary"], n["n_total"] - n["n_secret"]
+    return (n["total"], n["n_total"]) if kind == "raw" else (n["redacted"], n["n_redacted"])
+
+
+def perplexity(result: dict, trainer: str, kind: str, versus: str | None = None, seed: int = 0) -> stats.Interval:
+    """Test perplexity of one fine-tune (or its ratio to another), bootstrapped over test sentences."""
+    a, counts = _nll(result, trainer, kind)
+    b = None if versus is None else _nll(result, versus, kind)[0][None]
+    return stats.seeds_and_items_perplexity(a[None], counts, b, seed=seed)
+
+
+def table(result: dict) -> pd.DataFrame:
+    """Per trainer: three test perplexities, the ratio to non-private, the MIA and its null band, ε, time."""
+    rows = []
+    for trainer in ("pretrained", *TRAINERS):
+        r = result[trainer]
+        ratio = perplexity(result, trainer, "non-secret", "non-private")
+        low, high = stats.null_band(r["mia"]["individual"]["null"])
+        rows.append(
+            {
+                "trainer": trainer,
+                "ppl_raw": perplexity(result, trainer, "raw").estimate,
+                "ppl_non-secret": perplexity(result, trainer, "non-secret").estimate,
+                "ppl_redacted": perplexity(result, trainer, "redacted").estimate,
+                "ratio_to_non-private": ratio.estimate,
+                "ratio_low": ratio.low,
+                "ratio_high": ratio.high,
+                "mia": r["mia"]["individual"]["accuracy"],
+                "mia_null_low": low,
+                "mia_null_high": high,
+                "epsilon": r["epsilon"],
+                "train_seconds": r["train_seconds"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def words(result: dict) -> str:
+    """What the arm's table says, and what it cost."""
+    t = table(result).set_index("trainer")
+    cost = sum(result[k]["train_seconds"] for k in TRAINERS)
+    source = "read from the cache" if result["cached"] else "trained in this run"
+    return (
+        f"Before fine-tuning, SmolLM2 scores {t.loc['pretrained', 'ppl_non-secret']:.2f} on the non-secret test "
+        f"tokens; the non-private fine-tune {t.loc['non-private', 'ppl_non-secret']:.2f}, DPSGD "
+        f"{t.loc['DPSGD', 'ppl_non-secret']:.2f} and CRT {t.loc['CRT', 'ppl_non-secret']:.2f} (ratio to non-private "
+        f"{t.loc['CRT', 'ratio_to_non-private']:.2f}). The fine-tunes were {source}; training them took "
+        f"{cost / 60:.1f} min on this machine, besides the frozen trunk's pass over every sentence."
+    )
+
+
+def rows(planned: dict[tuple[str, str], Claim], result: dict, seed: int = 0) -> list[dict]:
+    """The arm's two perplexity claims, judged by their planned rules."""
+    cause = ("unknown", "one fine-tune per trainer with one trainable block; no ablation here isolates the cause")
+    close = perplexity(result, "CRT", "non-secret", "non-private", seed)
+    versus = perplexity(result, "CRT", "non-secret", "DPSGD", seed)
+    return [
+        judge(planned["arm", "crt_close"], close.estimate, close, why=cause),
+        judge(planned["arm", "crt_vs_dpsgd"], versus.estimate, versus, why=cause),
+    ]

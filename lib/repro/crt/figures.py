@@ -1,0 +1,71 @@
+"""The CRT chapter's figures: attacks against γ with their null bands, Fig. 2 per epoch, Fig. 6 amplification."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..page import FIGURE_WIDTH, method_colors
+
+TRAINER_ORDER = ("non-private", "non-private + mask", "S-DP", "DPSGD", "CRT")
+COLORS = method_colors(list(TRAINER_ORDER) + ["S-DP (perfect policy)", "D_pub only", "CRT (SHA-1 removal)"])
+MARKERS = dict(zip(TRAINER_ORDER, "osD^v"))
+
+
+def against_gamma(table: pd.DataFrame, value: str, panels: list[tuple[str, str]], ylabel: str, chance: float | None):
+    """One panel per (model, attack) filter: each trainer's seed mean against γ, its null band shaded alike."""
+    cols = min(len(panels), 2)
+    nrows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(FIGURE_WIDTH, 3.3 * nrows), squeeze=False, sharey=True)
+    for ax, (title, query) in zip(axes.flat, panels):
+        sub = table.query(query)
+        for trainer in TRAINER_ORDER:
+            rows = sub[sub.trainer == trainer].sort_values("gamma")
+            if rows.empty:
+                continue
+            color = COLORS[trainer]
+            ax.plot(rows.gamma, rows[value], marker=MARKERS[trainer], color=color, label=trainer)
+            ax.fill_between(rows.gamma, rows.null_low, rows.null_high, color=color, alpha=0.08)
+        if chance is not None:
+            ax.axhline(chance, color="grey", ls=":", lw=1)
+        ax.set(title=title, xlabel="false-negative rate γ of π")
+    for row in axes:
+        row[0].set_ylabel(ylabel)
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    return fig
+
+
+def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
+    """Fig. 2 as the paper draws it: one point per epoch, test perplexity against the ε spent so far."""
+    models = list(dict.fromkeys(history.model))
+    fig, axes = plt.subplots(1, len(models), figsize=(FIGURE_WIDTH, 3.6), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        sub = history[(history.model == model) & history.epsilon.notna()]
+        for trainer, rows in sub.groupby("trainer", sort=False):
+            ax.plot(rows.epsilon, rows.perplexity, marker="o", ms=4, color=COLORS.get(trainer), label=trainer)
+        final = baseline[(baseline.model == model)]
+        for _, r in final.iterrows():
+            ax.axhline(r.perplexity, color=COLORS.get(r.trainer), ls="--", lw=1, label=f"{r.trainer} (final)")
+        ax.set(title=model, xlabel="ε spent so far (CRT: confidentiality ε)", yscale="log", xscale="symlog")
+        ax.set_xlim(left=0)
+    axes[0][0].set_ylabel("test perplexity (raw)")
+    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.tight_layout()
+    return fig
+
+
+def amplification(table: pd.DataFrame, paper: dict[float, float]):
+    """Fig. 6: ε_conf against γ for each ε′, the paper's points marked; and ε_conf / ε_dp against γ."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 3.6))
+    colors = plt.cm.viridis(np.linspace(0, 0.9, table.epsilon_prime.nunique()))
+    for color, (eps, rows) in zip(colors, table.groupby("epsilon_prime")):
+        left.plot(rows.gamma, rows.epsilon_conf, marker="o", ms=3, color=color, label=f"ε′ = {eps:g}")
+        right.plot(rows.gamma, rows.epsilon_conf / rows.epsilon_dp, marker="o", ms=3, color=color)
+    left.scatter(list(paper), list(paper.values()), marker="x", s=60, color="red", zorder=4, label="paper (ε′ = 1)")
+    left.set(xlabel="γ", ylabel="confidentiality ε_conf", yscale="log", title="Fig. 6 (recomputed, autodp)")
+    right.set(xlabel="γ", ylabel="ε_conf / ε_dp(δ/γ)", title="amplification shrinks as ε grows")
+    left.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

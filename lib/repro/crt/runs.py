@@ -1,0 +1,344 @@
+"""The CRT chapter's runs: CustomerSim data and its encodings, one trained model per (model, trainer, γ, seed,
+deduplication reading), cached, and each model's scores (exposure with its null, MIA with its null, per-sentence NLL)."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from .. import atomic, cache
+from ..params import ParameterError
+from . import canary, customersim, gpt, language_model, membership_attacks, redaction, trainers
+from .redaction import CRTSplit, RegexPolicy, Sentence
+
+DELTA = 8e-5
+N_CANARIES, CANARY_DIGITS, GROUP = 10, 6, 20
+MODELS = ("LSTM", "GPT-2")
+TRAINERS = ("non-private", "non-private + mask", "S-DP", "DPSGD", "CRT")
+CONTROL = "D_pub only"
+PRIVATE_TRAINERS = ("S-DP", "DPSGD", "CRT")
+ATTACKS = ("individual", "group", "address")
+VERSION = 3  # bump when training or scoring changes
+
+
+@dataclass(frozen=True)
+class Run:
+    """One trained model: which network, trainer, policy miss rate γ (None if unused), seed and dedup reading."""
+
+    model: str
+    trainer: str
+    gamma: float | None
+    seed: int
+    dedup: str = "mask"
+
+    @property
+    def label(self) -> str:
+        """The trainer as tables show it: CRT under SHA-1 removal is its own row."""
+        return "CRT (SHA-1 removal)" if self.trainer == "CRT" and self.dedup == "remove" else self.trainer
+
+
+@dataclass
+class Data:
+    """CustomerSim with canaries, its sentences, π per γ, CRT splits and the MIA pairs (member, look-alike)."""
+
+    canaries: list[str]
+    sentences: list[Sentence]
+    test: list[Sentence]
+    policies: dict[float, RegexPolicy]
+    pairs: list[tuple[Sentence, Sentence]]
+    address_pairs: list[tuple[Sentence, Sentence]]
+    seed: int
+
+    def split(self, gamma: float, dedup: str = "mask") -> CRTSplit:
+        """Algorithm 1's D_pub / D_pri at γ under one deduplication reading."""
+        return redaction.crt_split(self.sentences, self.policy(gamma), dedup)
+
+    def policy(self, gamma: float) -> RegexPolicy:
+        """π at miss rate γ (nested in γ)."""
+        return self.policies.get(gamma) or RegexPolicy(gamma=gamma, seed=self.seed)
+
+
+def build_data(p: Any) -> Data:
+    """Train and test dialogues (canaries inserted into the training ones), sentences and the MIA pairs."""
+    rng = np.random.default_rng(p.seed)
+    canaries = [f"{rng.integers(0, 10**6):06d}" for _ in range(N_CANARIES)]
+    train = customersim.insert_canaries(
+        customersim.corpus(p.n_dialogues, p.seed), canaries, p.canary_copies, p.seed + 1
+    )
+    sentences = redaction.split_sentences(train)
+    test = redaction.split_sentences(customersim.corpus(p.n_test, p.seed + 2), prefix="test")
+    fresh = random.Random(p.seed + 3)
+    look = {s.key: s for s in redaction.split_sentences([[customersim.look_alike(t, fresh) for t in d] for d in train])}
+    pairs = [
+        (s, look[s.key])
+        for s in sentences
+        if s.has_secret and "id" not in s.labels and s.key in look and look[s.key].has_secret
+    ]
+    if len(pairs) < p.n_mia:
+        raise ParameterError(
+            f"parameter 'n_mia': {p.n_mia} members requested, but the training sentences hold only {len(pairs)} "
+            "with a look-alike; lower n_mia or raise n_dialogues"
+        )
+    order = np.random.default_rng(p.seed + 4).permutation(len(pairs))
+    address = [pairs[i] for i in order if "address" in pairs[i][0].labels][: p.n_mia]
+    return Data(
+        canaries,
+        sentences,
+        test,
+        {g: RegexPolicy(gamma=g, seed=p.seed) for g in p.gammas},
+        [pairs[i] for i in order[: p.n_mia]],
+        address,
+        p.seed,
+    )
+
+
+def canary_copies_missed(data: Data, gamma: float) -> np.ndarray:
+    """For each canary, how many of its inserted copies π at γ leaves unredacted."""
+    policy = data.policy(gamma)
+    missed = {c: 0 for c in data.canaries}
+    for s in data.sentences:
+        if "id" in s.labels:
+            digits = "".join(t for t, label in zip(s.tokens, s.labels) if label == "id")
+            if digits in missed and not policy.flags(s).any():
+                missed[digits] += 1
+    return np.array([missed[c] for c in data.canaries])
+
+
+class Encoder:
+    """Token ids (and π's marks) of every part of the data for one model's vocabulary, memoized."""
+
+    def __init__(self, data: Data, vocab: Any):
+        self.data, self.vocab, self.memo = data, vocab, {}
+
+    def marked(self, part: str, gamma: float | None = None, dedup: str = "mask") -> tuple[list, list]:
+        """(ids, marks) of a part: raw / mask (π-redacted at γ; marks = π's flags), public / private (split at γ),
+        test (marks = gold secrets), test-redacted (perfect π), members / nonmembers / address-*."""
+        key = (part, gamma, dedup)
+        if key not in self.memo:
+            tokens, flags = self._tokens(part, gamma, dedup)
+            pairs = [self.vocab.encode_marked(t, f) for t, f in zip(tokens, flags)]
+            self.memo[key] = ([ids for ids, _ in pairs], [marks for _, marks in pairs])
+        return self.memo[key]
+
+    def ids(self, part: str, gamma: float | None = None, dedup: str = "mask") -> list[list[int]]:
+        """The ids alone of `marked`."""
+        return self.marked(part, gamma, dedup)[0]
+
+    def _tokens(self, part: str, gamma: float | None, dedup: str) -> tuple[list, list]:
+        """Token lists and per-token flags of a part."""
+        d = self.data
+        if part in ("raw", "mask"):
+            redacted, flags = redaction.masked_corpus(d.sentences, d.policy(gamma or 0.0))
+            return ([list(s.tokens) for s in d.sentences] if part == "raw" else redacted), flags
+        if part in ("public", "private"):
+            tokens = d.split(gamma or 0.0, dedup).part(part == "private")
+            return tokens, [np.zeros(len(t), dtype=bool) for t in tokens]
+        if part in ("test", "test-redacted"):
+            gold = [np.array([label is not None for label in s.labels]) for s in d.test]
+            if part == "test":
+                return [list(s.tokens) for s in d.test], gold
+            return [redaction.redact(s.tokens, g) for s, g in zip(d.test, gold)], gold
+        source = {"members": (d.pairs, 0), "nonmembers": (d.pairs, 1)}
+        source |= {"address-members": (d.address_pairs, 0), "address-nonmembers": (d.address_pairs, 1)}
+        pairs, side = source[part]
+        tokens = [list(pair[side].tokens) for pair in pairs]
+        return tokens, [np.zeros(len(t), dtype=bool) for t in tokens]
+
+
+def config(p: Any, run: Run) -> trainers.TrainConfig:
+    """Optimisation settings of one run: the LSTM's CRT gets the paper's doubled epochs and smaller public batch."""
+    if run.model == "LSTM":
+        cfg = trainers.TrainConfig(
+            epochs=p.epochs, lr=p.lr, dp_lr=p.dp_lr, target_epsilon=p.target_epsilon, delta=DELTA, seed=run.seed
+        )
+        return replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch) if run.trainer == "CRT" else cfg
+    return trainers.TrainConfig(
+        epochs=p.gpt_epochs,
+        lr=p.gpt_lr,
+        batch=32,
+        dp_lr=p.gpt_dp_lr,
+        clip=1.0,
+        target_epsilon=p.target_epsilon,
+        delta=DELTA,
+        seed=run.seed,
+        optimizer="adam",
+    )
+
+
+def planned_runs(p: Any, fig2_gamma: float) -> list[Run]:
+    """Every run of the chapter: per seed and model, the γ-free trainers, the γ sweep and CRT's two controls. Every
+    seed trains at γ = 0 and Fig. 2's γ; the other γ of the sweep take the first seed only (the time budget)."""
+    runs = []
+    for seed in range(p.seed, p.seed + p.n_seeds):
+        for model in MODELS:
+            gammas = p.gammas if model == "LSTM" else p.gpt_gammas
+            if seed != p.seed:
+                gammas = [g for g in gammas if g in (0.0, fig2_gamma)]
+            runs += [Run(model, t, None, seed) for t in ("non-private", "DPSGD", CONTROL)]
+            runs += [Run(model, t, g, seed) for g in gammas for t in ("non-private + mask", "S-DP", "CRT")]
+            runs.append(Run(model, "CRT", fig2_gamma, seed, "remove"))
+    return runs
+
+
+OWN_PARAMS = {
+    "LSTM": ("emb", "hidden", "epochs", "crt_epochs", "crt_batch", "lr", "dp_lr"),
+    "GPT-2": ("gpt_embd", "gpt_layers", "gpt_epochs", "gpt_lr", "gpt_dp_lr", "gpt_name"),
+}
+DATA_PARAMS = ("n_dialogues", "n_test", "canary_copies", "seed", "target_epsilon", "profile")
+
+
+class Trainer:
+    """Trains (or loads from the cache) the models of one chapter run, with a per-epoch history of test perplexity."""
+
+    def __init__(self, p: Any, data: Data, encoders: dict[str, Encoder], new_model: Any):
+        self.p, self.data, self.encoders, self.new_model = p, data, encoders, new_model
+
+    def spec(self, run: Run) -> dict:
+        """Everything that determines a trained model."""
+        keys = (*DATA_PARAMS, *OWN_PARAMS[run.model])
+        return {
+            "run": run.__dict__,
+            "params": {k: self.p[k] for k in keys},
+            "cfg": config(self.p, run).__dict__,
+            "vocab": len(self.encoders[run.model].vocab),
+            "version": VERSION,
+        }
+
+    def path(self, run: Run):
+        """The cache file of one run."""
+        return cache.entry_path("crt", f"{run.model}-{run.label}-s{run.seed}", self.spec(run), suffix=".pt")
+
+    def __call__(self, run: Run) -> tuple[torch.nn.Module, dict]:
+        """The trained model (eval mode) and its info: ε, ε_dp, steps, seconds, per-epoch history."""
+        private = run.trainer in PRIVATE_TRAINERS
+        path = self.path(run)
+        if path.exists():
+            try:
+                saved = torch.load(path, weights_only=False)
+                model = self.new_model(run.model, private)
+                model.load_state_dict(saved["state"])
+                return model.eval(), saved["info"]
+            except cache.DAMAGED:
+                path.unlink(missing_ok=True)
+        model, info = self._train(run, private)
+        with atomic.atomic_path(path) as tmp:
+            torch.save({"state": model.state_dict(), "info": info}, tmp)
+        return model.eval(), info
+
+    def _train(self, run: Run, private: bool) -> tuple[torch.nn.Module, dict]:
+        """Train one run from scratch (or from the pretrained weights)."""
+        enc, cfg = self.encoders[run.model], config(self.p, run)
+        test, history = enc.ids("test"), []
+
+        def on_epoch(epoch: int, model: torch.nn.Module, epsilon: float | None) -> None:
+            """Record the test perplexity and the ε spent after each epoch."""
+            history.append({"epoch": epoch, "epsilon": epsilon, "perplexity": language_model.perplexity(model, test)})
+
+        torch.manual_seed(run.seed)
+        model, began = self.new_model(run.model, private), time.perf_counter()
+        info: dict[str, Any] = {"epsilon": None, "epsilon_dp": None}
+        g = run.gamma
+        if run.trainer == "non-private":
+            trainers.train_nonprivate(model, enc.ids("raw"), cfg, on_epoch=on_epoch)
+        elif run.trainer == CONTROL:
+            trainers.train_nonprivate(model, enc.ids("public", 0.0), cfg, desc="D_pub", on_epoch=on_epoch)
+        elif run.trainer == "non-private + mask":
+            trainers.train_nonprivate(model, enc.ids("mask", g), cfg, desc="mask", on_epoch=on_epoch)
+        elif run.trainer == "S-DP":
+            _, eps = trainers.train_sdp(model, *enc.marked("raw", g), *enc.marked("mask", g), cfg, on_epoch=on_epoch)
+            info.update(epsilon=eps, epsilon_dp=eps)
+        elif run.trainer == "DPSGD":
+            _, eps = trainers.train_dpsgd(model, enc.ids("raw"), cfg, on_epoch=on_epoch)
+            info.update(epsilon=eps, epsilon_dp=eps)
+        else:
+            public, private_ids = enc.ids("public", g, run.dedup), enc.ids("private", g, run.dedup)
+            _, eps_dp, eps_conf = trainers.train_crt(model, public, private_ids, cfg, g, on_epoch=on_epoch)
+            info.update(epsilon=eps_conf, epsilon_dp=eps_dp)
+        info.update(train_seconds=round(time.perf_counter() - began, 1), history=history, **self.steps(run))
+        return model, info
+
+    def steps(self, run: Run) -> dict[str, int]:
+        """Optimizer steps of one run: public (plain) and private (DP-SGD, expected under Poisson sampling)."""
+        enc, cfg = self.encoders[run.model], config(self.p, run)
+        n_raw = len(enc.ids("raw"))
+        per_epoch = {
+            "non-private": (n_raw, 0, cfg.batch),
+            CONTROL: (len(enc.ids("public", 0.0)), 0, cfg.batch),
+            "non-private + mask": (n_raw, 0, cfg.batch),
+            "S-DP": (n_raw, n_raw, cfg.dp_batch),
+            "DPSGD": (0, n_raw, cfg.dp_batch),
+        }
+        if run.trainer == "CRT":
+            pub, pri = len(enc.ids("public", run.gamma, run.dedup)), len(enc.ids("private", run.gamma, run.dedup))
+            public, private = -(-pub // cfg.batch), -(-pri // cfg.dp_batch)
+        else:
+            n_pub, n_pri, batch = per_epoch[run.trainer]
+            public, private = -(-n_pub // batch), -(-n_pri // cfg.dp_batch)
+            if run.trainer == "S-DP":
+                public = private  # one public step on the redacted copy of every Poisson batch
+        return {"public_steps": public * cfg.epochs, "private_steps": private * cfg.epochs}
+
+
+def canary_scores(stepper: Any, encoder: Encoder, length: int = CANARY_DIGITS, batch: int = 4096) -> np.ndarray:
+    """Exact log-probabilities of every `length`-digit candidate after "My ID is:", by the prefix tree."""
+    context = encoder.vocab.encode(["My", "ID", "is", ":"])[:-1]
+    digits = [encoder.vocab.token_id(str(d)) for d in range(10)]
+    return canary.tree_scores(stepper, context, digits, length, batch=batch)
+
+
+STEPPERS = {"LSTM": (language_model.LSTMStepper, 16384), "GPT-2": (gpt.GPT2Stepper, 4096)}
+
+
+def attack_designs(data: Data, n_groups: int, seed: int) -> dict[str, membership_attacks.Attack]:
+    """The three MIA designs: individual and group (disjoint folds) on all secret types, individual on addresses."""
+    return {
+        "individual": membership_attacks.individual_attack(len(data.pairs), seed),
+        "group": membership_attacks.group_attack(len(data.pairs), n_groups, GROUP, seed),
+        "address": membership_attacks.individual_attack(len(data.address_pairs), seed),
+    }
+
+
+def mia_scores(model: torch.nn.Module, enc: Encoder, designs: dict, n_null: int, seed: int) -> dict[str, dict]:
+    """Accuracy and permutation null of every MIA design on one model (score = sentence perplexity)."""
+    ppl = {part: np.exp(language_model.sentence_nll(model, enc.ids(part))) for part in ("members", "nonmembers")}
+    for part in ("address-members", "address-nonmembers"):
+        ppl[part] = np.exp(language_model.sentence_nll(model, enc.ids(part))) if enc.ids(part) else np.zeros(0)
+    out = {}
+    for name, design in designs.items():
+        prefix = "address-" if name == "address" else ""
+        m, n = ppl[prefix + "members"], ppl[prefix + "nonmembers"]
+        out[name] = {
+            "accuracy": membership_attacks.attack_accuracy(design, m, n),
+            "null": membership_attacks.attack_null(design, m, n, n_null, seed),
+        }
+    return out
+
+
+def test_nll(model: torch.nn.Module, enc: Encoder) -> dict[str, np.ndarray]:
+    """Per test sentence: NLL summed over its first token, secret tokens and other tokens, with their counts, and the
+    summed NLL and count of the redacted test sentence."""
+    rows = language_model.token_nll_rows(model, enc.ids("test"))
+    marks = enc.marked("test")[1]
+    first = np.array([r[0] for r in rows])
+    later = [np.asarray(m[2:]) > 0 for m in marks]  # secret marks of the targets after the first
+    secret = np.array([r[1:][s].sum() for r, s in zip(rows, later)])
+    n_secret = np.array([s.sum() for s in later], dtype=float)
+    total = np.array([r.sum() for r in rows])
+    counts = np.array([len(r) for r in rows], dtype=float)
+    redacted = language_model.token_nll_rows(model, enc.ids("test-redacted"))
+    return {
+        "first": first,
+        "secret": secret,
+        "ordinary": total - first - secret,
+        "total": total,
+        "n_total": counts,
+        "n_secret": n_secret,
+        "n_ordinary": counts - 1 - n_secret,
+        "redacted": np.array([r.sum() for r in redacted]),
+        "n_redacted": np.array([len(r) for r in redacted], dtype=float),
+    }
