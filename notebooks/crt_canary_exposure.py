@@ -120,7 +120,8 @@ _ = verdict.plan(list(planned.values()))
 
 # %%
 data = runs.build_data(P)
-pipeline = publish("pipeline", ex.pipeline_table(data, P))
+pipeline = ex.pipeline_table(data, P)
+publish("pipeline", pipeline, view=pipeline.drop(columns=["precision", "sentences"]))
 
 # %%
 dup = pipeline.iloc[0]
@@ -204,13 +205,7 @@ page.say(ex.exposure_words(exposure, ch))
 
 # %%
 mia = ex.mia_table(ch)
-publish(
-    "mia",
-    mia,
-    view=mia.assign(attack_gamma=mia.attack + " γ=" + mia.gamma.astype(str)).pipe(
-        pivot_view, ["model", "trainer"], "attack_gamma", "accuracy"
-    ),
-)
+publish("mia", mia, view=pivot_view(mia, ["model", "trainer", "attack"], "gamma", "accuracy"))
 
 # %%
 panels = [
@@ -249,7 +244,8 @@ publish(
 # readings of deduplication and for the D_pub-only control.
 
 # %%
-gap = publish("perplexity_gap", ex.gap_table(ch), digits=3)
+gap = ex.gap_table(ch)
+publish("perplexity_gap", gap, view=gap.drop(columns=["gap_first", "gap_secret", "gap_ordinary"]), digits=3)
 page.say(ex.gap_words(gap, utility))
 
 # %% [markdown]
@@ -273,11 +269,13 @@ plt.show()
 # float32; it is instruction-tuned. DP-SGD through all 135M parameters is out of reach on two
 # CPU cores, so the arm freezes the trunk and fine-tunes only the last decoder block (the
 # frozen trunk's states are computed once per sentence). It trains non-private, DPSGD and
-# CRT (γ = 0.1) fine-tunes, once each, with the same ε, and caches them.
+# CRT (γ = 0.1) fine-tunes, once each, with the same ε, and, as a control, a plain fine-tune on
+# D_pub alone; all are cached.
 
 # %%
 arm_result = arm.run(P, data)
-arm_table = publish("pretrained_arm", arm.table(arm_result), digits=3)
+arm_table = arm.table(arm_result)
+publish("pretrained_arm", arm_table, view=arm_table.drop(columns=["ratio_low", "ratio_high", "mia_null_low"]), digits=3)
 page.say(arm.words(arm_result))
 
 # %% [markdown]

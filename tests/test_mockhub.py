@@ -281,7 +281,9 @@ def check_crt_canary_exposure(result: dict) -> None:
     assert all(0 <= r["exposure"] <= math.log2(1e6) + 1e-9 and r["null_low"] <= r["null_high"] for r in exposure)
     assert all(0 <= r["accuracy"] <= 1 for r in rows(result, "mia"))
     arm = {r["trainer"]: r for r in rows(result, "pretrained_arm")}
-    assert set(arm) == {"pretrained", "non-private", "DPSGD", "CRT"} and math.isfinite(arm["CRT"]["ppl_raw"])
+    assert set(arm) == {"pretrained", "non-private", "DPSGD", "CRT", "D_pub only"} and math.isfinite(
+        arm["CRT"]["ppl_raw"]
+    )
     assert {r["decision"] for r in rows(result, "verdict")} <= {"held", "not held", "inconclusive"}
 
 

@@ -166,7 +166,8 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     amp = [r for r in tables["amplification"] if r["epsilon_prime"] == 1.0 and r["gamma"] == 0.1][0]
     assert round(amp["epsilon_conf"], 4) == 0.1158 and round(amp["epsilon_dp"], 3) == 0.801
     arm = {r["trainer"]: r for r in tables["pretrained_arm"]}
-    assert set(arm) == {"pretrained", "non-private", "DPSGD", "CRT"} and arm["non-private"]["ratio_to_non-private"] == 1
+    assert set(arm) == {"pretrained", "non-private", "DPSGD", "CRT", "D_pub only"}
+    assert arm["non-private"]["ratio_to_non-private"] == 1 and arm["D_pub only"]["epsilon"] is None
     for row in tables["enumeration_benchmark"]:
         if row["naive_measured"]:  # the tree gives the naive scores; the speed ratio is a report
             assert row["max_abs_score_diff"] < 1e-3 and row["ratio"] > 0, row

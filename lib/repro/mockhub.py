@@ -503,10 +503,11 @@ def gpt2_tokenizer() -> Any:
 
 
 def smollm2_tokenizer() -> Any:
-    """SmolLM2's tokenizer class (GPT2Tokenizer) and special tokens (<|im_start|> bos, <|im_end|> eos and pad)."""
+    """SmolLM2's tokenizer class (GPT2Tokenizer) and special tokens (<|im_start|> bos, <|im_end|> eos and pad, and
+    <repo_name>, which the CRT chapter's SmolVocab uses as padding)."""
     from transformers import GPT2Tokenizer
 
-    vocab, merges = _byte_level_bpe(("<|endoftext|>", "<|im_start|>", "<|im_end|>"))
+    vocab, merges = _byte_level_bpe(("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<repo_name>"))
     return GPT2Tokenizer(
         vocab=dict(vocab),
         merges=list(merges),

@@ -403,7 +403,8 @@ def seeds_and_items_perplexity(
     dist = np.take_along_axis(np.exp(per_seed(weights)), picked, axis=1).mean(1)
     estimate = float(np.exp(per_seed(np.ones((1, n)))).mean())
     what = "perplexity ratio" if b is not None else "perplexity"
-    words = f"{'paired ' if b is not None else ''}bootstrap of the {what} over {n:,} {unit} and {n_seeds:,} seeds"
+    seeds = f"{n_seeds:,} seed{'s' if n_seeds != 1 else ''}"
+    words = f"{'paired ' if b is not None else ''}bootstrap of the {what} over {n:,} {unit} and {seeds}"
     return _finish(estimate, dist, level, f"{words}, {n_resamples:,} resamples")
 
 

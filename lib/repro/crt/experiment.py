@@ -612,6 +612,8 @@ def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str) -> list[dict]:
     )
     if removal.high < 1.2:
         cause = ("setup", f"Algorithm 1's masking explains it: {measured}")
+    elif control.high < close.low:
+        cause = ("setup", f"CRT does worse than D_pub alone, so its DP-SGD epochs on D_pri cost utility: {measured}")
     elif control.low <= 1.5 * close.estimate:
         cause = ("setup", f"CRT's utility is mostly its public part at our scale: {measured}")
     else:

@@ -48,9 +48,10 @@ def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
         final = baseline[(baseline.model == model)]
         for _, r in final.iterrows():
             ax.axhline(r.perplexity, color=COLORS.get(r.trainer), ls="--", lw=1, label=f"{r.trainer} (final)")
-        ax.set(title=model, xlabel="ε spent so far (CRT: confidentiality ε)", yscale="log", xscale="symlog")
+        ax.set(title=model, xlabel="ε spent so far", yscale="log", xscale="symlog")
         ax.set_xlim(left=0)
     axes[0][0].set_ylabel("test perplexity (raw)")
+    fig.supxlabel("CRT is drawn at its confidentiality ε", fontsize=9)
     axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig

@@ -295,10 +295,11 @@ STEPPERS = {"LSTM": (language_model.LSTMStepper, 16384), "GPT-2": (gpt.GPT2Stepp
 
 
 def attack_designs(data: Data, n_groups: int, seed: int) -> dict[str, membership_attacks.Attack]:
-    """The three MIA designs: individual and group (disjoint folds) on all secret types, individual on addresses."""
+    """The three MIA designs: individual and group (disjoint folds) on all secret types, individual on addresses.
+    Groups have 20 sentences, or half the pairs when fewer than 40 exist (tiny test runs)."""
     return {
         "individual": membership_attacks.individual_attack(len(data.pairs), seed),
-        "group": membership_attacks.group_attack(len(data.pairs), n_groups, GROUP, seed),
+        "group": membership_attacks.group_attack(len(data.pairs), n_groups, min(GROUP, len(data.pairs) // 2), seed),
         "address": membership_attacks.individual_attack(len(data.address_pairs), seed),
     }
 
