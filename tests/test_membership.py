@@ -93,7 +93,7 @@ def test_batch_scores_equal_per_text_formulas_with_padding() -> None:
         assert got["loss"][i] == pytest.approx(-lp.mean(), abs=1e-4)
         for k in KS:
             assert got[f"mink_{k:g}"][i] == pytest.approx(metrics.min_k_prob(lp, k), abs=1e-4)
-            assert got[f"minkpp_{k:g}"][i] == pytest.approx(metrics.min_k_plus_plus(lp, mu, sigma, k), abs=2e-3)
+            assert got[f"minkpp_{k:g}"][i] == pytest.approx(metrics.min_k_plus_plus(lp, mu, sigma, k), abs=1e-5)
 
 
 def test_detector_scores_are_the_authors_formulas_negated() -> None:
@@ -281,3 +281,27 @@ def test_exported_corpus_trains_into_the_notebook_cache(tmp_path, monkeypatch) -
     _, stats = pretraining.cached_pretraining("main", base, docs, cfg)
     assert stats["cached"] and stats["steps"] >= 1
     assert not large_files(tmp_path)
+
+
+def test_next_token_stats_match_float64_on_a_49k_vocabulary() -> None:
+    # random logits shaped like SmolLM2's (49,152 tokens), with a few peaked rows; right padding on two rows
+    from repro.pretrained import next_token_stats
+
+    gen = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 9, 49_152, generator=gen) * 3.0
+    logits[:, ::3, 7] += 25.0  # near-certain next tokens, where float32 moments are hardest
+    ids = torch.randint(0, 49_152, (3, 9), generator=gen)
+    mask = torch.ones(3, 9, dtype=torch.long)
+    mask[1, 6:], mask[2, 3:] = 0, 0
+    lp, mu, sigma, m = next_token_stats(logits, ids, mask, plus=True, chunk=7)
+    logp = torch.log_softmax(logits[:, :-1].double(), -1)
+    p = logp.exp()
+    want_mu = (p * logp).sum(-1)
+    want_sigma = (p * (logp - want_mu[..., None]) ** 2).sum(-1).sqrt()
+    want_lp = logp.gather(-1, ids[:, 1:, None])[..., 0]
+    real = m.bool()
+    assert m.sum().item() == 8 + 5 + 2
+    assert torch.allclose(lp[real].double(), want_lp[real], atol=1e-5, rtol=0)
+    assert torch.allclose(mu[real].double(), want_mu[real], atol=1e-5, rtol=0)
+    assert torch.allclose(sigma[real].double(), want_sigma[real], atol=1e-5, rtol=0)
+    assert (lp[~real] == 0).all() and (sigma[~real] == 1).all()  # padding stays neutral
