@@ -31,7 +31,7 @@
 
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: a named set of the values below
-seed = None  # data seed; models use seed, seed + 1, ...
+seed = None  # data seed; the i-th model of a run uses seed + i
 n_seeds = None  # models trained per (model, trainer, γ)
 n_dialogues = None  # training dialogues of CustomerSim
 n_test = None  # test dialogues (perplexity)

@@ -48,7 +48,7 @@ def _gammas(default: list[float], smoke: list[float], paper: list[float], what: 
 
 
 SPEC = {
-    "seed": Param(int, 0, low=0, high=2**32 - 1, help="data seed; models use seed, seed + 1, ..."),
+    "seed": Param(int, 0, low=0, high=2**32 - 1, help="data seed; the i-th model of a run uses seed + i"),
     "n_seeds": Param(int, 3, smoke=1, low=1, high=10, help="models trained per (model, trainer, γ)"),
     "n_dialogues": Param(int, 150, smoke=40, paper=10_000, low=20, high=100_000, help="training dialogues"),
     "n_test": Param(int, 100, smoke=20, paper=1000, low=10, high=10_000, help="test dialogues"),
