@@ -15,7 +15,7 @@ from .. import cache, stats
 from ..pretrained import SMOLLM2_HUB
 from ..verdict import Claim, judge
 from . import membership_attacks, pretrained_arm, trainers
-from .runs import CONTROL, DELTA, VERSION, Data, Encoder, mia_scores, test_nll
+from .runs import CONTROL, DELTA, VERSION, Data, Encoder, mia_scores, nll_of, test_nll
 
 TRAINERS = ("non-private", "DPSGD", "CRT")
 SMOKE_LAYERS = 2  # smoke runs keep only SmolLM2's first decoder blocks
@@ -135,18 +135,10 @@ def run(p: Any, data: Data) -> dict:
     return result | {CONTROL: control, "cached": cached}
 
 
-def _nll(result: dict, trainer: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sentence summed NLL and token counts of one perplexity kind."""
-    n = result[trainer]["nll"]
-    if kind == "non-secret":
-        return n["first"] + n["ordinary"], n["n_total"] - n["n_secret"]
-    return (n["total"], n["n_total"]) if kind == "raw" else (n["redacted"], n["n_redacted"])
-
-
 def perplexity(result: dict, trainer: str, kind: str, versus: str | None = None, seed: int = 0) -> stats.Interval:
     """Test perplexity of one fine-tune (or its ratio to another), bootstrapped over test sentences."""
-    a, counts = _nll(result, trainer, kind)
-    b = None if versus is None else _nll(result, versus, kind)[0][None]
+    a, counts = nll_of(result[trainer]["nll"], kind)
+    b = None if versus is None else nll_of(result[versus]["nll"], kind)[0][None]
     return stats.seeds_and_items_perplexity(a[None], counts, b, seed=seed)
 
 

@@ -23,6 +23,7 @@ from .runs import (
     DELTA,
     MODELS,
     N_CANARIES,
+    PERPLEXITIES,
     STEPPERS,
     Data,
     Encoder,
@@ -32,6 +33,7 @@ from .runs import (
     canary_copies_missed,
     canary_scores,
     mia_scores,
+    nll_of,
     planned_runs,
     test_nll,
 )
@@ -265,22 +267,6 @@ def mia_table(ch: Chapter) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-PERPLEXITIES = {
-    "raw": ("total", "n_total"),
-    "non-secret": ("nonsecret", "n_nonsecret"),
-    "redacted": ("redacted", "n_redacted"),
-}
-
-
-def _nll(scores: dict, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-sentence summed NLL and token count of one perplexity kind."""
-    nll = scores["nll"]
-    if kind == "non-secret":
-        return nll["first"] + nll["ordinary"], nll["n_total"] - nll["n_secret"]
-    num, den = PERPLEXITIES[kind]
-    return nll[num], nll[den]
-
-
 def utility_runs(ch: Chapter) -> dict[tuple[str, str], list[Run]]:
     """(model, trainer label) -> runs over seeds at Fig. 2's γ (γ-free trainers and both CRT readings included)."""
     out: dict[tuple[str, str], list[Run]] = {}
@@ -293,9 +279,9 @@ def utility_runs(ch: Chapter) -> dict[tuple[str, str], list[Run]]:
 def perplexity(ch: Chapter, runs: list[Run], kind: str, versus: list[Run] | None = None) -> stats.Interval:
     """Seed-mean test perplexity of `runs` (or its ratio to `versus`, paired by seed) with a seeds-and-sentences
     bootstrap interval."""
-    a = np.stack([_nll(ch.scores[r], kind)[0] for r in runs])
-    counts = _nll(ch.scores[runs[0]], kind)[1]
-    b = None if versus is None else np.stack([_nll(ch.scores[r], kind)[0] for r in versus])
+    a = np.stack([nll_of(ch.scores[r]["nll"], kind)[0] for r in runs])
+    counts = nll_of(ch.scores[runs[0]]["nll"], kind)[1]
+    b = None if versus is None else np.stack([nll_of(ch.scores[r]["nll"], kind)[0] for r in versus])
     return stats.seeds_and_items_perplexity(a, counts, b, seed=ch.p.seed)
 
 

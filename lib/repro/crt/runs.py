@@ -343,3 +343,17 @@ def test_nll(model: torch.nn.Module, enc: Encoder) -> dict[str, np.ndarray]:
         "redacted": np.array([r.sum() for r in redacted]),
         "n_redacted": np.array([len(r) for r in redacted], dtype=float),
     }
+
+
+PERPLEXITIES = ("raw", "non-secret", "redacted")
+
+
+def nll_of(nll: dict[str, np.ndarray], kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-sentence summed NLL and token count of one perplexity kind, from a `test_nll` dict."""
+    if kind == "non-secret":
+        return nll["first"] + nll["ordinary"], nll["n_total"] - nll["n_secret"]
+    if kind == "raw":
+        return nll["total"], nll["n_total"]
+    if kind == "redacted":
+        return nll["redacted"], nll["n_redacted"]
+    raise ValueError(f"kind must be one of {PERPLEXITIES}, got {kind!r}")
