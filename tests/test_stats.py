@@ -447,3 +447,52 @@ def test_seeds_and_items_perplexity_covers_the_true_ratio_by_simulation() -> Non
         iv = stats.seeds_and_items_perplexity(a, counts, b, n_resamples=400, seed=int(rng.integers(1 << 30)))
         covered += iv.low <= np.exp(-0.1) <= iv.high
     assert 0.85 <= covered / n_sim <= 0.995
+
+
+# --- grouped AUC contrasts (detector pairs over several sets) ----------------------------------------------------
+
+
+def test_grouped_contrast_of_one_group_is_the_paired_bootstrap() -> None:
+    y, a, b = correlated_scores(np.random.default_rng(3), 120)
+    grouped = stats.grouped_auc_contrast([(y, [(1.0, a, None), (-1.0, b, None)])], n_resamples=500, seed=7)
+    paired = stats.paired_bootstrap_diff(stats.fast_auc, y, a, b, n_resamples=500, seed=7)
+    assert (grouped.estimate, grouped.low, grouped.high) == pytest.approx((paired.estimate, paired.low, paired.high))
+    assert grouped.estimate == pytest.approx(roc_auc_score(y, a) - roc_auc_score(y, b), abs=1e-12)
+
+
+def test_grouped_contrast_estimate_is_the_mean_over_groups_with_masks() -> None:
+    rng = np.random.default_rng(4)
+    (y1, a1, b1), (y2, a2, _) = correlated_scores(rng, 80), correlated_scores(rng, 60)
+    keep = (y2 == 0) | (np.arange(60) % 3 == 0)  # a third of the positives, every negative
+    iv = stats.grouped_auc_contrast(
+        [(y1, [(1.0, a1, None), (-1.0, b1, None)]), (y2, [(1.0, a2, keep), (-1.0, a2, None)])], n_resamples=200
+    )
+    by_hand = (
+        roc_auc_score(y1, a1) - roc_auc_score(y1, b1) + roc_auc_score(y2[keep], a2[keep]) - roc_auc_score(y2, a2)
+    ) / 2
+    assert iv.estimate == pytest.approx(by_hand, abs=1e-12)
+    assert iv.low < iv.estimate < iv.high
+    assert "within set and class" in iv.method
+
+
+def test_grouped_contrast_covers_the_true_mean_difference() -> None:
+    rng = np.random.default_rng(5)
+    truth = np.mean([binormal_auc(1.0) - binormal_auc(0.6), binormal_auc(0.8) - binormal_auc(0.8)])
+    hits = 0
+    for i in range(120):
+        groups = []
+        for shift_a, shift_b in ((1.0, 0.6), (0.8, 0.8)):
+            y, a, b = correlated_scores(rng, 100, shift_a, shift_b)
+            groups.append((y, [(1.0, a, None), (-1.0, b, None)]))
+        hits += stats.grouped_auc_contrast(groups, n_resamples=300, seed=i).contains(truth)
+    assert 0.85 <= hits / 120 <= 0.995
+
+
+def test_grouped_null_matches_the_mann_whitney_null() -> None:
+    rng = np.random.default_rng(6)
+    sizes = ((30, 90), (50, 50))
+    groups = [(np.r_[np.ones(p), np.zeros(n)].astype(int), rng.normal(size=p + n)) for p, n in sizes]
+    null = stats.grouped_auc_null(groups, n_permutations=4000, seed=1)
+    sd = math.sqrt(sum((p + n + 1) / (12 * p * n) for p, n in sizes)) / len(sizes)
+    assert null.mean() == pytest.approx(0.5, abs=4 * sd / math.sqrt(4000))
+    assert null.std() == pytest.approx(sd, rel=0.06)

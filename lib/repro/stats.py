@@ -22,6 +22,8 @@ __all__ = [
     "delong",
     "delong_interval",
     "fast_auc",
+    "grouped_auc_contrast",
+    "grouped_auc_null",
     "hanley_mcneil_se",
     "max_null",
     "null_band",
@@ -357,6 +359,80 @@ def seeds_and_items_contrast(
     paired = "paired " if len(terms) > 1 else ""
     words = f"{paired}bootstrap over {n:,} {unit} (within class) and {n_seeds:,} seeds, {n_resamples:,} resamples"
     return _finish(value(np.ones(n), np.arange(n_seeds)), dist, level, words)
+
+
+AucTerm = tuple[float, np.ndarray, np.ndarray | None]  # (weight, scores, items included or None for all)
+
+
+def _group_terms(
+    labels: ArrayLike, terms: Sequence[AucTerm]
+) -> tuple[np.ndarray, list[tuple[float, _WeightedAuc, np.ndarray]]]:
+    """One group's labels and its terms as (weight, weighted AUC, 0/1 inclusion weights)."""
+    y = np.asarray(labels).astype(bool)
+    out = []
+    for weight, scores, keep in terms:
+        mask = np.ones(y.size) if keep is None else np.asarray(keep, dtype=np.float64)
+        if mask.shape != y.shape:
+            raise ValueError(f"a term's inclusion mask needs one entry per item, got {mask.shape} for {y.size} items")
+        out.append((float(weight), _WeightedAuc(y, scores), mask))
+    return y, out
+
+
+def grouped_auc_contrast(
+    groups: Sequence[tuple[ArrayLike, Sequence[AucTerm]]],
+    *,
+    n_resamples: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+    unit: str = "texts",
+) -> Interval:
+    """Mean over groups of sum_j w_j AUC_j, with a paired bootstrap over each group's items (within class).
+
+    groups: (labels, terms) per group (e.g. per downstream set); a term is (weight, scores, keep), its AUC taken over
+    the items where keep is 1 (all when None). Every term of a group is scored on the same items, so one resample of
+    the group's items serves all its terms: the contrast is paired."""
+    _check_level(level)
+    if not groups:
+        raise ValueError("pass at least one group")
+    prepared = [_group_terms(y, terms) for y, terms in groups]
+    rng = np.random.default_rng(seed)
+
+    def value(weights: Sequence[np.ndarray]) -> float:
+        """The statistic when group g's item i appears weights[g][i] times."""
+        return float(
+            np.mean([sum(w * auc(m * wg) for w, auc, m in terms) for (_, terms), wg in zip(prepared, weights)])
+        )
+
+    draws = [_resamples(y.size, y, n_resamples, rng) for y, _ in prepared]
+    dist = np.array(
+        [
+            value([np.bincount(next(d), minlength=y.size).astype(np.float64) for d, (y, _) in zip(draws, prepared)])
+            for _ in range(n_resamples)
+        ]
+    )
+    n = sum(y.size for y, _ in prepared)
+    paired = "paired " if any(len(t) > 1 for _, t in prepared) else ""
+    within = "within set and class" if len(prepared) > 1 else "within class"
+    words = f"{paired}bootstrap over {n:,} {unit} ({within}), {n_resamples:,} resamples"
+    return _finish(value([np.ones(y.size) for y, _ in prepared]), dist, level, words)
+
+
+def grouped_auc_null(
+    groups: Sequence[tuple[ArrayLike, ArrayLike]], n_permutations: int = 1000, seed: int = 0
+) -> np.ndarray:
+    """Null of the mean over groups of AUC(labels, scores) when each group's labels are permuted (no signal)."""
+    if n_permutations < 1:
+        raise ValueError(f"n_permutations must be >= 1, got {n_permutations}")
+    rng = np.random.default_rng(seed)
+    null = np.zeros(n_permutations)
+    for labels, scores in groups:
+        s = _finite_1d(scores, "scores")
+        y = _binary_labels(labels, s.size)
+        n_pos = int(y.sum())
+        ranks = sps.rankdata(s)
+        picked = np.argsort(rng.random((n_permutations, s.size)), axis=1)[:, :n_pos]  # a random positive set per row
+        null += (ranks[picked].sum(1) - n_pos * (n_pos + 1) / 2) / (n_pos * (s.size - n_pos))
+    return null / len(groups)
 
 
 def seeds_and_items_auc(
