@@ -1,0 +1,161 @@
+"""repro.data_selection.doremi: the DoReMi weight update by hand, per-domain losses against a direct loop, a tiny run."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+from torch.nn import functional as F
+
+from repro.data_selection import doremi as dr
+
+V, L = 50, 16
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Keep the tiny models on one CPU thread (the machine is shared); restore the setting after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_update_matches_hand_computation() -> None:
+    # domain 0: excess 6 over 4 tokens -> lambda 1.5; domain 1: -2 over 5 tokens clips to 0; domain 2: no tokens -> 0
+    prev = np.array([0.5, 0.3, 0.2])
+    alpha, log_alpha = dr.doremi_update(np.log(prev), [6.0, -2.0, 0.0], [4, 5, 0], step_size=1.0, smoothing=1e-3)
+    raw = prev * np.exp([1.5, 0.0, 0.0])
+    expected = 0.999 * raw / raw.sum() + 1e-3 / 3
+    assert alpha == pytest.approx(expected, abs=1e-12)
+    assert log_alpha == pytest.approx(np.log(expected), abs=1e-12)
+    # the same numbers: 0.5 e^1.5 = 2.2408, Z = 2.7408
+    assert alpha[0] == pytest.approx(0.999 * 0.5 * math.exp(1.5) / (0.5 * math.exp(1.5) + 0.5) + 1e-3 / 3, abs=1e-12)
+
+
+def test_update_step_size_and_prior() -> None:
+    prior = np.array([0.6, 0.3, 0.1])
+    alpha, _ = dr.doremi_update(
+        np.log(np.full(3, 1 / 3)), [2.0, 3.0, 0.0], [2, 1, 4], step_size=0.5, smoothing=0.1, prior=prior
+    )
+    raw = np.exp(0.5 * np.array([1.0, 3.0, 0.0]))
+    assert alpha == pytest.approx(0.9 * raw / raw.sum() + 0.1 * prior, abs=1e-12)
+
+
+def test_update_accepts_tensors_and_is_the_log_space_softmax() -> None:
+    log_alpha = np.log([0.1, 0.2, 0.7])
+    alpha, _ = dr.doremi_update(log_alpha, torch.tensor([1.0, 4.0, 0.5]), torch.tensor([2.0, 2.0, 1.0]))
+    softmax = torch.softmax(torch.tensor(log_alpha + np.array([0.5, 2.0, 0.5])), dim=0).numpy()
+    assert alpha == pytest.approx(0.999 * softmax + 1e-3 / 3, abs=1e-12)
+
+
+def test_zero_excess_keeps_uniform_and_weights_stay_on_the_smoothed_simplex() -> None:
+    k = 4
+    alpha, _ = dr.doremi_update(np.log(np.full(k, 1 / k)), np.zeros(k), np.full(k, 10))
+    assert alpha == pytest.approx(np.full(k, 1 / k), abs=1e-15)
+    rng = np.random.default_rng(0)
+    log_alpha = np.log(np.full(k, 1 / k))
+    for _ in range(200):
+        counts = rng.integers(0, 3, k) * 15
+        alpha, log_alpha = dr.doremi_update(log_alpha, rng.normal(1.0, 3.0, k) * counts, counts, smoothing=1e-3)
+        assert alpha.sum() == pytest.approx(1.0, abs=1e-12)
+        assert (alpha >= 1e-3 / k - 1e-15).all()
+
+
+def test_proxy_loss_normalization_is_the_token_weighted_mean() -> None:
+    # two domains: sums 6 over 3 tokens and 10 over 2 tokens, weights 0.25 / 0.75
+    loss = dr.doremi_proxy_loss(torch.tensor([6.0, 10.0]), torch.tensor([3.0, 2.0]), np.array([0.25, 0.75]))
+    assert loss.item() == pytest.approx((0.25 * 6 + 0.75 * 10) / (0.25 * 3 + 0.75 * 2), abs=1e-6)
+
+
+def test_per_domain_token_loss_equals_a_direct_loop() -> None:
+    model = dr.tiny_llama(V, d_model=16, n_layers=2, n_heads=2, seq_len=L, seed=1).eval()
+    ids = torch.from_numpy(np.random.default_rng(0).integers(0, V, (6, L)))
+    domains = np.array([0, 2, 0, 1, 2, 2])
+    with torch.no_grad():
+        sums, counts = dr.per_domain_token_loss(model, ids, domains, n_domains=4)
+        direct = np.zeros(4)
+        for seq, d in zip(ids, domains):
+            logits = model(input_ids=seq[None]).logits[0]
+            direct[d] += F.cross_entropy(logits[:-1], seq[1:], reduction="sum").item()
+    assert counts.numpy().tolist() == [2 * (L - 1), 1 * (L - 1), 3 * (L - 1), 0]
+    assert sums.numpy() == pytest.approx(direct, rel=1e-5)
+    assert sums[3].item() == 0.0
+
+
+def test_domain_blocks_and_token_counts() -> None:
+    assert dr.domain_token_counts([[[1, 2, 3], [4]], np.arange(7)]).tolist() == [4, 7]
+    blocks = dr.DomainBlocks([np.arange(10), np.arange(100, 108)], block_size=4)
+    assert blocks.blocks_per_domain().tolist() == [2, 2]  # the tail (8, 9) is dropped
+    assert blocks.blocks[0].tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    with pytest.raises(ValueError):
+        dr.DomainBlocks([np.arange(3)], block_size=4)
+
+
+def test_sample_batch_domain_frequencies_follow_the_weights() -> None:
+    weights = np.array([0.5, 0.3, 0.2])
+    blocks = dr.DomainBlocks([np.arange(10 * d, 10 * d + 10) for d in range(3)], block_size=2)
+    ids, domains = blocks.sample_batch(weights, 20_000, np.random.default_rng(0))
+    assert ids.shape == (20_000, 2)
+    assert (ids[:, 0].numpy() // 10 == domains).all()  # every row comes from its drawn domain
+    observed = np.bincount(domains, minlength=3)
+    assert stats.chisquare(observed, 20_000 * weights).pvalue > 1e-3
+    assert np.abs(observed / 20_000 - weights).max() < 4 * np.sqrt(0.25 / 20_000)
+
+
+def test_steps_to_reach_interpolates_between_evals() -> None:
+    steps, values = [100, 200, 300, 400], [5.0, 4.0, 3.0, 2.5]
+    assert dr.steps_to_reach(steps, values, 3.5) == pytest.approx(250.0)  # between 4.0 @200 and 3.0 @300
+    assert dr.steps_to_reach(steps, values, 2.75) == pytest.approx(350.0)
+    assert dr.steps_to_reach(steps, values, 4.0) == pytest.approx(200.0)
+    assert dr.steps_to_reach(steps, values, 6.0) == pytest.approx(100.0)  # already reached at the first eval
+    assert math.isnan(dr.steps_to_reach(steps, values, 2.0))
+
+
+def test_tiny_doremi_run_upweights_the_domain_the_proxy_lags_on() -> None:
+    # domain 0: uniform random tokens (irreducible loss ln 50 for any model); domain 1: a period-10 pattern the
+    # reference never sees; domain 2: a period-7 pattern the reference is trained on, which the fresh proxy lags on.
+    rng = np.random.default_rng(0)
+    streams = [rng.integers(0, V, 2000), np.tile(np.arange(10, 20), 200), np.tile(np.arange(30, 37), 300)]
+    blocks = dr.DomainBlocks(streams, L)
+    reference = dr.tiny_llama(V, d_model=16, n_layers=1, n_heads=2, seq_len=L, seed=0)
+    hist = dr.train_lm(
+        reference,
+        blocks,
+        [0.0, 0.0, 1.0],
+        steps=25,
+        batch_size=8,
+        lr=1e-2,
+        seed=0,
+        progress=False,
+        eval_every=10,
+        eval_fn=lambda m: dr.per_domain_perplexity(m, blocks, 64),
+    )
+    assert hist["eval_step"].tolist() == [10, 20, 25] and hist["eval"].shape == (3, 3)
+    assert hist["eval"][-1] == pytest.approx(dr.per_domain_perplexity(reference, blocks, 64), rel=1e-5)
+    assert hist["eval"][-1, 2] < 2.0  # the reference has learned its pattern
+    proxy = dr.tiny_llama(V, d_model=16, n_layers=1, n_heads=2, seq_len=L, seed=1)
+    avg, history = dr.train_proxy_doremi(
+        proxy, reference, blocks, steps=30, batch_size=8, lr=1e-2, seed=0, progress=False
+    )
+    assert history.shape == (30, 3)
+    assert avg.sum() == pytest.approx(1.0, abs=1e-12) and history.sum(axis=1) == pytest.approx(np.ones(30), abs=1e-12)
+    assert avg == pytest.approx(history.mean(axis=0))
+    assert (history >= 1e-3 / 3 - 1e-15).all()
+    assert avg[2] > 0.9  # all the excess loss is on the domain the reference knows and the proxy does not yet
+
+
+def test_per_domain_nll_matches_perplexity_and_block_sums() -> None:
+    model = dr.tiny_llama(V, d_model=16, n_layers=1, n_heads=2, seq_len=L, seed=2)
+    held_out = [torch.from_numpy(np.random.default_rng(d).integers(0, V, (n, L))) for d, n in enumerate([5, 3])]
+    nll, counts = dr.per_domain_nll(model, held_out, batch_size=2)
+    per_block = dr.block_nll(model, held_out, batch_size=4)
+    assert counts.tolist() == [5 * (L - 1), 3 * (L - 1)]
+    assert [len(b) for b in per_block] == [5, 3]
+    assert nll == pytest.approx([b.sum() for b in per_block], rel=1e-6)
+    assert dr.per_domain_perplexity(model, held_out, 3) == pytest.approx(np.exp(nll / counts), rel=1e-6)
+    # a near-uninformative random init scores close to the uniform perplexity V
+    assert np.abs(np.log(np.exp(nll / counts)) - math.log(V)).max() < 0.1
