@@ -351,7 +351,7 @@ def test_sizes_beyond_the_pool_raise_naming_the_parameter() -> None:
 def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str, str], isolated_runs: Path) -> None:
     flags = [
         a
-        for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], "size_background": [64, 4000]}.items()
+        for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], "indist_background": [64, 4000]}.items()
         for a in ("-p", k, str(v))
     ]
     done = subprocess.run(
@@ -364,5 +364,5 @@ def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str,
     )
     assert done.returncode == 2, done.stderr[-2000:]
     error = done.stderr.strip().splitlines()
-    assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'size_background': 4,000 tokens")
+    assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'indist_background': 4,000 tokens")
     assert "the background half of News August 2023 has only" in error[0]

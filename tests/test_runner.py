@@ -397,7 +397,7 @@ def test_every_notebook_bounds_its_seed_for_numpy() -> None:
         ("deepgini_apfd", ["-p", "recipe", "sgd"], "parameter 'recipe'"),
         ("deepgini_apfd", ["-p", "pairs", "[cifar10:lenet1]"], "parameter 'pairs': cifar10 needs data_source hub"),
         ("mink_contamination", ["-p", "sets", "[BoolQ]"], "parameter 'sets': ['BoolQ'] at source local: choose from"),
-        ("mink_contamination", ["-p", "wikimia_lengths", "[48]"], "parameter 'wikimia_lengths': got item 48"),
+        ("mink_contamination", ["-p", "low_learning_rate", "0.001"], "parameter 'learning_rate': it must exceed"),
         ("mink_contamination", ["-p", "size_sets", "[imdb]"], "parameter 'size_sets': got item 'imdb'"),
     ],
 )

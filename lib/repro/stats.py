@@ -379,7 +379,7 @@ def _group_terms(
 
 
 def grouped_auc_contrast(
-    groups: Sequence[tuple[ArrayLike, Sequence[AucTerm]]],
+    groups: Sequence[tuple[ArrayLike, Sequence[AucTerm]] | tuple[ArrayLike, Sequence[AucTerm], ArrayLike]],
     *,
     n_resamples: int = 2000,
     level: float = 0.95,
@@ -388,13 +388,15 @@ def grouped_auc_contrast(
 ) -> Interval:
     """Mean over groups of sum_j w_j AUC_j, with a paired bootstrap over each group's items (within class).
 
-    groups: (labels, terms) per group (e.g. per downstream set); a term is (weight, scores, keep), its AUC taken over
-    the items where keep is 1 (all when None). Every term of a group is scored on the same items, so one resample of
-    the group's items serves all its terms: the contrast is paired."""
+    groups: (labels, terms) or (labels, terms, strata) per group (e.g. per downstream set); a term is (weight, scores,
+    keep), its AUC taken over the items where keep is 1 (all when None). Items are resampled within their stratum
+    (default: their class). Every term of a group is scored on the same items, so one resample of the group's items
+    serves all its terms: the contrast is paired."""
     _check_level(level)
     if not groups:
         raise ValueError("pass at least one group")
-    prepared = [_group_terms(y, terms) for y, terms in groups]
+    prepared = [_group_terms(g[0], g[1]) for g in groups]
+    strata = [np.asarray(g[2]) if len(g) > 2 else y for g, (y, _) in zip(groups, prepared)]
     rng = np.random.default_rng(seed)
 
     def value(weights: Sequence[np.ndarray]) -> float:
@@ -403,7 +405,7 @@ def grouped_auc_contrast(
             np.mean([sum(w * auc(m * wg) for w, auc, m in terms) for (_, terms), wg in zip(prepared, weights)])
         )
 
-    draws = [_resamples(y.size, y, n_resamples, rng) for y, _ in prepared]
+    draws = [_resamples(y.size, st, n_resamples, rng) for (y, _), st in zip(prepared, strata)]
     dist = np.array(
         [
             value([np.bincount(next(d), minlength=y.size).astype(np.float64) for d, (y, _) in zip(draws, prepared)])

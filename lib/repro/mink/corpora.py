@@ -163,15 +163,20 @@ class MemberSplit:
         return np.r_[np.ones(len(self.members), int), np.zeros(len(self.nonmembers), int)]
 
 
-def split_members(name: str, texts: Sequence[str], n: int, seed: int, param: str = "n_members") -> MemberSplit:
-    """Draw 2n distinct texts at random: the first n become members, the rest non-members (a ParameterError on
-    `param`, the parameter that asked for n, when there are fewer than 2n)."""
+def split_members(
+    name: str, texts: Sequence[str], n: int, seed: int, param: str = "n_members", n_out: int | None = None
+) -> MemberSplit:
+    """Draw distinct texts at random: the first n become members, up to `n_out` (default n) of the rest non-members.
+
+    A set with fewer than 2n distinct items is a ParameterError on `param`, the parameter that asked for n; a set with
+    at least 2n but fewer than n + n_out keeps all its remaining items as non-members."""
     unique = list(dict.fromkeys(texts))
     if len(unique) < 2 * n:
         raise ParameterError(
             f"parameter {param!r}: {name} has {len(unique)} distinct items, fewer than 2 x {n} members; lower {param}"
         )
-    idx = np.random.default_rng(seed).permutation(len(unique))[: 2 * n]
+    n_out = n if n_out is None else n_out
+    idx = np.random.default_rng(seed).permutation(len(unique))[: n + n_out]
     chosen = [unique[i] for i in idx]
     return MemberSplit(name, chosen[:n], chosen[n:])
 
@@ -235,7 +240,7 @@ def score_table(
     return table
 
 
-def detect(
+def score_splits(
     model: Any,
     tokenizer: Any,
     splits: Sequence[MemberSplit],
@@ -244,30 +249,41 @@ def detect(
     refs: Mapping[str, pd.DataFrame] | None = None,
     lowercase: bool = False,
     neighbor_loss: Mapping[str, float] | None = None,
+    plus: bool = True,
     batch_size: int = 16,
     max_length: int = 256,
-    **columns: Any,
-) -> pd.DataFrame:
-    """AUC and TPR@5%FPR of every detector on each member split, one row per (dataset, method, k), plus `columns`."""
+) -> dict[str, dict[str, np.ndarray]]:
+    """Every detector's per-text score (aligned with split.texts) for each split, keyed by split name then detector."""
     texts = [t for s in splits for t in s.texts]
-    target = score_table(model, tokenizer, texts, ks, True, batch_size, max_length, "scoring target")
+    target = score_table(model, tokenizer, texts, ks, plus, batch_size, max_length, "scoring target")
     lower = (
         score_table(model, tokenizer, [t.lower() for t in texts], ks, False, batch_size, max_length, "lowercase")
         if lowercase
         else None
     )
-    rows = []
+    out = {}
     for s in splits:
         lower_s = lower.loc[[t.lower() for t in s.texts]] if lower is not None else None
         refs_s = {name: ref.loc[s.texts] for name, ref in (refs or {}).items()}
         neigh = np.array([neighbor_loss[t] for t in s.texts]) if neighbor_loss else None
-        scores = detectors.detector_scores(target.loc[s.texts], s.texts, ks, lower_s, refs_s, neigh)
-        rows.append(
-            detectors.evaluate(scores, s.labels).assign(
-                dataset=s.name, members=len(s.members), nonmembers=len(s.nonmembers), **columns
+        out[s.name] = detectors.detector_scores(target.loc[s.texts], s.texts, ks, lower_s, refs_s, neigh)
+    return out
+
+
+def detect(
+    model: Any, tokenizer: Any, splits: Sequence[MemberSplit], ks: Sequence[float], **options: Any
+) -> pd.DataFrame:
+    """AUC and TPR@5%FPR of every detector on each member split, one row per (dataset, method, k)."""
+    scored = score_splits(model, tokenizer, splits, ks, **options)
+    return pd.concat(
+        [
+            detectors.evaluate(scored[s.name], s.labels).assign(
+                dataset=s.name, members=len(s.members), nonmembers=len(s.nonmembers)
             )
-        )
-    return pd.concat(rows, ignore_index=True)
+            for s in splits
+        ],
+        ignore_index=True,
+    )
 
 
 def occurrence_splits(split: MemberSplit, copies: np.ndarray) -> list[MemberSplit]:

@@ -1,0 +1,91 @@
+"""Figures of the Min-K% chapter: detectors per set with intervals, Figure 5's three panels, the k sweep."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..page import FIGURE_WIDTH, method_colors
+from ..plots import interval_points
+from . import corpora as C
+
+ORACLE = ("Ref", "Ref-small")
+Z95 = 1.959964
+
+
+def detection_bars(main: pd.DataFrame) -> plt.Figure:
+    """AUC of every detector on every set after the main run (DeLong 95 % bars); the oracle Ref set apart."""
+    d = main.assign(set=main.dataset.map(C.paper_name))
+    free = d[~d.method.isin(ORACLE)].groupby("method").auc.mean().sort_values().index.tolist()
+    order = free + [m for m in ORACLE if m in set(d.method)]
+    d = d.set_index("method").loc[order].reset_index()
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.8))
+    interval_points(ax, d, "method", "auc", "auc_low", "auc_high", "set", method_colors(list(dict.fromkeys(d.set))))
+    n_free = len(free)
+    ax.axvspan(n_free - 0.5, len(order) - 0.5, color="0.9", zorder=0)
+    ax.text(n_free - 0.4, 0.33, "oracle: the base model\nas reference", fontsize=8, va="bottom")
+    ax.axhline(0.5, color="grey", lw=1, ls="--")
+    ax.set(ylim=(0.3, 1.02), ylabel="AUC", xlabel="", title="Members vs non-members after the main run (k = 20 %)")
+    ax.legend(fontsize=8, ncols=2, loc="upper left")
+    fig.tight_layout()
+    return fig
+
+
+def _lines(ax: plt.Axes, d: pd.DataFrame, x: str, colors: dict) -> None:
+    """Min-K% (solid, circles) and PPL (dashed, squares) per set, with 95 % bars."""
+    if d.empty:
+        ax.text(0.5, 0.5, "too few members per point", transform=ax.transAxes, ha="center")
+        return
+    for (name, method), g in d.groupby(["set", "method"], sort=False):
+        g = g.sort_values(x)
+        ax.errorbar(
+            g[x],
+            g.auc,
+            yerr=[g.auc - g.auc_low, g.auc_high - g.auc],
+            color=colors[name],
+            ls="-" if method == "Min-K%" else "--",
+            marker="o" if method == "Min-K%" else "s",
+            capsize=3,
+            label=f"{name}, {method}",
+        )
+
+
+def figure5(sizes: pd.DataFrame, occurrences: pd.DataFrame) -> plt.Figure:
+    """Fig. 5: AUC against corpus size for outlier (a) and in-distribution (b) contaminants, and against copies (c)."""
+    fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH * 1.5, 4.0))
+    colors = method_colors([*dict.fromkeys(sizes.set), "copies"])
+    for ax, exp, title in zip(
+        axes[:2], ("size_outlier", "size_indist"), ("(a) outlier contaminants", "(b) in-distribution")
+    ):
+        _lines(ax, sizes[sizes.experiment == exp], "background_tokens", colors)
+        ax.set(xscale="log", title=title, xlabel="background tokens", ylabel="AUC")
+    _lines(axes[2], occurrences.assign(set="copies"), "copies", colors)
+    if not occurrences.empty:
+        axes[2].set_xticks(sorted(occurrences.copies.unique()))
+    axes[2].set(title="(c) occurrences of each member", xlabel="copies in the corpus", ylabel="AUC")
+    for ax in axes:
+        ax.axhline(0.5, color="grey", lw=1, ls=":")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def k_sweep(main: pd.DataFrame) -> plt.Figure:
+    """Mean AUC over the sets against k for Min-K% and Min-K%++, PPL as a line, with approximate 95 % bars."""
+    d = main.assign(se=(main.auc_high - main.auc_low) / (2 * Z95))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.4))
+    colors = method_colors(["Min-K%", "Min-K%++", "PPL"])
+    for method in ("Min-K%", "Min-K%++"):
+        g = (
+            d[d.method == method]
+            .groupby("k")
+            .agg(auc=("auc", "mean"), se=("se", lambda s: np.sqrt((s**2).sum()) / len(s)))
+        )
+        ax.errorbar(g.index, g.auc, yerr=Z95 * g.se, marker="o", capsize=3, color=colors[method], label=method)
+    ax.axhline(d[d.method == "PPL"].auc.mean(), color=colors["PPL"], ls="--", label="PPL (k = 100 %)")
+    ax.set(xlabel="k (fraction of tokens)", ylabel="mean AUC over the sets", title="The k sweep (main run)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
