@@ -165,7 +165,8 @@ ex.detect_lr(study)
 ex.detect_sizes(study)
 ex.detect_frequency(study)
 auc = publish("detection", ex.auc_table(study), show=False)
-training = publish("training", ex.training_table(study))
+training = ex.training_table(study)
+publish("training", training, view=ex.training_view(training))
 scale = ex.paper_scale(training)
 
 # %% [markdown]
@@ -186,6 +187,7 @@ page.say(
 table3 = publish("table3_auc", ex.versus_paper(study, auc, "auc", C.PAPER_AUC))
 figures.detection_bars(ex.headline(auc[auc.run == "main"]))
 plt.show()
+page.say(ex.nonmember_words(P, auc))
 
 # %% [markdown]
 # How each detector pair compares on the same texts (main run, k = 20 %, mean over the sets):
@@ -234,8 +236,18 @@ table4 = publish("table4_lr", ex.lr_table(study, auc))
 # %%
 sizes = publish("sizes", ex.size_table(auc), view=ex.size_view(auc))
 occurrences = publish("occurrences", ex.occurrence_table(study))
-figures.figure5(sizes, occurrences)
+figures.figure5(sizes, occurrences, C.paper_name(P.freq_set))
 plt.show()
+
+# %% [markdown]
+# Why would a larger corpus *lower* the AUC of outliers here? One mechanism is forgetting: a
+# member inserted early in the epoch is followed by many updates on other text. The table
+# correlates, for each run, the share of the epoch that follows a member's insertion with that
+# member's Min-K% gain over the base model (negative: later training erases the trace).
+
+# %%
+publish("forgetting", res.forgetting)
+page.say(ex.forgetting_words(res.forgetting))
 
 # %% [markdown]
 # ## 7. The k sweep

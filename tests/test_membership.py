@@ -305,3 +305,46 @@ def test_next_token_stats_match_float64_on_a_49k_vocabulary() -> None:
     assert torch.allclose(mu[real].double(), want_mu[real], atol=1e-5, rtol=0)
     assert torch.allclose(sigma[real].double(), want_sigma[real], atol=1e-5, rtol=0)
     assert (lp[~real] == 0).all() and (sigma[~real] == 1).all()  # padding stays neutral
+
+
+def test_split_members_scores_more_nonmembers_and_keeps_the_members() -> None:
+    texts = [f"t{i}" for i in range(40)]
+    wide = C.split_members("s", texts, 10, seed=1, n_out=25)
+    assert len(wide.members) == 10 and len(wide.nonmembers) == 25
+    assert wide.members == C.split_members("s", texts, 10, seed=1).members  # more non-members, same members
+    assert not set(wide.members) & set(wide.nonmembers)
+    short = C.split_members("s", texts, 15, seed=1, n_out=100)  # a small set keeps all its other items
+    assert len(short.nonmembers) == 25
+
+
+def test_detector_pairs_are_paired_over_the_same_texts() -> None:
+    from types import SimpleNamespace
+
+    from repro import stats
+    from repro.mink import experiment as ex
+
+    rng = np.random.default_rng(0)
+    splits, scores = [], {}
+    for name, n in (("a", 40), ("b", 60)):
+        split = C.MemberSplit(name, [f"{name}m{i}" for i in range(n)], [f"{name}n{i}" for i in range(2 * n)])
+        y = split.labels
+        common = rng.normal(size=y.size)
+        dets = {d: common + shift * y + 0.3 * rng.normal(size=y.size) for d, shift in ((ex.MK, 1.0), ("PPL", 0.6))}
+        dets |= {ex.MKPP: dets[ex.MK] + 0.1 * rng.normal(size=y.size), "Zlib": rng.normal(size=y.size)}
+        dets |= {"Lowercase": dets["Zlib"], "Ref": dets[ex.MK] + y}
+        splits.append(split)
+        scores[("main", name)] = dets
+    study = SimpleNamespace(
+        splits=splits, news=C.MemberSplit("news", [], []), scores=scores, params=SimpleNamespace(seed=0)
+    )
+    pairs = ex.pairs_table(study).set_index("contrast")
+    by_hand = np.mean([stats.fast_auc(s.labels, scores[("main", s.name)][ex.MK]) for s in splits]) - np.mean(
+        [stats.fast_auc(s.labels, scores[("main", s.name)]["PPL"]) for s in splits]
+    )
+    row = pairs.loc["Min-K% − PPL"]
+    assert row.difference == pytest.approx(by_hand, abs=1e-12)
+    # the shared component cancels in the paired contrast: its interval is far narrower than two unpaired AUC intervals
+    single = [stats.delong_interval(s.labels, scores[("main", s.name)][ex.MK]) for s in splits]
+    assert row.ci_high - row.ci_low < np.mean([iv.high - iv.low for iv in single])
+    assert row.ci_low > 0  # a shift of 1.0 against 0.6 on 100 members is detected
+    assert "within set and class" in row.test

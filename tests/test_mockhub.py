@@ -301,12 +301,27 @@ def check_mink_contamination(result: dict) -> None:
     assert all(0 <= r["auc"] <= 1 for r in rows(result, "detection") + wikimia)
 
 
+def check_data_selection(result: dict) -> None:
+    assert params(result)["source"] == "hub"
+    domains = [r["domain"] for r in rows(result, "domains")]
+    assert domains == list(mockhub.PILE_SETS)
+    assert all(r["tokens"] > r["documents"] > 0 for r in rows(result, "domains"))
+    selection = rows(result, "selection")
+    assert len(selection) == 2 * 2 * 4  # targets x sizes x methods
+    assert {r["target"] for r in selection} == {"Wikipedia (en)", "PubMed Abstracts"}
+    assert all(0 <= r["target share"] <= 1 and r["perplexity"] > 1 for r in selection)
+    doremi = rows(result, "doremi_domains")
+    assert [r["domain"] for r in doremi] == domains
+    assert sum(r["DoReMi weight"] for r in doremi) == pytest.approx(1.0)
+
+
 CHECKS: dict[str, Callable[[dict], None]] = {
     "metrics_by_hand": check_metrics_by_hand,
     "deepgini_apfd": check_deepgini_apfd,
     "rmd_near_ood": check_rmd_near_ood,
     "crt_canary_exposure": check_crt_canary_exposure,
     "mink_contamination": check_mink_contamination,
+    "data_selection": check_data_selection,
 }
 
 

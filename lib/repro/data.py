@@ -225,6 +225,26 @@ def squad_questions(domain: str, source: str = "local") -> list[str]:
     return list(dict.fromkeys(q for q in questions if q))
 
 
+def squad_paragraphs(domain: str) -> list[list[str]]:
+    """Paragraphs of one squad_shifts domain (BIG-bench copy), grouped by article, whitespace-normalized, deduplicated."""
+    import re
+
+    if domain not in SQUAD_DOMAINS:
+        raise ValueError(f"unknown squad_shifts domain {domain!r}: choose from {', '.join(SQUAD_DOMAINS)}")
+    seen: set[str] = set()
+    articles = []
+    for article in bigbench_json(f"squad_shifts/{domain}_v1.0.json")["data"]:
+        paras = []
+        for p in article["paragraphs"]:
+            text = re.sub(r"\s+", " ", p["context"]).strip()
+            if text and text not in seen:
+                seen.add(text)
+                paras.append(text)
+        if paras:
+            articles.append(paras)
+    return articles
+
+
 def cifar(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     """CIFAR-10 or CIFAR-100 (fine labels) from the Hugging Face Hub: uint8 images (n, 32, 32, 3), labels."""
     if name not in ("cifar10", "cifar100"):

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 MOCK_HUB_VAR = "REPRO_MOCK_HUB"
-LAYOUT = "v2"  # bump when a fixture changes: fixtures are built once per layout
+LAYOUT = "v3"  # bump when a fixture changes: fixtures are built once per layout
 DONE = ".complete"
 
 # ---------------------------------------------------------------------------------------------------- fixture text
@@ -361,6 +361,27 @@ def _redpajama_sample() -> dict[str, Any]:
     return {"plain_text": _text_set("redpajama", features, {"train": 64}, row)}
 
 
+PILE_SETS = ("Pile-CC", "Wikipedia (en)", "PubMed Abstracts", "StackExchange", "Github", "FreeLaw")
+
+
+def _pile_uncopyrighted() -> dict[str, Any]:
+    """monology/pile-uncopyrighted: documents with `meta.pile_set_name`, the domain; each domain leans on its own words."""
+    from datasets import Value
+
+    features = {"text": Value("string"), "meta": {"pile_set_name": Value("string")}}
+
+    def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
+        j = i % len(PILE_SETS)
+        own = WORDS[j * 7 : j * 7 + 7]
+        text = " ".join(
+            str(rng.choice(own)) if rng.random() < 0.3 else w
+            for w in words_text(rng, int(rng.integers(40, 90))).split()
+        )
+        return {"text": text, "meta": {"pile_set_name": PILE_SETS[j]}}
+
+    return {"default": _text_set("pile", features, {"train": 40 * len(PILE_SETS)}, row)}
+
+
 def _news_august_2023() -> dict[str, Any]:
     """RealTimeData/News_August_2023: news articles (body in `maintext`)."""
     from datasets import Value
@@ -444,6 +465,7 @@ DATASETS: dict[str, Callable[[], dict[str, Any]]] = {
     "truthfulqa/truthful_qa": _truthful_qa,
     "togethercomputer/RedPajama-Data-1T-Sample": _redpajama_sample,
     "RealTimeData/News_August_2023": _news_august_2023,
+    "monology/pile-uncopyrighted": _pile_uncopyrighted,
     "swj0419/WikiMIA": _wikimia,
     "pfb30/multi_woz_v22": _multi_woz_v22,
 }
@@ -920,6 +942,21 @@ def served(root: str | Path) -> Iterator[Path]:
 
 # -p overrides that run each notebook at --profile paper (same branches, data sets and models) in seconds on a CPU.
 PAPER_SHRINK: dict[str, dict[str, Any]] = {
+    "data_selection": {
+        "docs_per_domain": 30,
+        "target_docs": 6,
+        "eval_docs": 6,
+        "select_sizes": [10, 20],
+        "min_length": 10,
+        "n_seeds": 2,
+        "lm_dim": 16,
+        "lm_layers": 1,
+        "block_size": 16,
+        "batch_size": 4,
+        "dsir_steps": 3,
+        "doremi_steps": 6,
+        "eval_every": 2,
+    },
     "metrics_by_hand": {"toy_n": 200},
     "deepgini_apfd": {
         "n_train": 100,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data import bigbench_json
+from ..data import bigbench_json, squad_paragraphs
 from ..params import ParameterError
 from . import detectors
 
@@ -74,18 +74,7 @@ def _best(scores: dict[str, float]) -> str:
 
 def squad_contexts(name: str) -> list[list[str]]:
     """Paragraphs of one SQuAD-shifts domain (BIG-bench copy), grouped by article, duplicates dropped."""
-    seen: set[str] = set()
-    articles = []
-    for article in bigbench_json(f"squad_shifts/{name}_v1.0.json")["data"]:
-        paras = []
-        for p in article["paragraphs"]:
-            text = re.sub(r"\s+", " ", p["context"]).strip()
-            if text and text not in seen:
-                seen.add(text)
-                paras.append(text)
-        if paras:
-            articles.append(paras)
-    return articles
+    return squad_paragraphs(name)
 
 
 def local_set(name: str, review_words: int = 60) -> list[str]:

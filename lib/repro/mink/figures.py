@@ -32,6 +32,9 @@ def detection_bars(main: pd.DataFrame) -> plt.Figure:
     return fig
 
 
+METHOD_STYLE = {"Min-K%": ("-", "o"), "PPL": ("--", "s")}
+
+
 def _lines(ax: plt.Axes, d: pd.DataFrame, x: str, colors: dict) -> None:
     """Min-K% (solid, circles) and PPL (dashed, squares) per set, with 95 % bars."""
     if d.empty:
@@ -39,36 +42,46 @@ def _lines(ax: plt.Axes, d: pd.DataFrame, x: str, colors: dict) -> None:
         return
     for (name, method), g in d.groupby(["set", "method"], sort=False):
         g = g.sort_values(x)
+        ls, marker = METHOD_STYLE[method]
         ax.errorbar(
             g[x],
             g.auc,
             yerr=[g.auc - g.auc_low, g.auc_high - g.auc],
             color=colors[name],
-            ls="-" if method == "Min-K%" else "--",
-            marker="o" if method == "Min-K%" else "s",
+            ls=ls,
+            marker=marker,
             capsize=3,
-            label=f"{name}, {method}",
         )
 
 
-def figure5(sizes: pd.DataFrame, occurrences: pd.DataFrame) -> plt.Figure:
-    """Fig. 5: AUC against corpus size for outlier (a) and in-distribution (b) contaminants, and against copies (c)."""
-    fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH * 1.5, 4.0))
-    colors = method_colors([*dict.fromkeys(sizes.set), "copies"])
-    for ax, exp, title in zip(
-        axes[:2], ("size_outlier", "size_indist"), ("(a) outlier contaminants", "(b) in-distribution")
-    ):
-        _lines(ax, sizes[sizes.experiment == exp], "background_tokens", colors)
-        ax.set(xscale="log", title=title, xlabel="background tokens", ylabel="AUC")
-    _lines(axes[2], occurrences.assign(set="copies"), "copies", colors)
+def figure5(sizes: pd.DataFrame, occurrences: pd.DataFrame, freq_set: str) -> plt.Figure:
+    """Fig. 5: AUC against corpus size for outlier (a) and in-distribution (b) contaminants, and against copies (c).
+
+    One colour per set, one line style per detector; a shared legend underneath."""
+    occ = occurrences.assign(set=freq_set)
+    names = list(dict.fromkeys([*sizes.set, freq_set]))
+    colors = method_colors(names)
+    fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH, 3.6), sharey=True)
+    panels = (("size_outlier", "(a) outliers"), ("size_indist", "(b) in-distribution"))
+    for ax, (exp, title) in zip(axes[:2], panels):
+        d = sizes[sizes.experiment == exp]
+        _lines(ax, d, "background_tokens", colors)
+        ax.set(xscale="log", title=title, xlabel="background tokens")
+        ax.set_xticks(
+            sorted(d.background_tokens.unique()), [f"{t / 1000:g}k" for t in sorted(d.background_tokens.unique())]
+        )
+        ax.minorticks_off()
+    _lines(axes[2], occ, "copies", colors)
     if not occurrences.empty:
         axes[2].set_xticks(sorted(occurrences.copies.unique()))
-    axes[2].set(title="(c) occurrences of each member", xlabel="copies in the corpus", ylabel="AUC")
+    axes[2].set(title="(c) copies of a member", xlabel="copies in the corpus")
+    axes[0].set_ylabel("AUC")
     for ax in axes:
         ax.axhline(0.5, color="grey", lw=1, ls=":")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    handles = [plt.Line2D([], [], color=c, lw=6, label=n) for n, c in colors.items()]
+    handles += [plt.Line2D([], [], color="k", ls=ls, marker=m, label=meth) for meth, (ls, m) in METHOD_STYLE.items()]
+    fig.legend(handles=handles, loc="lower center", ncols=len(handles), fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 

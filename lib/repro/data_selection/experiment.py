@@ -1,0 +1,808 @@
+"""Data-selection chapter: parameters, domains, DSIR against its baselines, the link to contamination, DoReMi.
+
+The notebook calls `load_domains`, then `dsir_runs` (select, score KL reduction, train a tiny LM per selection and
+seed, score held-out target text), `contamination_weights`, and `doremi_runs` (reference, Group DRO proxy, main
+models on the learned and the baseline mixtures); tables and claim rows are computed from what these return."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy import stats as sps
+
+from .. import cache, stats
+from ..data import SQUAD_DOMAINS, squad_paragraphs
+from ..params import Param
+from ..verdict import Claim, Rule, judge, unexplained
+from . import doremi, dsir
+
+PILE_HUB = "monology/pile-uncopyrighted"  # The Pile without its copyrighted parts; `meta.pile_set_name` is the domain
+TOKENIZER_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"
+METHODS = ("random", "heuristic classification", "DSIR", "top-k (no noise)")
+N_BOOT = 2000
+MIN_DOMAIN_DOCS = 8
+REGIMES = {"outlier": "outlier (benchmark items in web text)", "in-distribution": "in-distribution (news in news)"}
+KL_PSEUDO_COUNT = 1.0  # add-one smoothing of every bucket when measuring KL (a small selection misses many buckets)
+
+
+def domains_of_source(p: dict) -> str | None:
+    """Local domains are the four squad_shifts domains; every target must be one of the domains."""
+    if p["source"] == "local" and set(p["domains"]) - set(SQUAD_DOMAINS):
+        return f"parameter 'domains': {p['domains']} at source local: choose from {', '.join(SQUAD_DOMAINS)}"
+    if set(p["targets"]) - set(p["domains"]):
+        return f"parameter 'targets': {p['targets']} must be among domains {p['domains']}"
+    if len(p["domains"]) < 2:
+        return "parameter 'domains': DoReMi needs at least two domains"
+    return None
+
+
+CHECKS = [domains_of_source]
+
+SPEC = {
+    "seed": Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
+    "source": Param(str, "local", paper="hub", choices=("local", "hub"), help="offline squad_shifts or the Pile (Hub)"),
+    "domains": Param(
+        list,
+        list(SQUAD_DOMAINS),
+        paper=["Pile-CC", "Wikipedia (en)", "PubMed Abstracts", "StackExchange", "Github", "FreeLaw"],
+        items=str,
+        help="text domains (squad_shifts names at local, Pile set names at hub)",
+    ),
+    "docs_per_domain": Param(
+        int, 1500, smoke=100, paper=50_000, low=MIN_DOMAIN_DOCS, high=10**7, help="documents per domain"
+    ),
+    "targets": Param(
+        list,
+        ["amazon_reviews", "reddit"],
+        smoke=["amazon_reviews"],
+        paper=["Wikipedia (en)", "PubMed Abstracts"],
+        items=str,
+        help="DSIR target domains",
+    ),
+    "target_docs": Param(int, 200, smoke=30, paper=10_000, low=2, high=10**6, help="target sample that DSIR fits"),
+    "eval_docs": Param(int, 200, smoke=10, paper=5_000, low=2, high=10**6, help="held-out target documents scored"),
+    "select_sizes": Param(
+        list,
+        [300, 900],
+        smoke=[10, 20],
+        paper=[50_000, 200_000],
+        items=int,
+        low=1,
+        high=10**8,
+        help="documents selected",
+    ),
+    "min_length": Param(
+        int,
+        100,
+        smoke=20,
+        low=0,
+        high=10**6,
+        help="fewest tokens (words, punctuation) of a selectable document; package: 100",
+    ),
+    "n_seeds": Param(int, 3, smoke=1, paper=3, low=1, high=20, help="LM seeds per selection and mixture"),
+    "lm_dim": Param(int, 128, smoke=32, paper=768, low=8, high=8192, help="width of the tiny LLaMA models"),
+    "lm_layers": Param(int, 2, smoke=1, paper=12, low=1, high=64, help="decoder layers of the tiny LLaMA models"),
+    "block_size": Param(int, 128, smoke=32, paper=1024, low=8, high=8192, help="tokens per training sequence"),
+    "batch_size": Param(int, 16, smoke=4, paper=64, low=1, high=4096, help="sequences per step"),
+    "learning_rate": Param(float, 3e-3, paper=1e-3, low=1e-6, high=1.0, help="AdamW learning rate (constant)"),
+    "dsir_steps": Param(int, 150, smoke=4, paper=50_000, low=1, high=10**7, help="steps of each DSIR selection's LM"),
+    "doremi_steps": Param(int, 300, smoke=6, paper=200_000, low=2, high=10**7, help="steps of every DoReMi model"),
+    "eval_every": Param(int, 25, smoke=2, paper=5_000, low=1, high=10**7, help="steps between held-out evaluations"),
+    "step_size": Param(float, 1.0, low=1e-4, high=100.0, help="DoReMi's exponentiated-gradient step size (paper: 1)"),
+    "smoothing": Param(float, 1e-3, low=0.0, high=1.0, help="DoReMi's smoothing towards uniform (paper: 1e-3)"),
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# domains and tokens
+
+
+@dataclass
+class Domains:
+    """Documents per domain, their token ids (one compact vocabulary), and the tokenizer's end-of-text id."""
+
+    names: list[str]
+    docs: dict[str, list[str]]
+    tokens: dict[str, list[np.ndarray]]
+    vocab_size: int
+    eos: int
+
+    def stream(self, docs: Sequence[np.ndarray]) -> np.ndarray:
+        """Documents joined into one token stream, each closed by the end-of-text token."""
+        return np.concatenate([np.r_[d, self.eos] for d in docs]) if len(docs) else np.zeros(0, np.int64)
+
+    def token_counts(self) -> np.ndarray:
+        """Each domain's size in tokens (end-of-text tokens included)."""
+        return doremi.domain_token_counts([self.stream(self.tokens[n]) for n in self.names])
+
+
+def _local_docs(name: str, n: int, seed: int) -> list[str]:
+    """Up to n shuffled paragraphs of one squad_shifts domain."""
+    paras = [p for article in squad_paragraphs(name) for p in article]
+    return [paras[i] for i in np.random.default_rng(seed).permutation(len(paras))[:n]]
+
+
+def _hub_docs(names: Sequence[str], n: int, seed: int) -> dict[str, list[str]]:
+    """Up to n documents of each Pile domain, streamed from the Hub."""
+    from datasets import load_dataset
+
+    out: dict[str, list[str]] = {name: [] for name in names}
+    stream = load_dataset(PILE_HUB, split="train", streaming=True).shuffle(seed=seed, buffer_size=10_000)
+    for row in stream:
+        name = row["meta"]["pile_set_name"]
+        if name in out and len(out[name]) < n and row["text"].strip():
+            out[name].append(row["text"].strip())
+        if all(len(v) >= n for v in out.values()):
+            break
+    return out
+
+
+def tokenizer(source: str) -> Any:
+    """SmolLM2's tokenizer: the packaged copy offline, the Hub's at source hub."""
+    from transformers import AutoTokenizer
+
+    from ..pretrained import smollm2_path
+
+    return AutoTokenizer.from_pretrained(str(smollm2_path()) if source == "local" else TOKENIZER_HUB)
+
+
+def load_domains(p: Any) -> Domains:
+    """Every domain's documents, tokenized and mapped onto the compact vocabulary of the ids they use."""
+    from ..params import ParameterError
+
+    docs = (
+        {n: _local_docs(n, p.docs_per_domain, p.seed + i) for i, n in enumerate(p.domains)}
+        if p.source == "local"
+        else _hub_docs(p.domains, p.docs_per_domain, p.seed)
+    )
+    for name, d in docs.items():
+        if len(d) < MIN_DOMAIN_DOCS:
+            raise ParameterError(f"parameter 'domains': {name} has {len(d)} documents (at least {MIN_DOMAIN_DOCS})")
+    tok = tokenizer(p.source)
+    ids = {n: tok(d, add_special_tokens=False)["input_ids"] for n, d in docs.items()}
+    used = np.unique(np.concatenate([np.asarray(x, np.int64) for v in ids.values() for x in v] + [[tok.eos_token_id]]))
+    remap = {int(t): i for i, t in enumerate(used)}
+    tokens = {n: [np.array([remap[t] for t in x], np.int64) for x in v] for n, v in ids.items()}
+    return Domains(list(p.domains), docs, tokens, len(used), remap[tok.eos_token_id])
+
+
+def domains_table(d: Domains) -> pd.DataFrame:
+    """Documents and tokens per domain."""
+    counts = d.token_counts()
+    return pd.DataFrame(
+        [
+            {
+                "domain": SQUAD_DOMAINS.get(n, n),
+                "documents": len(d.docs[n]),
+                "tokens": int(c),
+                "tokens per document": round(c / len(d.docs[n]), 1),
+                "token share": round(c / counts.sum(), 3),
+            }
+            for n, c in zip(d.names, counts)
+        ]
+    )
+
+
+def domain_label(name: str) -> str:
+    """A domain's reader-facing name."""
+    return SQUAD_DOMAINS.get(name, name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tiny language models
+
+
+def lm_config(p: Any, vocab_size: int) -> dict[str, Any]:
+    """The tiny LLaMA's architecture (part of every cache key)."""
+    return {
+        "vocab_size": vocab_size,
+        "d_model": p.lm_dim,
+        "n_layers": p.lm_layers,
+        "n_heads": 4,
+        "seq_len": p.block_size,
+    }
+
+
+def _blocks(d: Domains, streams: Sequence[np.ndarray], block_size: int, names: Sequence[str]) -> doremi.DomainBlocks:
+    """DomainBlocks over the given token streams."""
+    return doremi.DomainBlocks([torch.from_numpy(s) for s in streams], block_size, names)
+
+
+def heldout_nll(model: Any, blocks: doremi.DomainBlocks, batch_size: int) -> list[np.ndarray]:
+    """Summed next-token NLL of every held-out block, per domain."""
+    model.eval()
+    with torch.inference_mode():
+        return [np.asarray(x, np.float64) for x in doremi.block_nll(model, blocks, batch_size)]
+
+
+def train_and_score(
+    p: Any,
+    vocab_size: int,
+    train_blocks: doremi.DomainBlocks,
+    weights: Sequence[float],
+    eval_blocks: doremi.DomainBlocks,
+    seed: int,
+    steps: int,
+    name: str,
+    track: bool = False,
+) -> dict[str, Any]:
+    """Train a tiny LLaMA on a fixed mixture (cached by its inputs); held-out NLL per block and, if `track`, per eval."""
+
+    def build(path: Path) -> None:
+        model = doremi.tiny_llama(**lm_config(p, vocab_size), seed=seed)
+
+        def per_domain(m: Any) -> list[float]:
+            return [x.sum() / max(1, x.size * (p.block_size - 1)) for x in heldout_nll(m, eval_blocks, p.batch_size)]
+
+        history = doremi.train_lm(
+            model,
+            train_blocks,
+            np.asarray(weights, float),
+            steps,
+            p.batch_size,
+            p.learning_rate,
+            seed,
+            eval_every=p.eval_every if track else None,
+            eval_fn=per_domain if track else None,
+        )
+        out = {
+            "nll": [x.tolist() for x in heldout_nll(model, eval_blocks, p.batch_size)],
+            "eval_step": list(map(int, history.get("eval_step", []))),
+            "eval": np.asarray(history.get("eval", np.zeros((0, eval_blocks.n_domains)))).tolist(),
+        }
+        path.write_text(json.dumps(out))
+
+    key = (
+        lm_config(p, vocab_size),
+        [b.numpy() for b in train_blocks.blocks],
+        list(map(float, weights)),
+        [b.numpy() for b in eval_blocks.blocks],
+        seed,
+        steps,
+        p.batch_size,
+        p.learning_rate,
+        p.eval_every,
+        track,
+    )
+    path = cache.entry_path("data_selection", name, *key, suffix=".json")
+    value, _ = cache.file_entry(path, build, cache.read_json)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DSIR
+
+
+@dataclass
+class DsirTarget:
+    """One DSIR target: its fitted sample, held-out documents, the raw pool and every method's selections."""
+
+    target: str
+    sample: list[int]
+    held_out: list[int]
+    pool: list[tuple[str, int]]  # (domain, document index)
+    log_weights: np.ndarray
+    heuristic_probs: np.ndarray
+    eligible: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    selections: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)  # (method, k) -> pool indices
+
+
+def split_target(d: Domains, p: Any, target: str) -> DsirTarget:
+    """Target sample and held-out documents of one domain; everything else (its other documents too) is the pool."""
+    n = len(d.docs[target])
+    order = np.random.default_rng(p.seed).permutation(n)
+    sample, held = order[: p.target_docs].tolist(), order[p.target_docs : p.target_docs + p.eval_docs].tolist()
+    taken = set(sample) | set(held)
+    pool = [(name, i) for name in d.names for i in range(len(d.docs[name])) if name != target or i not in taken]
+    return DsirTarget(target, sample, held, pool, np.zeros(0), np.zeros(0))
+
+
+def pool_texts(d: Domains, t: DsirTarget) -> list[str]:
+    """The raw pool's documents."""
+    return [d.docs[name][i] for name, i in t.pool]
+
+
+def fit_target(d: Domains, p: Any, t: DsirTarget) -> tuple[Any, Any, np.ndarray]:
+    """Hashed n-gram features of the pool and the target sample; DSIR log-weights and the classifier's probabilities."""
+    raw = pool_texts(d, t)
+    target_texts = [d.docs[t.target][i] for i in t.sample]
+    raw_feats, target_feats = dsir.ngram_features(raw), dsir.ngram_features(target_texts)
+    raw_dist, target_dist = dsir.ngram_distribution(raw_feats), dsir.ngram_distribution(target_feats)
+    t.log_weights = dsir.log_importance_weights(raw_feats, target_dist, raw_dist)
+    t.eligible = dsir.token_lengths(raw_feats) >= p.min_length
+    classifier = dsir.heuristic_classifier(target_texts, raw, p.seed)
+    t.heuristic_probs = dsir.target_probabilities(classifier, raw)
+    return raw_feats, raw_dist, target_dist
+
+
+def smooth(features: Any) -> np.ndarray:
+    """Add-one-smoothed n-gram distribution (for KL between small corpora)."""
+    return dsir.ngram_distribution(features, KL_PSEUDO_COUNT)
+
+
+def target_feats(d: Domains, t: DsirTarget) -> Any:
+    """Hashed n-gram features of the target sample."""
+    return dsir.ngram_features([d.docs[t.target][i] for i in t.sample])
+
+
+def select(t: DsirTarget, method: str, k: int, seed: int) -> np.ndarray:
+    """k pool indices chosen by one method, among the documents long enough for the package's filter."""
+    rng = np.random.default_rng(seed)
+    if method == "random":
+        return dsir.random_k(len(t.pool), k, rng, t.eligible)
+    if method == "heuristic classification":
+        return dsir.pareto_threshold_select(np.where(t.eligible, t.heuristic_probs, 0.0), k, rng)
+    if method == "DSIR":
+        return dsir.gumbel_top_k(t.log_weights, k, rng, t.eligible)
+    return dsir.top_k(t.log_weights, k, t.eligible)
+
+
+def dsir_runs(d: Domains, p: Any) -> tuple[pd.DataFrame, dict[tuple[str, str, int], np.ndarray], dict[str, np.ndarray]]:
+    """Every (target, method, size): KL reduction, target share, and held-out NLL per seed; plus eval token counts."""
+    from ..params import ParameterError
+
+    rows, nll, counts = [], {}, {}
+    for target in p.targets:
+        t = split_target(d, p, target)
+        if max(p.select_sizes) > len(t.pool):
+            raise ParameterError(
+                f"parameter 'select_sizes': {max(p.select_sizes)} exceeds the pool ({len(t.pool)} documents)"
+            )
+        raw_feats, _, _ = fit_target(d, p, t)
+        eval_blocks = _blocks(d, [d.stream([d.tokens[target][i] for i in t.held_out])], p.block_size, [target])
+        counts[target] = np.full(eval_blocks.blocks_per_domain()[0], p.block_size - 1, float)
+        for k in p.select_sizes:
+            for method in METHODS:
+                idx = select(t, method, k, p.seed + k)
+                chosen = [t.pool[i] for i in idx]
+                stream = d.stream([d.tokens[name][i] for name, i in chosen])
+                train_blocks = _blocks(d, [stream], p.block_size, ["selection"])
+                per_seed = [
+                    train_and_score(p, d.vocab_size, train_blocks, [1.0], eval_blocks, s, p.dsir_steps, "dsir-lm")[
+                        "nll"
+                    ][0]
+                    for s in range(p.seed, p.seed + p.n_seeds)
+                ]
+                nll[(target, method, k)] = np.asarray(per_seed)
+                selected_dist = dsir.ngram_distribution(raw_feats[idx], KL_PSEUDO_COUNT)
+                rows.append(
+                    {
+                        "target": domain_label(target),
+                        "method": method,
+                        "selected": k,
+                        "target share": float(np.mean([name == target for name, _ in chosen])),
+                        "kl_reduction": dsir.kl_reduction(selected_dist, smooth(raw_feats), smooth(target_feats(d, t))),
+                        "perplexity": float(np.mean(np.exp(np.asarray(per_seed).sum(1) / counts[target].sum()))),
+                        "tokens": int(stream.size),
+                    }
+                )
+    return pd.DataFrame(rows), nll, counts
+
+
+def method_ratio(
+    nll: dict, counts: dict, a: str, b: str, targets: Sequence[str], sizes: Sequence[int], seed: int
+) -> stats.Interval:
+    """Geometric mean over targets and sizes of the held-out perplexity ratio a / b, paired over blocks and seeds."""
+    ivs = [
+        stats.seeds_and_items_perplexity(
+            nll[(t, a, k)], counts[t], nll[(t, b, k)], n_resamples=N_BOOT, seed=seed, unit="held-out blocks"
+        )
+        for t in targets
+        for k in sizes
+    ]
+    logs = np.log([[iv.estimate, iv.low, iv.high] for iv in ivs])
+    # independent targets and sizes: combine on the log scale, half-widths in quadrature
+    est = logs[:, 0].mean()
+    half_lo = np.sqrt(((logs[:, 0] - logs[:, 1]) ** 2).sum()) / len(ivs)
+    half_hi = np.sqrt(((logs[:, 2] - logs[:, 0]) ** 2).sum()) / len(ivs)
+    words = (
+        f"{ivs[0].method}; geometric mean over {len(ivs)} target × size settings, log-scale half-widths in quadrature"
+    )
+    return stats.Interval(float(np.exp(est)), float(np.exp(est - half_lo)), float(np.exp(est + half_hi)), words)
+
+
+def kl_quality_correlation(table: pd.DataFrame, seed: int, n_boot: int = N_BOOT) -> stats.Interval:
+    """Spearman correlation of KL reduction with downstream quality (minus log perplexity) within each target,
+    averaged over targets, with a bootstrap over the (method, size) settings."""
+    rng = np.random.default_rng(seed)
+
+    def rho(frame: pd.DataFrame) -> float:
+        vals = [sps.spearmanr(g.kl_reduction, -np.log(g.perplexity)).statistic for _, g in frame.groupby("target")]
+        return float(np.nanmean(vals))
+
+    groups = [g.reset_index(drop=True) for _, g in table.groupby("target")]
+    dist = []
+    for _ in range(n_boot):
+        parts = [g.iloc[rng.integers(0, len(g), len(g))] for g in groups]
+        dist.append(rho(pd.concat(parts)))
+    dist = np.asarray(dist)
+    dist = dist[np.isfinite(dist)]
+    low, high = np.percentile(dist, [2.5, 97.5]) if dist.size else (np.nan, np.nan)
+    n = len(table)
+    return stats.Interval(
+        rho(table),
+        float(low),
+        float(high),
+        f"bootstrap over {n} method × size settings within target, {n_boot:,} resamples",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the link to contamination (the Min-K% chapter)
+
+
+def contamination_weights(p: Any, seed: int) -> pd.DataFrame:
+    """DSIR log-importance weight per n-gram of the Min-K% chapter's inserted items against their own background.
+
+    Outliers (Fig. 5a): benchmark-formatted items against the Wikipedia + Reddit background; in-distribution
+    (Fig. 5b): NYT paragraphs against other NYT paragraphs. Each item's target distribution is fitted on the other
+    half of its own set (cross-fitting), so no item is scored against a distribution that contains it. All three
+    distributions are add-one smoothed: with a hundred items most buckets are unseen, and the package's 1e-8 floor
+    would make the weight a count of unseen n-grams rather than a measure of likelihood."""
+    from ..mink import corpora as C
+
+    rng = np.random.default_rng(seed)
+    background = [x for dom in ("new_wiki", "reddit") for a in squad_paragraphs(dom) for x in a]
+    news_articles = [[C.trim_words(x, 200) for x in a] for a in squad_paragraphs("nyt")]
+    news, news_background = C.news_pools(news_articles, 100, seed)
+    sets = {
+        name: _sample(C.local_set(name, 200), 50, rng)
+        for name in ("strategyqa", "social_iqa", "amazon_reviews", "truthful_qa")
+    }
+    sets["news"] = news.members + news.nonmembers
+    backgrounds = {"outlier": _sample(background, 2000, rng), "in-distribution": _sample(news_background, 2000, rng)}
+    bg_dist = {k: smooth(dsir.ngram_features(v)) for k, v in backgrounds.items()}
+    rows = []
+    for name, items in sets.items():
+        regime = "in-distribution" if name == "news" else "outlier"
+        feats = dsir.ngram_features(items)
+        halves = np.arange(len(items)) % 2
+        for h in (0, 1):
+            scored = np.flatnonzero(halves == h)
+            w = dsir.log_importance_weights(feats[scored], smooth(feats[halves != h]), bg_dist[regime])
+            n = np.asarray(feats[scored].sum(1)).ravel()
+            rows += [
+                {"regime": REGIMES[regime], "set": name, "item": int(i), "log_weight_per_ngram": float(x / max(c, 1))}
+                for i, x, c in zip(scored, w, n)
+            ]
+    return pd.DataFrame(rows)
+
+
+def _sample(items: Sequence[str], n: int, rng: np.random.Generator) -> list[str]:
+    """Up to n items drawn without replacement."""
+    return [items[i] for i in rng.permutation(len(items))[:n]]
+
+
+def weight_gap(weights: pd.DataFrame, seed: int) -> stats.Interval:
+    """Mean per-n-gram log weight of outlier items minus that of in-distribution items, bootstrap over items."""
+    regimes = list(dict.fromkeys(weights.regime))
+    a, b = (weights[weights.regime == r].log_weight_per_ngram.to_numpy() for r in regimes)
+    rng = np.random.default_rng(seed)
+    dist = np.array([rng.choice(a, a.size).mean() - rng.choice(b, b.size).mean() for _ in range(N_BOOT)])
+    low, high = np.percentile(dist, [2.5, 97.5])
+    return stats.Interval(
+        float(a.mean() - b.mean()),
+        float(low),
+        float(high),
+        f"bootstrap over {a.size} + {b.size} items, {N_BOOT:,} resamples",
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DoReMi
+
+
+@dataclass
+class DoremiResult:
+    """Learned weights, their trajectory, and the held-out results of the main models on both mixtures."""
+
+    baseline: np.ndarray
+    learned: np.ndarray
+    trajectory: np.ndarray
+    runs: dict[str, list[dict]]  # mixture -> one result per seed
+    counts: list[np.ndarray]  # scored tokens per held-out block, per domain
+
+
+def doremi_split(d: Domains, p: Any) -> tuple[doremi.DomainBlocks, doremi.DomainBlocks]:
+    """Training and held-out blocks per domain (the last eighth of each domain's documents is held out)."""
+    train, held = [], []
+    for name in d.names:
+        docs = d.tokens[name]
+        cut = len(docs) - max(1, len(docs) // 8)
+        train.append(d.stream(docs[:cut]))
+        held.append(d.stream(docs[cut:]))
+    return _blocks(d, train, p.block_size, d.names), _blocks(d, held, p.block_size, d.names)
+
+
+def doremi_runs(d: Domains, p: Any) -> DoremiResult:
+    """Reference on the uniform mixture, Group DRO proxy, then main models on learned vs uniform weights (per seed)."""
+    train, held = doremi_split(d, p)
+    k = len(d.names)
+    uniform = np.full(k, 1.0 / k)
+    cfg = lm_config(p, d.vocab_size)
+
+    def build(path: Path) -> None:
+        reference = doremi.tiny_llama(**cfg, seed=p.seed)
+        doremi.train_lm(reference, train, uniform, p.doremi_steps, p.batch_size, p.learning_rate, p.seed)
+        proxy = doremi.tiny_llama(**cfg, seed=p.seed + 1)
+        avg, history = doremi.train_proxy_doremi(
+            proxy, reference, train, p.doremi_steps, p.batch_size, p.learning_rate, p.seed, p.step_size, p.smoothing
+        )
+        path.write_text(json.dumps({"learned": avg.tolist(), "trajectory": np.asarray(history).tolist()}))
+
+    key = (
+        cfg,
+        [b.numpy() for b in train.blocks],
+        p.doremi_steps,
+        p.batch_size,
+        p.learning_rate,
+        p.seed,
+        p.step_size,
+        p.smoothing,
+    )
+    weights, _ = cache.file_entry(
+        cache.entry_path("data_selection", "doremi-weights", *key, suffix=".json"), build, cache.read_json
+    )
+    learned = np.asarray(weights["learned"])
+    runs = {
+        mixture: [
+            train_and_score(p, d.vocab_size, train, w, held, s, p.doremi_steps, f"doremi-{mixture}", track=True)
+            for s in range(p.seed + 10, p.seed + 10 + p.n_seeds)
+        ]
+        for mixture, w in (("baseline", uniform), ("DoReMi", learned))
+    }
+    counts = [np.full(n, p.block_size - 1, float) for n in held.blocks_per_domain()]
+    return DoremiResult(uniform, learned, np.asarray(weights["trajectory"]), runs, counts)
+
+
+def domain_nll(res: DoremiResult, mixture: str, j: int) -> np.ndarray:
+    """(seeds, blocks) held-out NLL of domain j under one mixture's main models."""
+    return np.asarray([r["nll"][j] for r in res.runs[mixture]])
+
+
+def doremi_table(d: Domains, res: DoremiResult, seed: int) -> pd.DataFrame:
+    """Per domain: weights, perplexity under both mixtures, and the paired ratio DoReMi / baseline with its interval."""
+    rows = []
+    for j, name in enumerate(d.names):
+        base, dore = domain_nll(res, "baseline", j), domain_nll(res, "DoReMi", j)
+        ratio = stats.seeds_and_items_perplexity(
+            dore, res.counts[j], base, n_resamples=N_BOOT, seed=seed, unit="held-out blocks"
+        )
+        rows.append(
+            {
+                "domain": domain_label(name),
+                "baseline weight": res.baseline[j],
+                "DoReMi weight": res.learned[j],
+                "baseline perplexity": float(np.mean(np.exp(base.sum(1) / res.counts[j].sum()))),
+                "DoReMi perplexity": float(np.mean(np.exp(dore.sum(1) / res.counts[j].sum()))),
+                "ratio": ratio.estimate,
+                "ratio low": ratio.low,
+                "ratio high": ratio.high,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _mean_log_ppl(
+    res: DoremiResult, mixture: str, domains: Sequence[int], w: Sequence[np.ndarray] | None = None
+) -> np.ndarray:
+    """(seeds,) mean over `domains` of the log perplexity, with optional per-block multiplicities."""
+    out = []
+    for j in domains:
+        nll = domain_nll(res, mixture, j)
+        weights = np.ones(nll.shape[1]) if w is None else w[j]
+        out.append(nll @ weights / (res.counts[j] @ weights))
+    return np.mean(out, axis=0)
+
+
+def doremi_contrast(res: DoremiResult, domains: Sequence[int], seed: int, worst: bool = False) -> stats.Interval:
+    """Ratio DoReMi / baseline of the mean (geometric) or worst-domain perplexity over `domains`, bootstrap over
+    held-out blocks within domain and over seeds."""
+    rng = np.random.default_rng(seed)
+
+    def value(w: Sequence[np.ndarray] | None, picks: np.ndarray | None) -> float:
+        per = {
+            m: np.array([_mean_log_ppl(res, m, [j], w) for j in domains]) for m in ("DoReMi", "baseline")
+        }  # (domains, seeds)
+        if picks is not None:
+            per = {m: v[:, picks] for m, v in per.items()}
+        agg = (lambda v: v.max(0)) if worst else (lambda v: v.mean(0))
+        return float(np.exp(agg(per["DoReMi"]).mean() - agg(per["baseline"]).mean()))
+
+    n_seeds = len(res.runs["DoReMi"])
+    dist = []
+    for _ in range(N_BOOT):
+        w = [np.bincount(rng.integers(0, c.size, c.size), minlength=c.size).astype(float) for c in res.counts]
+        dist.append(value(w, rng.integers(0, n_seeds, n_seeds)))
+    low, high = np.percentile(dist, [2.5, 97.5])
+    what = "worst-domain" if worst else "geometric-mean"
+    n_blocks = sum(res.counts[j].size for j in domains)
+    return stats.Interval(
+        value(None, None),
+        float(low),
+        float(high),
+        f"{what} perplexity ratio; bootstrap over {n_blocks:,} held-out blocks (within domain) and {n_seeds} seeds, {N_BOOT:,} resamples",
+    )
+
+
+def steps_to_baseline(res: DoremiResult, p: Any) -> tuple[stats.Interval, pd.DataFrame]:
+    """Share of the baseline's steps the DoReMi model needs to reach the baseline's final mean held-out log perplexity.
+
+    A seed that never reaches it within the budget counts as one evaluation interval past the budget (a lower bound)."""
+    rows = []
+    for s, (base, dore) in enumerate(zip(res.runs["baseline"], res.runs["DoReMi"])):
+        target = float(np.mean(base["eval"][-1]))
+        curve = np.asarray(dore["eval"]).mean(1)
+        steps = doremi.steps_to_reach(dore["eval_step"], curve, target)
+        reached = bool(np.isfinite(steps))
+        share = steps / p.doremi_steps if reached else (p.doremi_steps + p.eval_every) / p.doremi_steps
+        rows.append(
+            {
+                "seed": s,
+                "baseline final log ppl": target,
+                "steps to reach": steps,
+                "share of steps": share,
+                "reached": reached,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    return stats.seed_summary(frame["share of steps"].to_numpy()), frame
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# claims
+
+
+def claims(p: Any) -> dict[str, Claim]:
+    """The chapter's claims with their rules, fixed before any number is computed."""
+    return {
+        "dsir_vs_random": Claim(
+            "DSIR selects better data than random selection: lower target perplexity",
+            "DSIR Table 1 (continued pretraining), Fig. 3",
+            "DSIR above random on every target",
+            Rule.below(1.0, "the held-out target perplexity ratio DSIR / random"),
+        ),
+        "dsir_vs_heuristic": Claim(
+            "DSIR beats heuristic classification",
+            "DSIR Table 1",
+            "82.3 vs 81.0 mean downstream accuracy",
+            Rule.below(1.0, "the perplexity ratio DSIR / heuristic classification"),
+        ),
+        "kl_tracks": Claim(
+            "KL reduction tracks downstream quality",
+            "DSIR Sec. 6, Fig. 4",
+            "Pearson r = 0.82 over methods",
+            Rule.above(0.0, "the Spearman correlation of KL reduction with −log perplexity"),
+        ),
+        "outliers": Claim(
+            "The Min-K% chapter's outlier contaminants carry higher DSIR weights than its in-distribution ones",
+            "Min-K% Sec. 6 (Fig. 5a vs 5b), measured here",
+            "“outliers” (not measured in the paper)",
+            Rule.above(0.0, "outlier − in-distribution mean log-weight per n-gram"),
+        ),
+        "worst": Claim(
+            "DoReMi improves worst-domain perplexity",
+            "DoReMi Sec. 3, Fig. 3",
+            "better on all 22 Pile domains at 8B",
+            Rule.below(1.0, "the worst-domain perplexity ratio DoReMi / baseline"),
+        ),
+        "average": Claim(
+            "DoReMi improves average perplexity",
+            "DoReMi Fig. 3",
+            "lower perplexity on average",
+            Rule.below(1.0, "the geometric-mean perplexity ratio DoReMi / baseline"),
+        ),
+        "downweighted": Claim(
+            "DoReMi improves perplexity even on the domains it down-weights",
+            "DoReMi Sec. 3.2",
+            "improves on down-weighted domains too",
+            Rule.below(1.0, "the perplexity ratio DoReMi / baseline over the down-weighted domains"),
+        ),
+        "speed": Claim(
+            "DoReMi reaches the baseline's final perplexity in fewer steps",
+            "DoReMi abstract, Fig. 1",
+            "2.6× fewer steps (38 % of them)",
+            Rule.below(1.0, "steps to reach the baseline / steps of the baseline"),
+        ),
+    }
+
+
+def verdict_rows(
+    claim_set: dict[str, Claim],
+    vs_random: stats.Interval,
+    vs_heuristic: stats.Interval,
+    kl: stats.Interval,
+    gap: stats.Interval,
+    worst: stats.Interval,
+    average: stats.Interval,
+    down: stats.Interval | None,
+    speed: stats.Interval,
+) -> list[dict]:
+    """Judge every claim on its interval, naming a cause for rows that do not hold."""
+    out = []
+    for key, iv, narrow in (
+        ("dsir_vs_random", vs_random, "more seeds and held-out text"),
+        ("dsir_vs_heuristic", vs_heuristic, "more seeds and held-out text"),
+        ("kl_tracks", kl, "more selection sizes"),
+        ("outliers", gap, "more items"),
+        ("worst", worst, "more seeds"),
+        ("average", average, "more seeds"),
+        ("downweighted", down, "more seeds"),
+        ("speed", speed, "more seeds"),
+    ):
+        if iv is None:
+            continue
+        decision = claim_set[key].rule.decide(iv.estimate, iv.low, iv.high)
+        out.append(judge(claim_set[key], iv.estimate, iv, why=unexplained(decision, narrow)))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# page views and glued prose
+
+
+def selection_view(selection: pd.DataFrame) -> pd.DataFrame:
+    """One row per target, size and method: target share, KL reduction, perplexity."""
+    cols = ["target", "selected", "method", "target share", "kl_reduction", "perplexity"]
+    return selection[cols].rename(columns={"kl_reduction": "KL reduction"}).round(3)
+
+
+def weights_summary(weights: pd.DataFrame) -> pd.DataFrame:
+    """Mean, spread and count of the per-n-gram log weights in each regime."""
+    g = weights.groupby("regime", sort=False).log_weight_per_ngram
+    return (
+        pd.DataFrame({"items": g.size(), "mean": g.mean(), "sd": g.std(), "median": g.median()}).reset_index().round(3)
+    )
+
+
+def _ratio(iv: stats.Interval) -> str:
+    """'0.91 [0.88, 0.95]'."""
+    return f"{iv.estimate:.3f} [{iv.low:.3f}, {iv.high:.3f}]"
+
+
+def dsir_words(
+    selection: pd.DataFrame, vs_random: stats.Interval, vs_heuristic: stats.Interval, kl: stats.Interval
+) -> str:
+    """What the DSIR table and intervals say."""
+    share = selection.groupby("method")["target share"].mean()
+    return (
+        f"Averaged over targets and sizes, DSIR's selections are {share['DSIR']:.0%} target-domain documents, "
+        f"heuristic classification's {share['heuristic classification']:.0%}, random's {share['random']:.0%} "
+        f"and top-k's {share['top-k (no noise)']:.0%}. DSIR's held-out target perplexity is "
+        f"{_ratio(vs_random)} times random's and {_ratio(vs_heuristic)} times heuristic classification's "
+        f"(geometric means over targets and sizes). Across the {len(selection) // max(1, selection.target.nunique())} "
+        f"method × size settings of each target, the rank correlation of KL reduction with −log perplexity is "
+        f"{_ratio(kl)}."
+    )
+
+
+def doremi_words(
+    d: Domains,
+    res: DoremiResult,
+    worst: stats.Interval,
+    average: stats.Interval,
+    down: stats.Interval | None,
+    speed: stats.Interval,
+) -> str:
+    """What the DoReMi weights, perplexities and steps say."""
+    order = np.argsort(-res.learned)
+    weights = ", ".join(f"{domain_label(d.names[j])} {res.learned[j]:.2f}" for j in order)
+    down_words = (
+        f"on the domains it down-weights the ratio is {_ratio(down)}"
+        if down is not None
+        else "no domain is down-weighted"
+    )
+    return (
+        f"The proxy's averaged weights are {weights} (uniform: {res.baseline[0]:.2f} each). Against the uniform "
+        f"baseline at the same steps, the main model's worst-domain perplexity ratio is {_ratio(worst)}, its "
+        f"geometric-mean ratio {_ratio(average)}, and {down_words}. It reaches the baseline's final mean log "
+        f"perplexity after {speed.estimate:.0%} of the baseline's steps [{speed.low:.0%}, {speed.high:.0%}] "
+        "(a seed that never reaches it counts as one evaluation past the budget)."
+    )

@@ -1,0 +1,70 @@
+"""Figures of the data-selection chapter: selections, contaminant weights, DoReMi's weights and curves."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..page import FIGURE_WIDTH, method_colors
+from .experiment import METHODS, Domains, DoremiResult, domain_label
+
+
+def selection(table: pd.DataFrame) -> plt.Figure:
+    """Held-out target perplexity against KL reduction, one point per method and size, one panel per target."""
+    targets = list(dict.fromkeys(table.target))
+    fig, axes = plt.subplots(1, len(targets), figsize=(FIGURE_WIDTH, 3.4), squeeze=False)
+    colors = method_colors(list(METHODS))
+    sizes = sorted(table.selected.unique())
+    markers = dict(zip(sizes, "os^Dv"))
+    for ax, target in zip(axes[0], targets):
+        for _, r in table[table.target == target].iterrows():
+            ax.scatter(r.kl_reduction, r.perplexity, color=colors[r.method], marker=markers[r.selected], s=45)
+        ax.set(title=f"target: {target}", xlabel="KL reduction (nats)", ylabel="held-out perplexity")
+    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=m) for m, c in colors.items()]
+    handles += [plt.Line2D([], [], color="grey", marker=markers[k], ls="", label=f"{k} docs") for k in sizes]
+    axes[0][-1].legend(handles=handles, fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def contamination(weights: pd.DataFrame) -> plt.Figure:
+    """Histograms of the per-n-gram DSIR log weight of the Min-K% chapter's items, by regime."""
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.2))
+    colors = method_colors(list(dict.fromkeys(weights.regime)))
+    bins = np.linspace(weights.log_weight_per_ngram.min(), weights.log_weight_per_ngram.max(), 40)
+    for regime, g in weights.groupby("regime", sort=False):
+        ax.hist(g.log_weight_per_ngram, bins=bins, alpha=0.6, color=colors[regime], label=regime)
+    ax.axvline(0, color="grey", lw=1, ls="--")
+    ax.set(xlabel="log weight per n-gram (own group vs background)", ylabel="items")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def doremi(d: Domains, res: DoremiResult) -> plt.Figure:
+    """(a) baseline and learned weights; (b) the proxy's weights over its steps; (c) held-out curves, both mixtures."""
+    fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH * 1.5, 3.6))
+    names = [domain_label(n) for n in d.names]
+    colors = method_colors(names)
+    x = np.arange(len(names))
+    axes[0].bar(x - 0.2, res.baseline, 0.4, color="0.7", label="baseline (uniform)")
+    axes[0].bar(x + 0.2, res.learned, 0.4, color=[colors[n] for n in names], label="DoReMi (averaged)")
+    axes[0].set_xticks(x, names, rotation=20)
+    axes[0].set(title="(a) domain weights", ylabel="weight")
+    axes[0].legend(fontsize=7)
+    for j, n in enumerate(names):
+        axes[1].plot(res.trajectory[:, j], color=colors[n], label=n)
+    axes[1].set(title="(b) proxy weights per step", xlabel="proxy step", ylabel="weight")
+    axes[1].legend(fontsize=7)
+    for mixture, ls in (("baseline", "--"), ("DoReMi", "-")):
+        curves = np.array([np.asarray(r["eval"]).mean(1) for r in res.runs[mixture]])
+        steps = res.runs[mixture][0]["eval_step"]
+        mean = curves.mean(0)
+        axes[2].plot(steps, np.exp(mean), ls=ls, color="k", label=mixture)
+        if len(curves) > 1:
+            axes[2].fill_between(steps, np.exp(curves.min(0)), np.exp(curves.max(0)), color="0.8", alpha=0.6)
+    axes[2].set(title="(c) mean held-out perplexity", xlabel="step", ylabel="perplexity (seed range shaded)")
+    axes[2].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
