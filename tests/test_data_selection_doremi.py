@@ -159,3 +159,14 @@ def test_per_domain_nll_matches_perplexity_and_block_sums() -> None:
     assert dr.per_domain_perplexity(model, held_out, 3) == pytest.approx(np.exp(nll / counts), rel=1e-6)
     # a near-uninformative random init scores close to the uniform perplexity V
     assert np.abs(np.log(np.exp(nll / counts)) - math.log(V)).max() < 0.1
+
+
+def test_compact_vocabulary_keeps_the_most_frequent_ids_and_eos() -> None:
+    from repro.data_selection.experiment import compact_vocabulary
+
+    ids = {"a": [[5, 5, 7, 9], [5, 7]], "b": [[9, 11, 2]]}  # counts: 5 x3, 7 x2, 9 x2, 11 x1, 2 (eos) x1
+    mapped, size, eos = compact_vocabulary(ids, eos=2, size=4)
+    assert (size, eos) == (4, 0)
+    # eos -> 0, then 5 -> 1, 7 -> 2 (ties keep id order), everything else -> the unknown id 3
+    assert [m.tolist() for m in mapped["a"]] == [[1, 1, 2, 3], [1, 2]]
+    assert [m.tolist() for m in mapped["b"]] == [[3, 3, 0]]

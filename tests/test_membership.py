@@ -348,3 +348,15 @@ def test_detector_pairs_are_paired_over_the_same_texts() -> None:
     assert row.ci_high - row.ci_low < np.mean([iv.high - iv.low for iv in single])
     assert row.ci_low > 0  # a shift of 1.0 against 0.6 on 100 members is detected
     assert "within set and class" in row.test
+
+
+def test_share_of_the_epoch_after_each_insertion() -> None:
+    from types import SimpleNamespace
+
+    from repro.mink import experiment as ex
+
+    docs = ["aa", "m1", "bbbb", "m2", "m1"]  # token counts 2, 2, 4, 2, 2 (+1 end-of-text each): 17 in all
+    study = SimpleNamespace(runs={"r": SimpleNamespace(docs=docs)}, n_tokens=len)
+    after = ex._after_insertion(study, "r", ["m1", "m2"])
+    # m1 first starts after 3 tokens, m2 after 3 + 3 + 5 = 11
+    assert after.tolist() == pytest.approx([1 - 3 / 17, 1 - 11 / 17])

@@ -103,10 +103,12 @@ def per_token_loss(model: Any, input_ids: torch.Tensor) -> torch.Tensor:
     """Next-token cross-entropy of every predicted position, shape (batch, seq_len - 1), from one forward pass."""
     ids = input_ids.to(next(model.parameters()).device)
     logits = model(input_ids=ids, use_cache=False).logits
-    loss = F.cross_entropy(
-        logits[:, :-1].reshape(-1, logits.shape[-1]).float(), ids[:, 1:].reshape(-1), reduction="none"
-    )
-    return loss.view(ids.shape[0], ids.shape[1] - 1)
+    # targets shifted left with the last position ignored: no slice of the (batch, seq, vocab) logits, whose
+    # backward would allocate and fill a second logits-sized tensor
+    targets = torch.roll(ids, -1, dims=1)
+    targets[:, -1] = -100
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), reduction="none")
+    return loss.view(ids.shape)[:, :-1]
 
 
 def sum_by_domain(
