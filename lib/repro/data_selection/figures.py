@@ -44,7 +44,8 @@ def contamination(weights: pd.DataFrame) -> plt.Figure:
 
 def doremi(d: Domains, res: DoremiResult) -> plt.Figure:
     """(a) baseline and learned weights; (b) the proxy's weights over its steps; (c) held-out curves, both mixtures."""
-    fig, axes = plt.subplots(1, 3, figsize=(FIGURE_WIDTH * 1.5, 3.6))
+    fig, ax = plt.subplot_mosaic([["a", "b"], ["c", "c"]], figsize=(FIGURE_WIDTH, 6.4))
+    axes = [ax["a"], ax["b"], ax["c"]]
     names = [domain_label(n) for n in d.names]
     colors = method_colors(names)
     x = np.arange(len(names))
