@@ -574,3 +574,17 @@ def test_pytest_keeps_only_failed_tests_temporary_directories() -> None:
 
     options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert options["tmp_path_retention_policy"] == "failed"
+
+
+def test_every_cache_folder_is_left_out_of_the_inputs_fingerprint() -> None:
+    import re
+
+    from repro.runner import DATA_CACHE_FOLDERS
+
+    # a notebook that writes a JSON entry into a folder the fingerprint reads would change every cache key
+    kinds = {
+        m.group(1).split("/")[0]
+        for path in (ROOT / "lib" / "repro").rglob("*.py")
+        for m in re.finditer(r'entry_path\(\s*"([^"]+)"', path.read_text(encoding="utf-8"))
+    }
+    assert kinds and kinds <= DATA_CACHE_FOLDERS
