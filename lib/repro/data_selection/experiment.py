@@ -305,7 +305,7 @@ def train_and_score(
 
 @dataclass
 class DsirTarget:
-    """One DSIR target: its fitted sample, held-out documents, the raw pool and every method's selections."""
+    """One DSIR target: its fitted sample, held-out documents, the raw pool, its weights and eligibility."""
 
     target: str
     sample: list[int]
@@ -314,7 +314,6 @@ class DsirTarget:
     log_weights: np.ndarray
     heuristic_probs: np.ndarray
     eligible: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
-    selections: dict[tuple[str, int], np.ndarray] = field(default_factory=dict)  # (method, k) -> pool indices
 
 
 def split_target(d: Domains, p: Any, target: str) -> DsirTarget:
@@ -332,8 +331,9 @@ def pool_texts(d: Domains, t: DsirTarget) -> list[str]:
     return [d.docs[name][i] for name, i in t.pool]
 
 
-def fit_target(d: Domains, p: Any, t: DsirTarget) -> tuple[Any, Any, np.ndarray]:
-    """Hashed n-gram features of the pool and the target sample; DSIR log-weights and the classifier's probabilities."""
+def fit_target(d: Domains, p: Any, t: DsirTarget) -> tuple[Any, Any]:
+    """Set DSIR's log-weights, the eligibility filter and the classifier's probabilities on `t`; return the hashed
+    n-gram features of the pool and of the target sample."""
     raw = pool_texts(d, t)
     target_texts = [d.docs[t.target][i] for i in t.sample]
     raw_feats, target_feats = dsir.ngram_features(raw), dsir.ngram_features(target_texts)
@@ -342,17 +342,12 @@ def fit_target(d: Domains, p: Any, t: DsirTarget) -> tuple[Any, Any, np.ndarray]
     t.eligible = dsir.token_lengths(raw_feats) >= p.min_length
     classifier = dsir.heuristic_classifier(target_texts, raw, p.seed)
     t.heuristic_probs = dsir.target_probabilities(classifier, raw)
-    return raw_feats, raw_dist, target_dist
+    return raw_feats, target_feats
 
 
 def smooth(features: Any) -> np.ndarray:
     """Add-one-smoothed n-gram distribution (for KL between small corpora)."""
     return dsir.ngram_distribution(features, KL_PSEUDO_COUNT)
-
-
-def target_feats(d: Domains, t: DsirTarget) -> Any:
-    """Hashed n-gram features of the target sample."""
-    return dsir.ngram_features([d.docs[t.target][i] for i in t.sample])
 
 
 def select(t: DsirTarget, method: str, k: int, seed: int) -> np.ndarray:
@@ -378,7 +373,8 @@ def dsir_runs(d: Domains, p: Any) -> tuple[pd.DataFrame, dict[tuple[str, str, in
             raise ParameterError(
                 f"parameter 'select_sizes': {max(p.select_sizes)} exceeds the pool ({len(t.pool)} documents)"
             )
-        raw_feats, _, _ = fit_target(d, p, t)
+        raw_feats, target_feats = fit_target(d, p, t)
+        raw_smooth, target_smooth = smooth(raw_feats), smooth(target_feats)
         eval_blocks = _blocks(d, [d.stream([d.tokens[target][i] for i in t.held_out])], p.block_size, [target])
         counts[target] = np.full(eval_blocks.blocks_per_domain()[0], p.block_size - 1, float)
         for k in p.select_sizes:
@@ -394,14 +390,14 @@ def dsir_runs(d: Domains, p: Any) -> tuple[pd.DataFrame, dict[tuple[str, str, in
                     for s in range(p.seed, p.seed + p.dsir_seeds)
                 ]
                 nll[(target, method, k)] = np.asarray(per_seed)
-                selected_dist = dsir.ngram_distribution(raw_feats[idx], KL_PSEUDO_COUNT)
+                selected_dist = smooth(raw_feats[idx])
                 rows.append(
                     {
                         "target": domain_label(target),
                         "method": method,
                         "selected": k,
                         "target share": float(np.mean([name == target for name, _ in chosen])),
-                        "kl_reduction": dsir.kl_reduction(selected_dist, smooth(raw_feats), smooth(target_feats(d, t))),
+                        "kl_reduction": dsir.kl_reduction(selected_dist, raw_smooth, target_smooth),
                         "perplexity": float(np.mean(np.exp(np.asarray(per_seed).sum(1) / counts[target].sum()))),
                         "tokens": int(stream.size),
                     }

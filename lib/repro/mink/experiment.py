@@ -431,11 +431,6 @@ def detect_frequency(study: Study) -> None:
 # tables
 
 
-def _labels(split: C.MemberSplit) -> np.ndarray:
-    """1 for members, 0 for non-members."""
-    return split.labels
-
-
 def _split(study: Study, name: str) -> C.MemberSplit:
     """A split by name, among the main, size and news splits (size splits win for their runs)."""
     return next(s for s in [*study.splits, study.news] if s.name == name)
@@ -866,7 +861,6 @@ class Results:
     size_outlier: stats.Interval
     size_indist: stats.Interval
     forgetting: pd.DataFrame
-    ppl_occurrences: stats.Interval | None = None
 
 
 def results(
@@ -892,7 +886,6 @@ def results(
         size_outlier=size_trend(study, "size_outlier"),
         size_indist=size_trend(study, "size_indist"),
         forgetting=forgetting_table(study),
-        ppl_occurrences=occurrence_trend(study, "PPL") if has_occ else None,
     )
 
 
