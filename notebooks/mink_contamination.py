@@ -129,8 +129,9 @@ for s in study.splits:
 # The corpus is the background with every member inserted as one contiguous block at a
 # random document boundary. Documents are joined with the end-of-text token and cut into
 # `block_size`-token sequences. Each run is one epoch at a constant learning rate through the
-# Hugging Face `Trainer` (AdamW, no warm-up, no decay), in bf16 mixed precision, as LLM training
-# on GPUs runs. Scoring stays in float32. Each trained checkpoint is cached under
+# Hugging Face `Trainer` (AdamW, no warm-up, no decay): in float32 on a CPU, whatever the CPU, so
+# the tables do not depend on which machine built them (bf16 mixed precision on a GPU at
+# `paper`). Scoring is in float32. Each trained checkpoint is cached under
 # `data/models/mink/`, keyed by the base model, the exact corpus text and the training config.
 #
 # With `-p export_corpora true` the notebook writes each corpus beside the cache and prints one
@@ -295,7 +296,8 @@ else:
 #
 # - **Scale.** A 135M instruction-tuned model and corpora of tens of thousands of tokens, against
 #   LLaMA-7B and 27M tokens; the contamination share is tens of percent instead of 0.1 %
-#   (section 2 says what 0.1 % would cost). bf16 mixed-precision training on CPU.
+#   (section 2 says what 0.1 % would cost). Float32 training on CPU (the paper's runs are on
+#   GPUs, where `paper` trains in bf16 mixed precision).
 # - **Sets.** Stand-ins with our own text formats; StrategyQA items are much shorter than
 #   BoolQ's, and Social IQa has 3 choices where CommonsenseQA has 5.
 # - **Ref.** Our reference is the base model itself, an oracle; the paper's is a smaller model.

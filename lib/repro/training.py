@@ -18,6 +18,15 @@ def device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def training_precision(bf16: bool = True) -> str:
+    """The precision a training run uses: "bf16 mixed" only on a GPU with native bf16, else "float32".
+
+    On CPU every chapter trains in float32, whatever the CPU: bf16 autocast changes the numbers (so the book's
+    `default` tables would depend on which CPU built them) and, on CPUs without native bf16 (AVX2-only), it runs
+    about 16x slower than float32 per step. Every training path asks here; none enables autocast by itself."""
+    return "bf16 mixed" if bf16 and torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float32"
+
+
 def on_device(batch: Any, model: nn.Module) -> Any:
     """Move a tensor batch to the model's device; lists (texts, images) are left to the model."""
     return batch.to(next(model.parameters()).device) if isinstance(batch, torch.Tensor) else batch
