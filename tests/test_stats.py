@@ -398,24 +398,77 @@ def test_seeds_and_items_auc_estimate_and_degenerate_cases() -> None:
     direct = stats.paired_bootstrap_diff(stats.fast_auc, y, a, b, n_resamples=400, seed=3)
     assert one.estimate == pytest.approx(direct.estimate, abs=1e-12)
     assert one.high - one.low == pytest.approx(direct.high - direct.low, rel=0.25)  # one seed: items only
-    three = stats.seeds_and_items_auc(y, np.stack([a, a + 0.3 * rng.normal(size=a.size), a]), n_resamples=200)
-    expected = np.mean([stats.fast_auc(y, s) for s in (a, a, a)])
-    assert three.method.startswith("bootstrap over 300 test items (within class) and 3 seeds")
-    assert abs(three.estimate - expected) < 0.02
+    assert one.method.endswith("1 trained model, training randomness not covered")
+    by_seed = np.stack([a, a + 0.3 * rng.normal(size=a.size), a])
+    three = stats.seeds_and_items_auc(y, by_seed, n_resamples=200)
+    expected = np.mean([stats.fast_auc(y, s) for s in by_seed])
+    assert three.estimate == pytest.approx(expected, abs=1e-12)
+    assert "items bootstrapped within each of 3 seeds" in three.method and "t interval over seeds" in three.method
 
 
-def test_seeds_and_items_auc_covers_the_mean_over_seeds() -> None:
-    """Seeds shift each model's AUC; the interval of the seed mean covers the expected AUC difference."""
-    truth = binormal_auc(1.0) - binormal_auc(0.7)
-    rng = np.random.default_rng(21)
+def _seed_item_coverage(n_seeds: int, ratio: float, shared: bool, method: str, reps: int = 600, seed: int = 0):
+    """Coverage of the true mean by a 95 % interval of the mean over seeds of an item mean.
+
+    Items: value N(0, 1) (shared by every seed, or drawn anew per seed) plus a seed x item interaction N(0, 0.5);
+    each seed's model adds N(0, (ratio * item SE)^2), the item SE being that of one seed's item mean (60 items).
+    method 'hierarchical' is stats.hierarchical_interval; 'seeds_with_replacement' is the interval this book used
+    before (a percentile bootstrap resampling the seeds with replacement together with the items)."""
+    rng = np.random.default_rng(seed)
+    m, resamples = 60, 200
+    item_se = math.sqrt(1.25 / m)
     hits = 0
-    for e in range(120):
-        y, a, b = correlated_scores(rng, 200)
-        jitter = rng.normal(scale=0.15, size=(5, 1))  # a seed moves method a's separation
-        a_by_seed = np.stack([a + j * np.where(y, 1.0, 0.0) for j in jitter[:, 0]])
-        b_by_seed = np.stack([b] * 5)
-        hits += stats.seeds_and_items_auc(y, a_by_seed, b_by_seed, n_resamples=200, seed=e).contains(truth)
-    assert 0.85 <= hits / 120 <= 0.995
+    for _ in range(reps):
+        items = rng.normal(0, 1, (1 if shared else n_seeds, m))
+        values = items + rng.normal(0, 0.5, (n_seeds, m)) + rng.normal(0, ratio * item_se, (n_seeds, 1))
+        if shared:  # one resample of the items serves every seed
+            draws = values[:, rng.integers(0, m, (resamples, m))].mean(-1).T
+        else:
+            draws = values[np.arange(n_seeds)[None, :, None], rng.integers(0, m, (resamples, n_seeds, m))].mean(-1)
+        if method == "hierarchical":
+            iv = stats.hierarchical_interval(values.mean(1), draws, shared_items=shared)
+            low, high = iv.low, iv.high
+        else:
+            picked = rng.integers(0, n_seeds, (resamples, n_seeds))
+            low, high = np.quantile(np.take_along_axis(draws, picked, 1).mean(1), [0.025, 0.975])
+        hits += low <= 0.0 <= high
+    return hits / reps
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["shared items", "items per seed"])
+@pytest.mark.parametrize("n_seeds", [3, 5, 10])
+def test_hierarchical_interval_covers_at_few_seeds_whatever_the_seed_spread(n_seeds: int, shared: bool) -> None:
+    """At least 0.93 coverage (nominal 0.95) with seed spread half, equal to and twice the item spread."""
+    for ratio in (0.5, 1.0, 2.0):
+        coverage = _seed_item_coverage(n_seeds, ratio, shared, "hierarchical", seed=n_seeds)
+        assert 0.93 <= coverage <= 1.0, (n_seeds, ratio, coverage)
+
+
+def test_resampling_few_seeds_with_replacement_undercovers() -> None:
+    """The old seed-and-item bootstrap fails the same test: 3 and 5 seeds, seed spread twice the item spread."""
+    assert _seed_item_coverage(3, 2.0, True, "seeds_with_replacement", seed=3) < 0.91
+    assert _seed_item_coverage(5, 2.0, True, "seeds_with_replacement", seed=5) < 0.93
+
+
+def test_hierarchical_interval_worked_example() -> None:
+    """Two seeds on shared items: variance = seed variance / 2 + item variance of the seed mean; Satterthwaite df."""
+    theta = np.array([0.70, 0.74])
+    draws = np.array([[0.69, 0.73], [0.71, 0.75], [0.70, 0.76], [0.70, 0.72]])
+    iv = stats.hierarchical_interval(theta, draws)
+    between, items = np.var(theta, ddof=1) / 2, np.var(draws.mean(1), ddof=1)
+    df = (between + items) ** 2 / (between**2 / 1)
+    half = sps.t.ppf(0.975, df) * math.sqrt(between + items)
+    assert iv.as_tuple() == pytest.approx((0.72 - half, 0.72 + half), abs=1e-12)
+    unshared = stats.hierarchical_interval(theta, draws, shared_items=False)
+    floor = max(np.var(theta, ddof=1), np.var(draws, axis=0, ddof=1).mean()) / 2
+    assert unshared.high - 0.72 == pytest.approx(sps.t.ppf(0.975, 1) * math.sqrt(floor), abs=1e-12)
+    with pytest.raises(ValueError, match="item_draws needs shape"):
+        stats.hierarchical_interval(theta, draws[:, :1])
+
+
+def test_bootstrap_of_one_statistic_is_not_called_paired() -> None:
+    y, a, _ = correlated_scores(np.random.default_rng(4), 80)
+    iv = stats.bootstrap(stats.fast_auc, y, a, n_resamples=50, strata=y)
+    assert not iv.method.startswith("paired") and iv.method.startswith("bootstrap over 80 items")
 
 
 def test_seeds_and_items_perplexity_worked_example_and_ratio() -> None:
