@@ -32,16 +32,37 @@ def _number(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
+GROUPS = (
+    ("paper", "Tested in the paper's regime"),
+    ("miniature", "Tested in a miniature regime"),
+    ("ours", "Checks of our own"),
+    ("unstated", "Regime not stated yet"),
+)
+
+
+def _group(row: dict[str, Any]) -> str:
+    """paper / miniature / ours / unstated: where a row was tested, from its origin and regime columns."""
+    if row.get("origin") == "ours":
+        return "ours"
+    kind = str(row.get("regime") or "").split(":", 1)[0]
+    return kind if kind in ("paper", "miniature") else "unstated"
+
+
 def normalize(row: dict[str, Any]) -> dict[str, str]:
     """One verdict row as the front page shows it; rows from before the verdict layer are marked as such."""
     if "decision" in row:
         ours = f"{_number(row['ours'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
+        regime = str(row.get("regime") or "")
+        measured = row.get("measured_by") or ""
         return {
             "claim": str(row["claim"]),
             "paper": _number(row["paper"]),
             "ours": ours,
             "decision": row["decision"],
-            "why": row.get("why") or "",
+            "why": (row.get("why") or "") + (f" (measured by: {measured})" if measured else ""),
+            "regime": regime.split(": ", 1)[1] if ": " in regime else regime,
+            "group": _group(row),
+            "exact": row["ci_low"] == row["ci_high"],
         }
     held = str(row.get("held", ""))
     decision = LEGACY.get(held, "inconclusive")
@@ -52,6 +73,9 @@ def normalize(row: dict[str, Any]) -> dict[str, str]:
         "ours": _number(row.get("ours", "")),
         "decision": decision,
         "why": note if decision != "held" else "no interval yet",
+        "regime": "",
+        "group": "unstated",
+        "exact": False,
     }
 
 
@@ -82,46 +106,81 @@ def _table(header: Sequence[str], body: list[str]) -> str:
     )
 
 
+def _claims_table(rows: list[dict[str, str]]) -> str:
+    """One group's rows: claim, regime, paper, ours, decision, cause."""
+    body = [
+        "<tr>"
+        + _cell(r["claim"])
+        + _cell(r["regime"])
+        + _cell(r["paper"])
+        + _cell(r["ours"])
+        + _cell(r["decision"], "repro-" + r["decision"].replace(" ", "-"))
+        + _cell(r["why"])
+        + "</tr>"
+        for r in rows
+    ]
+    return _table(["claim", "regime (ours vs paper)", "paper", "ours [95 % interval]", "decision", "why"], body)
+
+
+def _tally(rows: list[dict[str, str]]) -> list[int]:
+    """held / not held / inconclusive counts."""
+    return [sum(r["decision"] == d for r in rows) for d in DECISIONS]
+
+
+def chance_sentence(rows: Sequence[dict[str, Any]]) -> str:
+    """How many rows' intervals would miss by chance alone at 95 % (rows judged on an interval, not exact ones)."""
+    n = sum(not r["exact"] for r in rows)
+    expected = 0.05 * n
+    return (
+        f"{n} of these rows are judged on a 95 % interval or null band, each on its own: even if every interval had "
+        f"exactly its nominal coverage, about {expected:.1f} of them would miss the true value by chance alone, so "
+        "a single surprising row is weak evidence; a pattern across rows is stronger."
+    )
+
+
 def render(profile: str, chapters: list[tuple[str, list[dict[str, str]]]]) -> str:
-    """The page's MyST markdown: counts per chapter, then each chapter's claims with links to its verdict."""
+    """The page's MyST markdown: counts per chapter (paper's claims by regime, our checks apart), then each chapter's
+    rows grouped by regime, with links to its verdict section."""
     counts, sections = [], []
     for stem, rows in chapters:
         title, link = chapter_title(stem), f"executed/{stem}.html#verdict"
-        tally = [sum(r["decision"] == d for r in rows) for d in DECISIONS]
+        paper_rows = [r for r in rows if r["group"] != "ours"]
+        in_regime = sum(r["group"] == "paper" for r in rows)
+        cells = [*_tally(paper_rows), f"{in_regime} of {len(paper_rows)}", sum(r["group"] == "ours" for r in rows)]
         counts.append(
             f'<tr><td><a href="{link}">{html.escape(title)}</a></td>'
-            + "".join(f"<td>{n}</td>" for n in tally)
+            + "".join(f"<td>{n}</td>" for n in cells)
             + "</tr>"
         )
-        body = [
-            _cell(r["claim"])
-            + _cell(r["paper"])
-            + _cell(r["ours"])
-            + _cell(r["decision"], "repro-" + r["decision"].replace(" ", "-"))
-            + _cell(r["why"])
-            for r in rows
-        ]
-        sections += [
-            f"## {title}",
-            "",
-            f'<p><a href="{link}">The chapter\'s verdict section</a></p>',
-            "",
-            _table(
-                ["claim", "paper", "ours [95 % interval]", "decision", "why"], [f"<tr>{cells}</tr>" for cells in body]
-            ),
-            "",
-        ]
-    total = sum(len(rows) for _, rows in chapters)
+        sections += [f"## {title}", "", f'<p><a href="{link}">The chapter\'s verdict section</a></p>', ""]
+        for key, heading in GROUPS:
+            group = [r for r in rows if r["group"] == key]
+            if group:
+                held, not_held, unsure = _tally(group)
+                words = f"{held} held, {not_held} not held, {unsure} inconclusive"
+                sections += [f"### {heading} ({words})", "", _claims_table(group), ""]
+    every = [r for _, rows in chapters for r in rows]
+    paper_total = sum(r["group"] != "ours" for r in every)
+    in_regime = sum(r["group"] == "paper" for r in every)
     return "\n".join(
         [
             "# Do the claims hold?",
             "",
             f"Every claim this book tests, with the paper's number, ours with its 95 % interval (or the null band of an "
             f"attack), and the decision its chapter's rule gave. Built from the `{profile}` profile "
-            f"(`runs/{profile}/*.json`): {total} claims in {len(chapters)} chapters. A row that did not hold names its "
-            "cause: a genuine difference (*finding*), our data, model or scale (*setup*), or *unknown*.",
+            f"(`runs/{profile}/*.json`): {paper_total} of the papers' claims and {len(every) - paper_total} checks of "
+            f"our own in {len(chapters)} chapters. {in_regime} of the {paper_total} paper claims were tested in the "
+            "paper's regime (the variable the effect depends on, such as the number of classes or the corpus size, "
+            "within what the claim tolerates); the others in a miniature, where a contradiction is first a question "
+            "of scale. A row that did not hold names its cause and the table that measures it: a genuine difference "
+            "(*finding*), our data or protocol (*setup*), our scale (*regime*), or *unknown* (with the ablation that "
+            "would tell). An inconclusive row says how much more data would decide it.",
             "",
-            _table(["chapter", *DECISIONS], counts),
+            chance_sentence(every),
+            "",
+            _table(
+                ["chapter", *(f"paper's claims: {d}" for d in DECISIONS), "in the paper's regime", "our checks"], counts
+            ),
             "",
             *sections,
         ]

@@ -10,6 +10,17 @@ import numpy as np
 import pandas as pd
 
 META_KEY = "repro"
+_PUBLISHED: set[str] = set()  # names of the tables this kernel has published since repro.start
+
+
+def published() -> frozenset[str]:
+    """Names of the tables published in this run (repro.start clears them)."""
+    return frozenset(_PUBLISHED)
+
+
+def forget_published() -> None:
+    """Start a run's record of published tables afresh (called by repro.start)."""
+    _PUBLISHED.clear()
 
 
 def _json_safe(value: Any) -> Any:
@@ -84,6 +95,7 @@ def publish(
 
     frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
     payload = {META_KEY: {"table": name, "records": to_records(frame)}}
+    _PUBLISHED.add(name)
     if show:
         shown = frame if view is None else view
         display({"text/html": html_table(shown, digits), "text/plain": f"table {name}"}, raw=True, metadata=payload)

@@ -1,0 +1,49 @@
+"""Every chapter's claim register: the paper's words, comparator and regime, and rules that pass on the paper's own
+numbers (a rule the paper's own numbers fail is a strawman and cannot land)."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from repro.params import PROFILES, resolve
+from repro.verdict import Claim
+
+# chapter package -> where its parameter spec lives (the chapter's experiment module, or its claims module)
+CHAPTERS = ("metrics_by_hand", "deepgini", "rmd", "crt", "mink", "data_selection")
+
+
+def register(chapter: str, profile: str) -> dict[str, Claim]:
+    """The chapter's claims at a profile's parameter values, built as the notebook builds them."""
+    module = importlib.import_module(f"repro.{chapter}.claims")
+    spec = getattr(module, "SPEC", None)
+    if spec is None:
+        spec = importlib.import_module(f"repro.{chapter}.experiment").SPEC
+    return module.claims(resolve({"profile": profile}, spec))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_rule_passes_on_the_papers_own_numbers(chapter: str, profile: str) -> None:
+    claims = register(chapter, profile)
+    assert claims and all(isinstance(c, Claim) for c in claims.values())
+    papers = [c for c in claims.values() if not c.ours]
+    assert papers, f"{chapter}: no claim of the paper in its register"
+    for c in papers:
+        assert c.quote.strip() and c.comparator.strip() and c.regime is not None  # also enforced by Claim itself
+        if c.paper_values:
+            assert c.paper_estimate is not None, f"{chapter}: {c.claim!r} has paper values but no paper_estimate"
+        decision = c.on_paper_numbers()
+        assert decision in (None, "held"), (
+            f"{chapter}: the rule of {c.claim!r} gives {decision!r} on the paper's numbers"
+        )
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_claims_are_distinct_and_their_rules_are_checked_on_some_paper_numbers(chapter: str) -> None:
+    claims = register(chapter, "default")
+    texts = [c.claim for c in claims.values()]
+    assert len(set(texts)) == len(texts), f"{chapter}: two claims read the same"
+    checked = [c for c in claims.values() if not c.ours and c.paper_estimate is not None]
+    assert checked, f"{chapter}: no rule is checked against the paper's own numbers"
