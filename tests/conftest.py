@@ -23,9 +23,22 @@ def isolated_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return runs
 
 
+class _LazyRuns(dict):
+    """Smoke results by notebook, each notebook executed on first access (so `-k rmd` runs only that notebook)."""
+
+    def __missing__(self, stem: str) -> dict:
+        from repro.runner import run
+
+        if stem not in NOTEBOOKS:
+            raise KeyError(stem)
+        self[stem] = run(stem, "smoke")
+        return self[stem]
+
+    def items(self):  # every notebook, in book order
+        return [(stem, self[stem]) for stem in NOTEBOOKS]
+
+
 @pytest.fixture(scope="session")
 def smoke_results(isolated_runs: Path) -> dict[str, dict]:
-    """Every notebook executed once at the smoke profile through the runner."""
-    from repro.runner import run
-
-    return {stem: run(stem, "smoke") for stem in NOTEBOOKS}
+    """Every notebook executed once at the smoke profile through the runner (lazily, on first access)."""
+    return _LazyRuns()

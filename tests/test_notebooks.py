@@ -13,7 +13,7 @@ def table(results: dict, stem: str, name: str) -> list[dict]:
 
 
 def test_every_verdict_row_is_decided(smoke_results) -> None:
-    from repro.verdict import COLUMNS, DECISIONS
+    from repro.verdict import CAUSES, COLUMNS, DECISIONS
 
     for stem, result in smoke_results.items():
         for row in result["tables"]["verdict"]:
@@ -24,8 +24,12 @@ def test_every_verdict_row_is_decided(smoke_results) -> None:
             assert set(COLUMNS) <= set(row) and row["decision"] in DECISIONS, (stem, row)
             assert row["ci_low"] <= row["ci_high"] and row["test"] and row["rule"], (stem, row)
             assert (row["why"] == "") == (row["decision"] == "held"), (stem, row)
-            if row["why"]:
-                assert row["why"].split(":")[0] in ("finding", "setup", "unknown"), (stem, row)
+            if row["decision"] == "not held":
+                assert row["why"].split(":")[0] in CAUSES, (stem, row)
+            if row["decision"] == "inconclusive":  # what would decide it, not a cause
+                assert row["why"].startswith(("to decide", "the estimate")), (stem, row)
+            if row["measured_by"]:  # a measured cause names a table the run published
+                assert row["measured_by"] in result["tables"], (stem, row)
 
 
 def test_metrics_by_hand_uses_the_verdict_layer(smoke_results) -> None:
