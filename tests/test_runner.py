@@ -588,3 +588,23 @@ def test_every_cache_folder_is_left_out_of_the_inputs_fingerprint() -> None:
         for m in re.finditer(r'entry_path\(\s*"([^"]+)"', path.read_text(encoding="utf-8"))
     }
     assert kinds and kinds <= DATA_CACHE_FOLDERS
+
+
+def test_compare_names_differing_tables_and_ignores_timing_columns(tmp_path) -> None:
+    from repro.runner import compare_runs, main
+
+    def write(folder: str, accuracy: float, seconds: float) -> Path:
+        path = tmp_path / folder / "chapter.json"
+        path.parent.mkdir(exist_ok=True)
+        tables = {"models": [{"model": "lenet5", "accuracy": accuracy, "train_seconds": seconds}], "params": []}
+        path.write_text(json.dumps({"tables": tables, "seconds": seconds}))
+        return path
+
+    a, b = write("a", 0.8880, 12.0), write("b", 0.8880, 15.5)
+    assert compare_runs(a.parent, b.parent) == []  # only timing differs
+    assert main(["compare", str(a.parent), str(b.parent)]) == 0
+    c = write("c", 0.8892, 12.0)
+    lines = compare_runs(a.parent, c.parent)
+    assert lines == ["chapter / models: 1 cells differ (first: row 0, accuracy: 0.888 vs 0.8892)"]
+    assert main(["compare", str(a), str(c)]) == 1
+    assert main(["compare", str(tmp_path / "none"), str(a)]) == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -113,6 +114,35 @@ def collect(notebook: Any) -> dict[str, list[dict[str, Any]]]:
             if meta and "table" in meta:
                 tables[meta["table"]] = meta["records"]
     return tables
+
+
+TIMING = re.compile(r"second|time|speed|throughput|cached|elapsed", re.IGNORECASE)  # columns a rebuild may change
+
+
+def table_differences(
+    a: Mapping[str, list[dict[str, Any]]], b: Mapping[str, list[dict[str, Any]]], ignore: re.Pattern = TIMING
+) -> list[str]:
+    """Where two runs' tables differ (timing columns aside): one line per table with missing tables, other row
+    counts, or cells that differ (the first such cell named). Empty when the two runs are identical."""
+    lines = []
+    for name in sorted(set(a) | set(b)):
+        if name not in a or name not in b:
+            lines.append(f"{name}: only in {'the second' if name not in a else 'the first'} run")
+            continue
+        rows_a, rows_b = a[name], b[name]
+        if len(rows_a) != len(rows_b):
+            lines.append(f"{name}: {len(rows_a)} rows vs {len(rows_b)}")
+            continue
+        diffs = [
+            (i, key, ra.get(key), rb.get(key))
+            for i, (ra, rb) in enumerate(zip(rows_a, rows_b))
+            for key in sorted(set(ra) | set(rb))
+            if not ignore.search(key) and ra.get(key) != rb.get(key)
+        ]
+        if diffs:
+            i, key, va, vb = diffs[0]
+            lines.append(f"{name}: {len(diffs)} cells differ (first: row {i}, {key}: {va!r} vs {vb!r})")
+    return lines
 
 
 def legacy_verdict(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:

@@ -519,7 +519,30 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("collect", help="print the results tables of a notebook executed by plain papermill")
     c.add_argument("executed", type=Path)
     sub.add_parser("data", help="prepare the offline models and data (SmolLM2 from its GGUF, BIG-bench task files)")
+    d = sub.add_parser("compare", help="compare the tables of two runs (results JSON files or runs/<profile> folders)")
+    d.add_argument("first", type=Path)
+    d.add_argument("second", type=Path)
     return parser
+
+
+def compare_runs(first: Path, second: Path) -> list[str]:
+    """Lines naming every table that differs between two runs (timing columns aside): two results JSON files, or two
+    folders whose *.json files are paired by name. Empty when every table is identical."""
+    from .results import table_differences
+
+    def tables(path: Path) -> dict[str, dict]:
+        files = sorted(path.glob("*.json")) if path.is_dir() else [path]
+        if not files or not all(f.is_file() for f in files):
+            raise RunError(f"no results JSON at {path}", EXIT_BAD_INPUT)
+        return {f.stem: json.loads(f.read_text(encoding="utf-8")).get("tables", {}) for f in files}
+
+    a, b = tables(first), tables(second)
+    if first.is_file() and second.is_file():
+        a, b = {"run": next(iter(a.values()))}, {"run": next(iter(b.values()))}
+    lines = [f"{stem}: only in {first if stem in a else second}" for stem in sorted(set(a) ^ set(b))]
+    for stem in sorted(set(a) & set(b)):
+        lines += [f"{stem} / {line}" for line in table_differences(a[stem], b[stem])]
+    return lines
 
 
 def _main(args: argparse.Namespace) -> None:
@@ -545,6 +568,11 @@ def _main(args: argparse.Namespace) -> None:
         if not args.executed.is_file():
             raise RunError(f"no executed notebook at {args.executed}", EXIT_BAD_INPUT)
         print(json.dumps(collect(nbformat.read(args.executed, as_version=4)), indent=2))
+    elif args.command == "compare":
+        lines = compare_runs(args.first, args.second)
+        print("\n".join(lines) if lines else "identical: every table of every run (timing columns aside)")
+        if lines:
+            raise RunError(f"{len(lines)} tables differ", 1)
     elif args.command == "data":
         from .data import fetch_bigbench
         from .pretrained import minilm_path, smollm2_path
