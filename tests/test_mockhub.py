@@ -272,6 +272,9 @@ def check_rmd_near_ood(result: dict) -> None:
         r["ours_auroc"] is not None for r in rows(result, "paper_comparison")
     )  # CIFAR-10 <-> CIFAR-100 is measured
     assert {r["decision"] for r in rows(result, "verdict")} <= {"held", "not held", "inconclusive"}
+    # at `paper` the near rows are planned at the paper's own K: CLINC150's 150 intents, CIFAR's 10 and 100 classes
+    near_md = {r["regime"] for r in rows(result, "verdict") if r["claim"].startswith("RMD improves on MD")}
+    assert near_md == {f"paper: classes K = {k} (paper {k})" for k in (150, 10, 100)}
 
 
 def check_crt_canary_exposure(result: dict) -> None:

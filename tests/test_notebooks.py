@@ -104,6 +104,11 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     assert len(verdict) == 3 * 4 + 5  # 3 near directions x 4 per-direction rows, then 5 chapter-wide rows
     assert all(r["ci_low"] <= r["ci_high"] for r in verdict)
     assert all(r["why"] for r in verdict if r["decision"] != "held")
+    # the K trend and the covariance check are ours; the paper's rows are tested at K = 3 (text) or 5 (image)
+    assert [r["origin"] for r in verdict].count("ours") == 2
+    near_md = [r["regime"] for r in verdict if r["claim"].startswith("RMD improves on MD")]
+    assert set(near_md) == {"miniature: classes K = 3 (paper 150)", "miniature: classes K = 5 (paper 10 / 100)"}
+    assert all(r["measured_by"] in ("", "k_sweep", "regimes", "covariance", "pc_range") for r in verdict)
 
 
 def test_rmd_chapter_analyses(smoke_results) -> None:

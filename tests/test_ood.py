@@ -166,3 +166,63 @@ def test_clp_probes_are_class_balanced() -> None:
     labels = np.r_[np.zeros(900, int), np.ones(30, int)]
     idx = scores.balanced_bootstrap(labels, 50, rng)
     assert np.bincount(labels[idx]).tolist() == [50, 50]
+
+
+def test_rmd_at_one_gaussian_has_auroc_one_half_despite_rounding() -> None:
+    from repro.rmd.experiment import without_rounding
+
+    rng = np.random.default_rng(0)
+    x, z = rng.normal(size=(600, 32)) * 3 + 1, rng.normal(size=(200, 32)) * 3
+    one = metrics.mahalanobis_scores(x, np.zeros(600), z)  # MD_1 - MD_0 is rounding noise, not exactly 0
+    assert metrics.auroc(np.arange(200) % 2, without_rounding(one)) == 0.5
+    three = metrics.mahalanobis_scores(x, np.arange(600) % 3, z)
+    np.testing.assert_array_equal(without_rounding(three), three.rmd)  # real differences are kept
+
+
+def test_register_plans_each_near_direction_at_its_k() -> None:
+    from repro.params import resolve
+    from repro.rmd import claims as C
+
+    default = C.near_directions(resolve({"profile": "default"}, C.SPEC))
+    assert [(n.setting, n.k) for n in default] == [("text-domain", 3)] * 2 + [("image-near", 5)] * 2
+    assert all(n.regime().kind == "miniature" for n in default)
+    paper = C.near_directions(resolve({"profile": "paper"}, C.SPEC))
+    assert [(n.tag, n.k) for n in paper] == [
+        ("CLINC150 in-scope → out-of-scope", 150),
+        ("CIFAR-10 → CIFAR-100", 10),
+        ("CIFAR-100 → CIFAR-10", 100),
+    ]
+    assert all(n.regime().kind == "paper" for n in paper)
+    planned = C.claims(resolve({"profile": "paper"}, C.SPEC))
+    colab = [c for c in planned.values() if c.paper_values]  # the authors' colab is CIFAR-100 -> CIFAR-10 only
+    assert {c.claim.split(": ")[-1] for c in colab} == {"CIFAR-100 → CIFAR-10"}
+
+
+def test_near_row_causes_follow_the_k_sweep() -> None:
+    import pandas as pd
+
+    from repro import stats
+    from repro.params import resolve
+    from repro.rmd import claims as C
+    from repro.rmd import experiment as ex
+    from repro.verdict import judge
+
+    planned = C.claims(resolve({"profile": "default"}, C.SPEC))
+    key = "rmd_beats_md|group A → group B|pretrained"
+    row = pd.Series({"setting": "image-near", "K": 5})
+
+    def cause(low: float, high: float, key: str = key, row: pd.Series = row) -> dict:
+        slope = stats.Interval((low + high) / 2, low, high, "bootstrap")
+        res = ex.Results(*[None] * 3, {"pretrained": slope, "finetuned": slope}, *[None] * 5, 100, 0)
+        return ex._contrast_cause(planned[key], "rmd_beats_md", "pretrained", row, res)
+
+    grows = cause(0.01, 0.03)
+    assert grows["why"][0] == "regime" and grows["measured_by"] == "k_sweep"
+    widens = cause(-0.03, -0.01)
+    assert widens["why"][0] == "finding" and widens["trend_checked"]
+    assert cause(-0.01, 0.01)["why"][0] == "unknown"
+    # a miniature row whose cause is unknown is judged a regime row, measured by the regimes table
+    rule_fails = judge(planned[key], -0.05, (-0.08, -0.02), "t", **cause(-0.01, 0.01))
+    assert rule_fails["why"].startswith("regime: tested at classes K = 5") and rule_fails["measured_by"] == "regimes"
+    text = "rmd_beats_md|Wikipedia + NYT + Reddit → Amazon|finetuned"
+    assert cause(0.01, 0.03, text, pd.Series({"setting": "text-domain", "K": 3}))["why"][0] == "unknown"
