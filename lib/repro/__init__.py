@@ -1,8 +1,12 @@
 """repro: the shared library of the reproducibility book (metrics, data, models, runner)."""
 
-from .notebook import start
-from .params import Param, ParameterError
-from .results import publish
+from .numerics import pin_cpu_numerics
+
+pin_cpu_numerics()  # before anything below can import NumPy or torch: same CPU kernels on every machine
+
+from .notebook import start  # noqa: E402
+from .params import Param, ParameterError  # noqa: E402
+from .results import publish  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["Param", "ParameterError", "__version__", "publish", "start"]
+__all__ = ["Param", "ParameterError", "__version__", "pin_cpu_numerics", "publish", "start"]

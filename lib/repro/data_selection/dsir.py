@@ -112,8 +112,9 @@ def _largest(keys: np.ndarray, k: int) -> np.ndarray:
         raise ValueError(f"fewer than k={k} documents are eligible")
     if k == 0:
         return np.empty(0, dtype=np.int64)
-    chosen = np.argpartition(-keys, k - 1)[:k]
-    return chosen[np.argsort(-keys[chosen], kind="stable")]
+    # a stable sort, not np.argpartition: among equal keys at the k-th place (duplicate documents under top_k) the
+    # lowest indices win, while argpartition's pick depends on the CPU (NumPy's AVX-512 and AVX2 selections differ)
+    return np.argsort(-keys, kind="stable")[:k]
 
 
 def _masked(keys: np.ndarray, eligible: np.ndarray | None) -> np.ndarray:

@@ -8,7 +8,8 @@ Two constructions of the adversarial half of the mixed test set:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,6 +39,7 @@ FIXED: dict[str, tuple[str, list[dict[str, object]]]] = {
     "CW-L2": ("CarliniL2Method", [CW_KWARGS]),
 }
 ATTACKS = {**ARTIFACT, **{f"fixed {k}": v for k, v in FIXED.items()}}
+ATTACK_SEED = 0  # the global generators ART draws from, seeded for every attack (JSMA's random target classes)
 
 
 def classifier(model: nn.Module, shape: tuple[int, ...], classes: int):
@@ -73,9 +75,28 @@ def adversarial_examples(art_classifier, x: np.ndarray, y: np.ndarray, attack: s
         if not todo.size:
             break
         attacker = getattr(evasion, cls_name)(art_classifier, batch_size=batch, **kwargs, **_quiet(cls_name))
-        out[todo] = attacker.generate(x[todo].astype(np.float32)).astype(np.float32)
+        with _seeded_globals(ATTACK_SEED):
+            out[todo] = attacker.generate(x[todo].astype(np.float32)).astype(np.float32)
         todo = todo[_predict(art_classifier, out[todo]) == y[todo]]
     return out
+
+
+@contextmanager
+def _seeded_globals(seed: int) -> Iterator[None]:
+    """NumPy's and torch's global generators seeded by `seed` inside the block, restored to their state after it.
+
+    ART draws from them: JSMA without labels picks each class's target with np.random.choice, so unseeded its
+    adversarial examples depend on whatever ran before (a model trained, or loaded from the cache instead)."""
+    import torch
+
+    state = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            yield
+    finally:
+        np.random.set_state(state)
 
 
 def _quiet(cls_name: str) -> dict[str, bool]:

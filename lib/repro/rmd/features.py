@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
 from .. import cache, data, pretrained, training
 from . import nets, scores
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -104,13 +106,21 @@ class Feats:
     accuracy: float  # in-distribution test accuracy of that classifier
 
 
+def seeded_init(make: Callable[[], T], seed: int) -> T:
+    """`make()` with torch's global generator seeded by `seed` (then restored): a model's initial weights depend on
+    its seed alone, not on what ran before it (another model trained, or loaded from the cache and so not trained)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return make()
+
+
 def label_free_image_encoder(images: torch.Tensor, budget: Budget, seed: int) -> Any:
     """The image encoder that never saw a label: a denoising auto-encoder ("local") or ViT-B/16 in21k ("hub")."""
     if budget.image_source == "hub":
-        return pretrained.EncoderClassifier(pretrained.VIT_IN21K_HUB, 1, "image")
+        return seeded_init(lambda: pretrained.EncoderClassifier(pretrained.VIT_IN21K_HUB, 1, "image"), seed)
     return cache.weights(
         "fmnist-dae",
-        nets.ConvAutoencoder(budget.feat_dim),
+        seeded_init(lambda: nets.ConvAutoencoder(budget.feat_dim), seed),
         lambda m: training.fit(
             m,
             images,
@@ -139,7 +149,7 @@ def finetuned_model(d: Direction, budget: Budget, seed: int) -> Any:
     if not uses_encoder(d, budget):
         return cache.weights(
             "cnn",
-            nets.SmallCNN(d.n_classes, budget.feat_dim),
+            seeded_init(lambda: nets.SmallCNN(d.n_classes, budget.feat_dim), seed),
             lambda m: training.fit(
                 m, d.train_x, y, training.classification_loss, budget.cnn_epochs, seed=seed, desc=desc
             ),
@@ -154,7 +164,7 @@ def finetuned_model(d: Direction, budget: Budget, seed: int) -> Any:
     inputs = list(d.train_x) if d.modality == "text" else d.train_x
     return cache.weights(
         f"{d.modality}-encoder",
-        pretrained.EncoderClassifier(name, d.n_classes, d.modality),
+        seeded_init(lambda: pretrained.EncoderClassifier(name, d.n_classes, d.modality), seed),
         lambda m: training.fit(
             m, d.train_x, y, training.classification_loss, epochs, lr=5e-5, batch_size=32, seed=seed, desc=desc
         ),

@@ -1,0 +1,44 @@
+"""CPU float kernels pinned to one instruction set, so two CPUs of different kinds compute the same bits.
+
+torch, oneDNN, MKL and NumPy each pick their kernels from the CPU they run on: AVX-512 on one machine, AVX2 on
+another. The two paths sum in different orders (and NumPy's AVX-512 exp/log/power are other approximations), so
+results differ in the last bits, and training amplifies those bits into different tables (a LeNet-5 accuracy of
+0.8880 in one cold build and 0.8892 in another). `pin_cpu_numerics` sets, before the libraries first read them,
+the environment variables that make every CPU with AVX2 (Intel or AMD) take the same AVX2 path.
+
+Each variable is set with `os.environ.setdefault`: a value set by the user wins. The variables are read lazily
+(torch's dispatch and oneDNN at their first kernel, MKL at its first call) except NumPy's, read when NumPy is
+imported: `import repro` before NumPy pins this process, and every child process (the runner's notebook kernels)
+inherits the pins either way. OpenBLAS (NumPy's and SciPy's BLAS) is left to OPENBLAS_CORETYPE, which the build
+machines set themselves.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["PINS", "pin_cpu_numerics"]
+
+PINS: dict[str, str] = {
+    # torch's own (ATen) vectorized kernels: the AVX2 build instead of the AVX-512 one
+    "ATEN_CPU_CAPABILITY": "avx2",
+    # oneDNN (torch's convolutions, LSTM, reorders): JIT kernels up to AVX2, never avx512_core
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    # MKL (torch's float matmul): conditional numerical reproducibility on the COMPATIBLE branch (SSE2 kernels).
+    # MKL_CBWR=AVX2 is honoured only on Intel CPUs: on an AMD CPU MKL ignores it and dispatches by itself (AUTO),
+    # so only COMPATIBLE gives the same bits on Intel and AMD (checked with mkl_cbwr_get on an AMD EPYC)
+    "MKL_CBWR": "COMPATIBLE",
+    # NumPy's dispatched loops: no AVX-512 targets (its AVX-512 float64 exp, log, expm1, log1p, power differ in
+    # the last bit from the AVX2/libm ones); the names are NumPy 2's target groups, unknown names are ignored
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+    # str hashes, hence the iteration order of sets of strings, fixed in every child Python process (the runner's
+    # notebook kernels); this process's own order was fixed when it started
+    "PYTHONHASHSEED": "0",
+}
+
+
+def pin_cpu_numerics() -> dict[str, str]:
+    """Set every variable of PINS not already set (a user's value wins); return the values now in force."""
+    for name, value in PINS.items():
+        os.environ.setdefault(name, value)
+    return {name: os.environ[name] for name in PINS}
