@@ -315,6 +315,16 @@ PAPER_LR = {
     "IMDB": (0.76, 0.98),
     "TruthfulQA": (0.56, 0.74),
 }  # Table 4
+PAPER_TOKENS = 27_000_000  # Section 6: the contaminated continued-pretraining corpus (RedPajama sample) ...
+PAPER_CONTAMINATION = 0.001  # ... of which 0.1 % come from the downstream sets
+PAPER_MEMBERS = 200  # inserted examples per set (and as many held-out non-members)
+# Fig. 5a (read off the figure): Min-K% AUC of outlier contaminants at the smallest (0.17M-token, about 60 %
+# contaminants: the paper's point nearest our corpora) and the largest (26M-token) corpus
+PAPER_SIZES = [170_000, 270_000, 2_600_000, 26_000_000]
+PAPER_SMALLEST = {"BoolQ": 0.75, "CommonsenseQA": 0.65, "IMDB": 0.78, "TruthfulQA": 0.62}
+PAPER_LARGEST = {"BoolQ": 0.90, "IMDB": 0.98}
+PAPER_INDIST_SIZES = [770_000, 3_900_000, 7_600_000]  # Fig. 5b: 1k / 5k / 10k News August 2023 articles
+PAPER_INDIST_AUC = (0.64, 0.58, 0.52)  # Fig. 5b, read off the figure
 
 
 def paper_name(name: str) -> str:

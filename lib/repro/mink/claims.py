@@ -1,0 +1,193 @@
+"""The Min-K% chapter's claim register: the paper's sentences (Shi et al., ICLR 2024, Section 6; Zhang et al. 2024
+for Min-K%++), what each compares with, the paper's own numbers and the rule's statistic on them, and the regime:
+the variable each effect depends on, the paper's value and ours, read from the resolved parameters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..verdict import Claim, Regime, Rule
+from . import corpora as C
+
+FACTOR = 3  # ours counts as the paper's regime when within this factor of the paper's sizes
+ABOVE_ALL = "We find that MIN-K% PROB outperforms all baselines."  # Section 6, Main results (Table 3)
+
+
+def _table3(method: str) -> dict[str, float]:
+    """Table 3's AUC of one method on the four sets."""
+    return {f"{method} {s}": v for s, v in zip(C.PAPER_SETS, C.PAPER_AUC[method])}
+
+
+def _mean_difference(a: str, b: str) -> float:
+    """Table 3's mean over the four sets of AUC(a) − AUC(b)."""
+    return round(float(np.mean(np.subtract(C.PAPER_AUC[a], C.PAPER_AUC[b]))), 4)
+
+
+def _near(ours: float, paper: float) -> bool:
+    """Ours within FACTOR of the paper's value."""
+    return paper / FACTOR <= ours <= paper * FACTOR
+
+
+def contamination_regime(p: Mapping[str, Any]) -> Regime:
+    """Table 3's governing variable: how much background text surrounds the inserted items (contamination share)."""
+    items = len(p["sets"]) * p["n_members"]
+    paper_items = len(C.PAPER_SETS) * C.PAPER_MEMBERS
+    near = _near(p["background_tokens"], C.PAPER_TOKENS) and _near(items, paper_items)
+    return Regime(
+        "contamination (inserted items, background tokens)",
+        f"{paper_items} items in {C.PAPER_TOKENS / 1e6:g}M tokens, {100 * C.PAPER_CONTAMINATION:g} % contaminants",
+        f"{items} items in {p['background_tokens']:,} background tokens",
+        "paper" if near else "miniature",
+        f"corpus and item count within a factor {FACTOR} of Section 6's" if near else "",
+    )
+
+
+def _size_regime(sizes: list[int], paper: list[int], what: str) -> Regime:
+    """A corpus-size sweep: the smallest and largest background, against the paper's sizes."""
+    near = _near(min(sizes), min(paper)) and _near(max(sizes), max(paper))
+    return Regime(
+        f"corpus sizes of {what} (background tokens)",
+        f"{min(paper) / 1e6:g}M–{max(paper) / 1e6:g}M",
+        f"{min(sizes):,}–{max(sizes):,}",
+        "paper" if near else "miniature",
+        f"smallest and largest size within a factor {FACTOR} of the paper's" if near else "",
+    )
+
+
+def _frequency_regime(p: Mapping[str, Any]) -> Regime:
+    """Fig. 5c: the paper does not state its corpus; the other ablations use 0.17M–26M tokens."""
+    near = p["freq_background"] >= C.PAPER_SIZES[2] / FACTOR
+    return Regime(
+        "background tokens of the repeated-insertion corpus",
+        "not stated (RedPajama; the other ablations use 0.17M–26M)",
+        f"{p['freq_background']:,}",
+        "paper" if near else "miniature",
+        f"within a factor {FACTOR} of the 2.6M tokens of Fig. 5a's middle size" if near else "",
+    )
+
+
+BASELINES = {  # Table 3's baselines the chapter scores at every profile, as the paper names them
+    "PPL": "PPL (the LOSS attack), one of all baselines of Table 3",
+    "Zlib": "Zlib, one of all baselines of Table 3",
+    "Lowercase": "Lowercase, one of all baselines of Table 3",
+}
+
+
+def _outperforms(baseline: str, regime: Regime, comparator: str) -> Claim:
+    """Table 3: Min-K% outperforms one baseline, judged on the mean AUC difference over the sets."""
+    return Claim(
+        f"Min-K% outperforms {baseline} (mean AUC over the sets)",
+        "Section 6, Table 3 (quoted)",
+        f"{np.mean(C.PAPER_AUC['Min-K%']):.2f} vs {np.mean(C.PAPER_AUC[baseline]):.2f}",
+        Rule.above(0.0, f"mean AUC over the sets of Min-K% (k = 20 %) − {baseline}"),
+        quote=ABOVE_ALL,
+        comparator=comparator,
+        regime=regime,
+        paper_values={**_table3("Min-K%"), **_table3(baseline)},
+        paper_estimate=_mean_difference("Min-K%", baseline),
+    )
+
+
+def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
+    """The chapter's claims with their rules, fixed before any number is computed."""
+    main = contamination_regime(p)
+    return {
+        "control": Claim(
+            "Before continued pretraining, Min-K% cannot tell members from non-members (control)",
+            "implied by the random split",
+            "0.5",
+            Rule.in_null("the base model's mean Min-K% AUC over the sets"),
+            ours=True,
+        ),
+        "auc": Claim(
+            "After continued pretraining, Min-K% detects the inserted items: mean AUC above chance",
+            "abstract; Section 6, Table 3 (quoted)",
+            "0.86 mean AUC (Table 3); 0.70 at Fig. 5a's 0.17M-token corpus",
+            Rule.above(0.5, "the mean Min-K% AUC over the sets after continued pretraining"),
+            quote="We apply Min-K% Prob to three real-world scenarios, copyrighted book detection, contaminated "
+            "downstream example detection and privacy auditing of machine unlearning, and find it a consistently "
+            "effective solution.",
+            comparator="chance (AUC 0.5): the paper reports the AUC alone, with no base-model control",
+            regime=main,
+            paper_values={
+                **_table3("Min-K%"),
+                **{f"Fig. 5a 0.17M {s}": v for s, v in C.PAPER_SMALLEST.items()},
+            },
+            paper_estimate=round(float(np.mean(C.PAPER_AUC["Min-K%"])), 4),
+        ),
+        "detects": Claim(
+            "Continued pretraining on the items makes them detectable: Min-K% AUC rises over the base model",
+            "Table 3 (no base-model control reported)",
+            "0.86 mean AUC",
+            Rule.above(0.0, "the mean gain in Min-K% AUC over the base model"),
+            ours=True,
+        ),
+        **{f"vs_{b.lower()}": _outperforms(b, main, comparator) for b, comparator in BASELINES.items()},
+        "lr": Claim(
+            "A higher learning rate gives a higher AUC",
+            "Section 6.2, Table 4 (quoted)",
+            "1e-5 → 1e-4: 0.64 → 0.86 (mean of the four sets)",
+            Rule.above(0.0, f"AUC at {p['learning_rate']:g} − AUC at {p['low_learning_rate']:g}"),
+            quote="We find that raising the learning rate from 10−5 to 10−4 increases AUC scores significantly in "
+            "all the downstream tasks",
+            comparator="the same contaminated corpus trained at learning rate 1e-5",
+            regime=main,
+            paper_values={f"{s} {lr}": v for s, pair in C.PAPER_LR.items() for lr, v in zip(("1e-5", "1e-4"), pair)},
+            paper_estimate=round(float(np.mean([hi - lo for lo, hi in C.PAPER_LR.values()])), 4),
+        ),
+        "occurrences": Claim(
+            "More occurrences give a higher AUC",
+            "Section 6.2, Fig. 5c (quoted; values read off the figure)",
+            "rises to ≈ 1.0 by about 4 copies",
+            Rule.above(0.0, "AUC of members seen ≥ 2 times − AUC of members seen once"),
+            quote="Figure 5c shows that AUC scores positively correlates with the occurrence of examples.",
+            comparator="examples that occur fewer times in the same corpus",
+            regime=_frequency_regime(p),
+        ),
+        "size_outlier": Claim(
+            "Outlier contaminants: AUC rises with corpus size",
+            "Section 6.2, Fig. 5a (quoted; values read off the figure)",
+            "BoolQ ≈ 0.75 → 0.90, IMDB ≈ 0.78 → 0.98 (0.17M → 26M tokens)",
+            Rule.above(0.0, "AUC at the largest − AUC at the smallest corpus"),
+            quote="Despite the theory suggesting greater difficulty with more pretraining data, Figure 5a shows "
+            "AUC scores counterintuitively increase with pre-training dataset size.",
+            comparator="the same 200 examples per set in smaller corpora (0.17M, 0.27M, 2.6M, 26M tokens)",
+            regime=_size_regime(p["size_background"], C.PAPER_SIZES, "Fig. 5a"),
+            paper_values={
+                **{f"{s} 0.17M": C.PAPER_SMALLEST[s] for s in C.PAPER_LARGEST},
+                **{f"{s} 26M": v for s, v in C.PAPER_LARGEST.items()},
+            },
+            paper_estimate=round(float(np.mean([v - C.PAPER_SMALLEST[s] for s, v in C.PAPER_LARGEST.items()])), 4),
+        ),
+        "size_indist": Claim(
+            "In-distribution contaminants: AUC falls with corpus size",
+            "Section 6.2, Fig. 5b (quoted; values read off the figure)",
+            "≈ 0.64 → 0.52",
+            Rule.below(0.0, "AUC at the largest − AUC at the smallest corpus"),
+            quote="Figure 5b shows AUC scores decrease as the dataset size increases.",
+            comparator="the same 100 news contaminants in smaller news corpora (0.77M, 3.9M, 7.6M tokens)",
+            regime=_size_regime(p["indist_background"], C.PAPER_INDIST_SIZES, "Fig. 5b"),
+            paper_values={f"{n / 1e6:g}M": v for n, v in zip(C.PAPER_INDIST_SIZES, C.PAPER_INDIST_AUC)},
+            paper_estimate=round(C.PAPER_INDIST_AUC[-1] - C.PAPER_INDIST_AUC[0], 4),
+        ),
+        "minkpp": Claim(
+            "Min-K%++ improves on Min-K% (Zhang et al.)",
+            "Min-K%++ paper (Zhang et al. 2024), abstract; WikiMIA-32 average",
+            "0.783 vs 0.678",
+            Rule.above(0.0, "mean AUC over the sets of Min-K%++ − Min-K% (k = 20 %)"),
+            quote="Empirically, on the WikiMIA benchmark, Min-K%++ outperforms the SOTA Min-K% by 6.2% to 10.5% in "
+            "detection AUROC averaged over five models.",
+            comparator="Min-K% on the same texts and models",
+            regime=Regime(
+                "benchmark (how members and non-members differ)",
+                "WikiMIA: pretraining members vs later events, five LLMs",
+                f"items inserted by continued pretraining of {str(p['base_name']).rsplit('/', 1)[-1]}",
+                "miniature",
+            ),
+            paper_values={"Min-K%++ WikiMIA-32": 0.783, "Min-K% WikiMIA-32": 0.678},
+            paper_estimate=round(0.783 - 0.678, 4),
+        ),
+    }
