@@ -33,17 +33,9 @@ n_sentences = None  # how many of the example sentences to score
 
 # %%
 import repro
-from repro import Param
+from repro.metrics_by_hand import claims as mh
 
-P = repro.start(
-    globals(),
-    seed=Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
-    toy_n=Param(int, 2000, smoke=200, low=20, high=200_000, help="points per class in the Mahalanobis toy"),
-    lm_source=Param(str, "local", paper="hub", choices=("local", "hub"), help="where the language model comes from"),
-    lm_name=Param(str, "HuggingFaceTB/SmolLM2-135M-Instruct", help="Hub id of the LM (lm_source='hub')"),
-    min_k=Param(float, 0.2, low=0.01, high=1.0, help="Min-K% fraction k"),
-    n_sentences=Param(int, 8, smoke=4, low=2, high=8, help="example sentences scored by the LM"),
-)
+P = repro.start(globals(), **mh.SPEC)
 
 # %% [markdown]
 # The table above is the validated parameter set: `None` in the parameters cell means "the
@@ -52,9 +44,18 @@ P = repro.start(
 #
 # ## What we test
 #
-# Five claims, each with the rule that decides it, fixed here before any number is computed.
-# The first three are exact recomputations of published worked examples, so they carry no
-# sampling interval; the last two are small experiments and carry a bootstrap interval.
+# Five rows, each with the rule that decides it, fixed here before any number is computed.
+#
+# - Three are the papers' own worked examples (APFD, DeepGini, canary exposure), recomputed on
+#   the published inputs: exact, so they carry no sampling interval.
+# - The 2-D Mahalanobis toy is a check of our own, marked as such: we draw its points so that the
+#   failure Ren et al. describe happens, so it shows our MD and RMD behave as their analysis
+#   predicts but cannot confirm or refute their claim (the RMD chapter tests that).
+# - The Min-K% sentences test Shi et al.'s hypothesis in a miniature regime: a handful of
+#   sentences whose membership we presume, scored by a 135M-parameter model, where the paper
+#   scores the WikiMIA benchmark with five large models. It carries a bootstrap interval.
+#
+# The register below keeps each claim's quote, comparator, the paper's numbers and its regime.
 
 # %%
 import matplotlib.pyplot as plt
@@ -64,42 +65,9 @@ import seaborn as sns
 
 from repro import metrics, plots, stats, verdict
 from repro.results import publish
-from repro.verdict import Claim, Rule
 
-CLAIMS = verdict.plan(
-    [
-        Claim(
-            "APFD of the orders A-B-C-D-E, E-D-C-B-A and C-E-B-A-D is 0.50, 0.64 and 0.84",
-            "Rothermel et al. ICSM'99, worked example (quoted)",
-            "gap 0 to 0.50 / 0.64 / 0.84",
-            Rule.below(0.005, "the largest |ours − paper|"),
-        ),
-        Claim(
-            "DeepGini scores 0.62, 0.34, 0.54, 0.64 and the priority order D, A, C, B",
-            "Feng et al. ISSTA'20, Sec. 3 example (quoted)",
-            "gap 0 to 0.62 / 0.34 / 0.54 / 0.64",
-            Rule.below(0.005, "the largest |ours − paper|"),
-        ),
-        Claim(
-            "exposure of rank 1 and rank 2 among 10^6 candidates is 19.93 and 18.93 bits",
-            "Carlini et al. 2019, definition (recomputed)",
-            "gap 0 to 19.93 / 18.93",
-            Rule.below(0.005, "the largest |ours − paper|"),
-        ),
-        Claim(
-            "in the 2-D toy, RMD separates near-OOD points that MD cannot",
-            "Ren et al. 2021, Sec. 3 mechanism (no number)",
-            "RMD > MD",
-            Rule.above(0.0, "AUROC(RMD) − AUROC(MD)"),
-        ),
-        Claim(
-            "famous passages get a higher Min-K% score than sentences written for this book",
-            "Shi et al. 2024, Sec. 3 direction (no number)",
-            "famous > new",
-            Rule.above(0.0, "mean Min-K%(famous) − mean Min-K%(new)"),
-        ),
-    ]
-)
+CLAIMS = mh.claims(P)
+verdict.plan(list(CLAIMS.values()))
 
 # %% [markdown]
 # ## 1. APFD: the average percentage of faults detected
@@ -112,14 +80,7 @@ CLAIMS = verdict.plan(
 # Their example has five tests and ten faults:
 
 # %%
-FAULTS = {
-    "A": [1, 5],
-    "B": [1, 5, 6, 7],
-    "C": [1, 2, 3, 4, 5, 6, 7],
-    "D": [5],
-    "E": [8, 9, 10],
-}
-ORDERS = {"A-B-C-D-E": 0.50, "E-D-C-B-A": 0.64, "C-E-B-A-D": 0.84}
+FAULTS, ORDERS = mh.FAULTS, mh.APFD_ORDERS
 
 
 def new_faults(order: list[str]) -> np.ndarray:
@@ -140,11 +101,13 @@ for name, paper_value in ORDERS.items():
         }
     )
 apfd_table = publish("apfd_icsm99", pd.DataFrame(rows).round(4))
+apfd_gap = round(float(np.abs(apfd_table["apfd"] - apfd_table["paper"]).max()), 4)
 verdict_rows = [
     verdict.judge(
-        CLAIMS[0],
-        np.abs(apfd_table["apfd"] - apfd_table["paper"]).max(),
-        stats.exact(np.abs(apfd_table["apfd"] - apfd_table["paper"]).max()),
+        CLAIMS["apfd"],
+        apfd_gap,
+        stats.exact(apfd_gap),
+        why=verdict.unexplained("recomputing the differing order of table apfd_icsm99 by hand"),
     )
 ]
 
@@ -180,26 +143,28 @@ fig.tight_layout()
 # score near 0, a prediction spread evenly over classes a high one. The paper's example:
 
 # %%
-PROBS = {"A": [0.3, 0.5, 0.2], "B": [0.1, 0.1, 0.8], "C": [0.6, 0.3, 0.1], "D": [0.4, 0.4, 0.2]}
-PAPER_GINI = {"A": 0.62, "B": 0.34, "C": 0.54, "D": 0.64}
-
-gini = metrics.gini_impurity(np.array(list(PROBS.values())))
+gini = metrics.gini_impurity(np.array(list(mh.PROBS.values())))
 gini_table = pd.DataFrame(
     {
-        "test": list(PROBS),
-        "probs": [str(p) for p in PROBS.values()],
+        "test": list(mh.PROBS),
+        "probs": [str(p) for p in mh.PROBS.values()],
         "gini": gini.round(4),
-        "paper": list(PAPER_GINI.values()),
+        "paper": [mh.GINI[t] for t in mh.PROBS],
     }
 )
 gini_table["priority"] = gini_table["gini"].rank(ascending=False).astype(int)
 gini_table = publish("gini_example", gini_table.sort_values("priority"))
-gini_gap = (
-    float(np.abs(gini_table["gini"] - gini_table["paper"]).max()) if "".join(gini_table["test"]) == "DACB" else 1.0
+gini_gap = (  # a different priority order counts as a full miss
+    round(float(np.abs(gini_table["gini"] - gini_table["paper"]).max()), 4)
+    if "".join(gini_table["test"]) == mh.GINI_ORDER
+    else 1.0
 )
 verdict_rows.append(
     verdict.judge(
-        CLAIMS[1], gini_gap, stats.exact(gini_gap), why=("unknown", "the order or a score differs from the example's")
+        CLAIMS["gini"],
+        gini_gap,
+        stats.exact(gini_gap),
+        why=verdict.unexplained("recomputing the differing score or order of table gini_example by hand"),
     )
 )
 
@@ -216,8 +181,9 @@ fig.tight_layout()
 #
 # Carlini et al.'s exposure turns the rank of a planted secret among all $|R|$ candidates into
 # bits: $\log_2|R| - \log_2 \mathrm{rank}$. A six-digit canary has $|R| = 10^6$ candidates, so a
-# model that ranks the true canary first has exposure $\log_2 10^6 \approx 19.93$, and a model
-# that has learned nothing about it has an expected exposure near $\log_2 2 \approx 1$.
+# model that ranks the true canary first has exposure $\log_2 10^6 \approx 19.93$ (the value
+# Zhao et al.'s CRT paper prints), and a model that has learned nothing about it has an
+# expected exposure near $\log_2 2 \approx 1$. The other ranks below are ours, to draw the curve.
 
 # %%
 ranks = np.array([1, 2, 10, 1_000, 500_000, 1_000_000])
@@ -226,19 +192,27 @@ exposure_table = publish(
     pd.DataFrame(
         {
             "rank": ranks,
-            "exposure": np.round(metrics.exposure(ranks, 1e6), 4),
-            "paper": [19.93, 18.93, None, None, None, None],
+            "exposure": np.round(metrics.exposure(ranks, mh.CANDIDATES), 4),
+            "paper": [mh.EXPOSURE.get(int(r)) for r in ranks],
         }
     ),
 )
-exposure_gap = float(np.abs(exposure_table["exposure"][:2] - np.array([19.93, 18.93])).max())
-verdict_rows.append(verdict.judge(CLAIMS[2], exposure_gap, stats.exact(exposure_gap)))
+printed = exposure_table.dropna(subset=["paper"])
+exposure_gap = round(float(np.abs(printed["exposure"] - printed["paper"]).max()), 4)
+verdict_rows.append(
+    verdict.judge(
+        CLAIMS["exposure"],
+        exposure_gap,
+        stats.exact(exposure_gap),
+        why=verdict.unexplained("recomputing log2 |R| − log2 rank for the printed rank by hand"),
+    )
+)
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
 grid = np.logspace(0, 6, 200)
-ax.plot(grid, metrics.exposure(grid, 1e6))
-ax.scatter(ranks, metrics.exposure(ranks, 1e6), zorder=3)
+ax.plot(grid, metrics.exposure(grid, mh.CANDIDATES))
+ax.scatter(ranks, metrics.exposure(ranks, mh.CANDIDATES), zorder=3)
 ax.set(
     xscale="log",
     xlabel="rank of the true canary among $10^6$ candidates",
@@ -261,7 +235,8 @@ fig.tight_layout()
 # The toy below is drawn, not collected: it is a two-dimensional caricature of that
 # mechanism. The $x$ axis separates two classes; along $y$ the training features spread very
 # little, and test features of both kinds spread ten times more. The near-OOD class sits between
-# the two in-distribution classes.
+# the two in-distribution classes. Because we built the failure in, this row is a check of our
+# own code, not a test of the paper's claim.
 
 # %%
 rng = np.random.default_rng(P.seed)
@@ -288,7 +263,16 @@ toy_table = publish(
     ),
 )
 toy_gain = stats.paired_bootstrap_diff(stats.fast_auc, is_ood, scores.rmd, scores.md, seed=P.seed, unit="test points")
-verdict_rows.append(verdict.judge(CLAIMS[3], toy_gain.estimate, toy_gain))
+verdict_rows.append(
+    verdict.judge(
+        CLAIMS["rmd_toy"],
+        toy_gain.estimate,
+        toy_gain,
+        why=verdict.unexplained(
+            "comparing repro.metrics.mahalanobis_scores with MD and RMD computed by hand on the toy"
+        ),
+    )
+)
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(12, 4))
@@ -321,19 +305,12 @@ fig.tight_layout()
 # prefix); higher means "more likely a member". Here SmolLM2-135M, a real pretrained language
 # model, scores four well-known passages that almost surely appear in any web-scale corpus, and
 # four sentences written for this book, which cannot. This is a demonstration of the
-# computation, not a membership experiment: the Min-K% chapter runs the real one.
+# computation, not a membership experiment: membership of the famous passages is presumed, not
+# known, and they differ from the new sentences in more than membership (they are repeated
+# across the web, and worded differently). The Min-K% chapter runs the real experiment.
 
 # %%
-SENTENCES = [
-    ("famous", "We hold these truths to be self-evident, that all men are created equal."),
-    ("new", "The ferry to the lighthouse left late because a goat had wandered onto the ramp."),
-    ("famous", "To be, or not to be, that is the question."),
-    ("new", "Our reading group argued for an hour about whether the spreadsheet counted as a benchmark."),
-    ("famous", "It was the best of times, it was the worst of times."),
-    ("new", "The violin teacher keeps a jar of lemon drops for students who practise scales twice."),
-    ("famous", "Four score and seven years ago our fathers brought forth on this continent a new nation."),
-    ("new", "Rain on the greenhouse roof drowned out the tomato grower's radio interview."),
-][: P.n_sentences]
+SENTENCES = mh.SENTENCES[: P.n_sentences]
 
 from repro.pretrained import load_causal_lm, token_stats
 
@@ -373,8 +350,10 @@ fig.tight_layout()
 # ## Verdict
 #
 # Each worked example is recomputed by the library and compared with the published value at
-# the precision the source prints (two decimals, so a gap below 0.005); the two experiments
-# are judged by their bootstrap intervals.
+# the precision the source prints (two decimals, so a gap below 0.005); the toy and the Min-K%
+# sentences are judged by their bootstrap intervals. The toy is our own check; the Min-K% row is
+# a miniature of the paper's regime (see the register's regimes), so a row against the paper
+# there is put down to the regime, not to the paper.
 
 # %%
 kind = np.array([k for k, _ in SENTENCES])
@@ -389,10 +368,11 @@ famous_gap = stats.bootstrap(
 )
 verdict_rows.append(
     verdict.judge(
-        CLAIMS[4],
+        CLAIMS["min_k"],
         famous_gap.estimate,
         famous_gap,
-        why=("setup", f"only {len(SENTENCES)} sentences: a demonstration, not an experiment"),
+        why=verdict.unexplained("scoring the Min-K% chapter's known members and non-members with the same model"),
+        narrow_by="sentences",
     )
 )
 verdict.conclude(verdict_rows)

@@ -1,0 +1,1 @@
+"""The metrics chapter: its parameters and its claim register (the worked examples and two small checks)."""
