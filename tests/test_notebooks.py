@@ -182,9 +182,11 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
         if row["naive_measured"]:  # the tree gives the naive scores; the speed ratio is a report
             assert row["max_abs_score_diff"] < 1e-3 and row["ratio"] > 0, row
     verdict = tables["verdict"]
-    assert len(verdict) == len(tables["claims"]) == 27
+    assert len(verdict) == len(tables["claims"]) == 28  # 22 of the paper's claims, 6 checks of our own
+    assert sum(r["origin"] == "ours" for r in verdict) == 6
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held") == (r["why"] == "") for r in verdict)
     assert {r["claim"][:8]: r["decision"] for r in verdict}["Fig. 6: "] == "held"
+    assert {r["claim"][:8]: r["decision"] for r in verdict}["Authors'"] == "held"  # 0.1158, the authors' notebook
 
 
 def test_deepgini_models_and_mixed_sets(smoke_results) -> None:

@@ -13,7 +13,6 @@ import torch
 
 from .. import cache, stats
 from ..pretrained import SMOLLM2_HUB
-from ..verdict import Claim, judge
 from . import membership_attacks, pretrained_arm, trainers
 from .runs import CONTROL, DELTA, VERSION, Data, Encoder, mia_scores, nll_of, test_nll
 
@@ -181,21 +180,3 @@ def words(result: dict) -> str:
         f"{t.loc[CONTROL, 'ppl_non-secret']:.2f}. The fine-tunes were {source}; training them took "
         f"{cost / 60:.1f} min on this machine, besides the frozen trunk's pass over every sentence."
     )
-
-
-def rows(planned: dict[tuple[str, str], Claim], result: dict, seed: int = 0) -> list[dict]:
-    """The arm's two perplexity claims, judged by their planned rules."""
-    close = perplexity(result, "CRT", "non-secret", "non-private", seed)
-    control = perplexity(result, CONTROL, "non-secret", "non-private", seed)
-    measured = f"a fine-tune on D_pub alone is at {control.estimate:.2f} [{control.low:.2f}, {control.high:.2f}]"
-    if control.high < close.low:
-        cause = ("setup", f"{measured}, better than CRT: the DP-SGD epochs on D_pri, mostly bare <MASK>, cost utility")
-    elif control.low <= 1.5 * close.estimate:
-        cause = ("setup", f"CRT's utility is mostly its public part at our scale: {measured}")
-    else:
-        cause = ("unknown", f"{measured}; one fine-tune per trainer, one trainable block")
-    versus = perplexity(result, "CRT", "non-secret", "DPSGD", seed)
-    return [
-        judge(planned["arm", "crt_close"], close.estimate, close, why=cause),
-        judge(planned["arm", "crt_vs_dpsgd"], versus.estimate, versus, why=cause),
-    ]
