@@ -4,7 +4,8 @@ torch, oneDNN, MKL and NumPy each pick their kernels from the CPU they run on: A
 another. The two paths sum in different orders (and NumPy's AVX-512 exp/log/power are other approximations), so
 results differ in the last bits, and training amplifies those bits into different tables (a LeNet-5 accuracy of
 0.8880 in one cold build and 0.8892 in another). `pin_cpu_numerics` sets, before the libraries first read them,
-the environment variables that make every CPU with AVX2 (Intel or AMD) take the same AVX2 path.
+the environment variables that make every CPU with AVX2 (Intel or AMD) take the same AVX2 path in torch's own kernels,
+oneDNN and NumPy (MKL's float matmul is the exception, see PINS).
 
 Each variable is set with `os.environ.setdefault`: a value set by the user wins. The variables are read lazily
 (torch's dispatch and oneDNN at their first kernel, MKL at its first call) except NumPy's, read when NumPy is
@@ -24,10 +25,11 @@ PINS: dict[str, str] = {
     "ATEN_CPU_CAPABILITY": "avx2",
     # oneDNN (torch's convolutions, LSTM, reorders): JIT kernels up to AVX2, never avx512_core
     "ONEDNN_MAX_CPU_ISA": "AVX2",
-    # MKL (torch's float matmul): conditional numerical reproducibility on the COMPATIBLE branch (SSE2 kernels).
-    # MKL_CBWR=AVX2 is honoured only on Intel CPUs: on an AMD CPU MKL ignores it and dispatches by itself (AUTO),
-    # so only COMPATIBLE gives the same bits on Intel and AMD (checked with mkl_cbwr_get on an AMD EPYC)
-    "MKL_CBWR": "COMPATIBLE",
+    # MKL (torch's float matmul) is left to its own dispatch: MKL_CBWR=AVX2 is honoured only on Intel CPUs (on an
+    # AMD CPU MKL ignores it, checked with mkl_cbwr_get on an AMD EPYC), and the one branch honoured on both,
+    # COMPATIBLE (SSE2 kernels), made a SmolLM2-135M forward + backward 2.46x slower on this 2-core machine (5.66 s
+    # vs 13.95 s), which the Min-K% and CRT chapters' CPU budgets cannot carry. Set MKL_CBWR=COMPATIBLE yourself
+    # for float matmuls that are bit-identical across CPU kinds too; two runs on one kind of CPU agree without it.
     # NumPy's dispatched loops: no AVX-512 targets (its AVX-512 float64 exp, log, expm1, log1p, power differ in
     # the last bit from the AVX2/libm ones); the names are NumPy 2's target groups, unknown names are ignored
     "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
