@@ -276,9 +276,10 @@ def mahalanobis_scores(
     means, inverse = class_gaussians(x, y)
     within = x - means[inverse]
     estimator = shrinkage(within, ridge)
-    mean0 = x.mean(axis=0, keepdims=True)
+    mean0 = class_gaussians(x, np.zeros(len(x), dtype=int))[0]  # the same arithmetic: at K = 1, MD_1 = MD_0 exactly
     md_k = _squared_distances(z, means, _precision(within.T @ within / len(x), estimator))
-    md_0 = _squared_distances(z, mean0, _precision((x - mean0).T @ (x - mean0) / len(x), estimator))[:, 0]
+    background = x - mean0  # one array, so NumPy takes the same symmetric product (syrk) as for `within`
+    md_0 = _squared_distances(z, mean0, _precision(background.T @ background / len(x), estimator))[:, 0]
     return MahalanobisScores(md=md_k.min(axis=1), rmd=(md_k - md_0[:, None]).min(axis=1))
 
 

@@ -376,12 +376,6 @@ def random_merge(n_classes: int, k: int, rng: np.random.Generator) -> np.ndarray
     return groups
 
 
-def without_rounding(sc: metrics.MahalanobisScores, tol: float = 1e-9) -> np.ndarray:
-    """RMD with cancellation noise set to zero: a difference MD_k - MD_0 below `tol` of the largest MD is rounding,
-    not signal (at K = 1 both Gaussians are the same one and RMD is identically zero, so its AUROC is 0.5)."""
-    return np.where(np.abs(sc.rmd) <= tol * np.abs(sc.md).max(), 0.0, sc.rmd)
-
-
 def k_sweep(
     inputs: Inputs, feats: dict, seed_list: Sequence[int], k_values: Sequence[int], partitions: int, seed: int
 ) -> pd.DataFrame:
@@ -397,7 +391,7 @@ def k_sweep(
                     for s in seed_list:
                         f = feats[(d.setting, d.in_dist, kind, s)]
                         sc = metrics.mahalanobis_scores(f.train, groups[d.train_y], f.test)
-                        md, rmd = metrics.auroc(d.is_ood, sc.md), metrics.auroc(d.is_ood, without_rounding(sc))
+                        md, rmd = metrics.auroc(d.is_ood, sc.md), metrics.auroc(d.is_ood, sc.rmd)
                         rows.append(
                             {
                                 "in_dist": d.in_dist,
