@@ -252,9 +252,16 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     assert all(0 <= r["held_out_accuracy"] <= 1 and 0 <= r["pool_accuracy"] <= 1 for r in retraining)
     diffs = table(smoke_results, "deepgini_apfd", "retraining_differences")
     assert {r["percent"] for r in diffs} == {5, 10} and all(r["seeds"] == 2 for r in diffs)
+    picks = table(smoke_results, "deepgini_apfd", "retraining_picks")
+    assert {r["percent"] for r in picks} == {5, 10, 100}  # every percentage, and the whole pool
+    assert all(r["inputs"] >= r["source_images"] > 0 for r in picks)
+    assert all(abs(sum(v for k, v in r.items() if k.startswith("share ")) - 1) < 1e-9 for r in picks)
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
-    assert len(verdict) == 2 * 2 + 3  # per set: 2 claims; then coverage saturation, retraining and cost
+    # per set: 2 claims; then coverage saturation, retraining vs coverage (the paper's) and vs random (ours), cost
+    assert len(verdict) == 2 * 2 + 4
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
+    assert [r["origin"] for r in verdict].count("ours") == 1  # retraining against random
+    assert all("1 trained model per pair" in r["test"] for r in verdict if "APFD(" in r["rule"])
 
 
 def test_mink_chapter_tables(smoke_results) -> None:

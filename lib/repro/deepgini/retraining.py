@@ -10,7 +10,10 @@ from tqdm.auto import tqdm
 
 from .. import stats
 from . import nets
+from .attacks import ARTIFACT
 from .testsets import MixedSet
+
+POOL_ATTACKS = tuple(ARTIFACT)  # the attacks of the artifact-style mixed set, whose adversarial inputs form the pool
 
 
 def split_by_source(mixed: MixedSet, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -35,10 +38,12 @@ def run(
     seeds: Sequence[int],
     epochs: int,
     split_seed: int,
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per seed and percentage, every method fine-tunes on its top tests of the pool plus the same random training
-    images; accuracy on the held-out adversarial half and, as the paper reports it, on the pool itself."""
+    images; accuracy on the held-out adversarial half and, as the paper reports it, on the pool itself. Returns the
+    accuracies and the make-up of every method's picks (see `picks`), the whole pool's first."""
     pool, held = split_by_source(mixed, split_seed)
+    made = [{"method": "whole pool", "percent": 100, "seed": -1, **picks(mixed, pool)}]
     rows = [
         {
             "method": "none",
@@ -56,6 +61,7 @@ def run(
             extra = rng.choice(len(train[1]), k, replace=False)  # shared by every method of this seed and percentage
             for m in methods:
                 top = ranked[m][:k]
+                made.append({"method": m, "percent": pct, "seed": seed, **picks(mixed, top)})
                 x_fit = np.concatenate([mixed.x[top], train[0][extra]])
                 y_fit = np.concatenate([mixed.y[top], train[1][extra]])
                 tuned = nets.fine_tune(model, x_fit, y_fit, epochs, seed)
@@ -68,7 +74,17 @@ def run(
                         "pool_accuracy": accuracy(tuned, mixed, pool),
                     }
                 )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), pd.DataFrame(made)
+
+
+def picks(mixed: MixedSet, rows: np.ndarray) -> dict[str, float]:
+    """What a method retrains on: how many inputs, from how many source images, and the share from each attack."""
+    kinds = mixed.kind[rows]
+    return {
+        "inputs": len(rows),
+        "source_images": int(np.unique(mixed.source[rows]).size),
+        **{f"share {k}": float((kinds == k).mean()) if len(rows) else np.nan for k in POOL_ATTACKS},
+    }
 
 
 def paired_differences(
