@@ -131,6 +131,8 @@ def _model_claims(p: Mapping[str, Any], model: str) -> dict[str, Claim]:
              Rule.above_null("the group MIA accuracy, at every γ > 0"), attack_scale, FIG45_RISE, mia_rising),
         ):  # fmt: skip
             words = {"quote": quote, "comparator": comparator} if theirs else {"ours": True}
+            if theirs and short == "sdp" and kind == "zero":  # the sentence is about γ > 0; γ = 0 is read off Fig. 3
+                words["paraphrase"] = True
             source = f"§5.3, {fig} (plot only)"
             out[f"{short}_{kind}"] = Claim(f"{m}: {t} {what}", source, paper, rule, regime=regime, **words)
     for attack, fig in (("individual", "Fig. 4"), ("group", "Fig. 5")):

@@ -90,7 +90,7 @@ def claims(p: dict[str, Any]) -> dict[str, Claim]:
         ),
         "gini": Claim(
             "DeepGini scores 0.62, 0.34, 0.54, 0.64 and the priority order D, A, C, B",
-            "Feng et al. ISSTA'20, Sec. 3 example",
+            "Feng et al. ISSTA'20, Sec. 3 worked example (its Table 2)",
             "0.62 / 0.34 / 0.54 / 0.64; order D, A, C, B",
             GAP,
             quote=(
@@ -105,7 +105,7 @@ def claims(p: dict[str, Any]) -> dict[str, Claim]:
         ),
         "exposure": Claim(
             "a canary ranked first among 10^6 candidates has exposure 19.93 bits",
-            "Carlini et al. 2019 (definition: log2 |R| − log2 rank); value quoted from Zhao et al. NAACL'22, Sec. 4",
+            "Carlini et al. 2019 (definition: log2 |R| − log2 rank); value quoted from Zhao et al. NAACL'22, §5.1",
             19.93,
             GAP,
             quote="For example, if a canary ranks 1st among 1M candidates, the canary exposure is 19.93.",

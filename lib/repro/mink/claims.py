@@ -175,7 +175,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         ),
         "minkpp": Claim(
             "Min-K%++ improves on Min-K% (Zhang et al.)",
-            "Min-K%++ paper (Zhang et al. 2024), abstract; WikiMIA-32 average",
+            "Min-K%++ paper (Zhang et al. 2024), arXiv v1 abstract; WikiMIA-32 average",
             "0.783 vs 0.678",
             Rule.above(0.0, "mean AUC over the sets of Min-K%++ − Min-K% (k = 20 %)"),
             quote="Empirically, on the WikiMIA benchmark, Min-K%++ outperforms the SOTA Min-K% by 6.2% to 10.5% in "

@@ -138,7 +138,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         for kind in KINDS:
             out[f"rmd_beats_md|{n.tag}|{kind}"] = Claim(
                 f"{TEXT['rmd_beats_md']}, {kind} features: {n.tag}",
-                "abstract; Table 1",
+                "abstract (quoted); paper values from the authors' colab (ViT, CIFAR-100 vs CIFAR-10)",
                 rule=Rule.above(0, "AUROC(RMD) − AUROC(MD)"),
                 quote=ABSTRACT_GAIN,
                 comparator=f"MD (Lee et al. 2018) on the same {kind} features",
@@ -176,10 +176,11 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     )
     out["clp"] = Claim(
         TEXT["clp"],
-        "§1 (quoted)",
+        "§1 (our reading: §1 says MD fails on near OOD; the link to CLP is ours)",
         "RMD helps near-OOD most",
         Rule.above(0, "Spearman ρ(CLP, gain)"),
         quote=INTRO_NEAR,
+        paraphrase=True,
         comparator="far-OOD pairs (CIFAR-10 vs SVHN) against near-OOD pairs (CIFAR-100 vs CIFAR-10); we rank OOD "
         "classes by CLP (Winkens et al. 2020, whom the paper cites for near OOD)",
         regime=_k_regime(near),
@@ -203,7 +204,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     )
     out["input_rmd"] = Claim(
         TEXT["input_rmd"],
-        "Ren et al. 2023 (ICLR), §3–4 (reading notes, seed 002)",
+        "Ren et al. 2023 (ICLR), §3–4, in the wording of our reading notes (seed 002), not the paper's",
         "input-RMD > input-MD",
         Rule.above(0, "AUROC(input-RMD) − AUROC(input-MD)"),
         quote="Input Relative MD (RMD) Score: RMD_input(z) = MD_input(z) – MD_0(z) … RMD_input(·) is more suitable "
