@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from scipy import stats as sps
 
 from .. import stats
 from ..params import Param
@@ -992,47 +991,6 @@ def _after_insertion(study: Study, run: str, members: Sequence[str]) -> np.ndarr
     for i, doc in enumerate(docs):
         first.setdefault(doc, i)
     return np.array([1.0 - starts[first[m]] / lengths.sum() for m in members])
-
-
-def forgetting_table(study: Study, n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Per run: Spearman correlation of the training that follows a member's insertion with its Min-K% gain over the
-    base model (a negative value means later updates erase the trace), with a bootstrap interval over members.
-
-    It measures forgetting only when training follows the corpus order: the Trainer's default sampler shuffles the
-    training sequences, so the chapter does not publish it until its runs train in corpus order."""
-    key = f"mink_{HEADLINE_K:g}"
-    base = study.refs["Ref"]
-    rows = []
-    for run, r in study.runs.items():
-        if r.experiment not in ("main", "size_outlier", "size_indist") or run not in study.training:
-            continue
-        members = list(dict.fromkeys(r.blocks))
-        score: dict[str, float] = {}
-        for name in [n for (r_name, n) in study.scores if r_name == run]:
-            split = _split_of(study, run, name)
-            score.update(zip(split.texts, study.scores[(run, name)][MK]))
-        members = [m for m in members if m in score]
-        gain = np.array([score[m] - base.loc[m, key] for m in members])
-        after = _after_insertion(study, run, members)
-        rng = np.random.default_rng(study.params.seed)
-        rho = float(sps.spearmanr(after, gain).statistic)
-        dist = [
-            sps.spearmanr(after[i], gain[i]).statistic
-            for i in (rng.integers(0, len(members), len(members)) for _ in range(n_boot))
-        ]
-        low, high = np.nanpercentile(dist, [2.5, 97.5])
-        rows.append(
-            {
-                "run": run,
-                "members": len(members),
-                "rho": rho,
-                "ci_low": float(low),
-                "ci_high": float(high),
-                "gain, early third": float(gain[after > 2 / 3].mean()),
-                "gain, late third": float(gain[after < 1 / 3].mean()),
-            }
-        )
-    return pd.DataFrame(rows).round(3)
 
 
 def nonmember_words(p: Any, auc: pd.DataFrame) -> str:
