@@ -138,6 +138,15 @@ BIGBENCH_FILES = (
     "squad_shifts/new_wiki_v1.0.json",
     "squad_shifts/reddit_v1.0.json",
     "squad_shifts/nyt_v1.0.json",
+    # the conditional-LM chapter: XSUM (in-domain), CNN/DM (near OOD) and the rest of its OOD ladder
+    "gem/xsum/task.json",
+    "factuality_of_summary/xsum.json",
+    "factuality_of_summary/cnn_dm.json",
+    "gem/wikilingua_en/task.json",
+    "gem/schema_guided_dialog/task.json",
+    "topical_chat/task.json",
+    "gem/mlsum_de/task.json",
+    "gem/mlsum_es/task.json",
 )
 
 
@@ -198,6 +207,17 @@ def bigbench_json(entry: str) -> dict:
     if not path.exists():
         raise MissingDataError(f"{path} is missing: run `make data` (extracts it from the bigbench sdist)")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def bigbench_lines(entry: str) -> list[dict]:
+    """One extracted BIG-bench JSON-lines file (e.g. factuality_of_summary/xsum.json), `#` comment lines skipped."""
+    import json
+
+    path = bigbench_dir() / entry
+    if not path.exists():
+        raise MissingDataError(f"{path} is missing: run `make data` (extracts it from the bigbench sdist)")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
 SQUAD_DOMAINS = {"new_wiki": "Wikipedia", "nyt": "NYT", "reddit": "Reddit", "amazon_reviews": "Amazon"}

@@ -1,0 +1,153 @@
+"""The conditional-LM OOD chapter's claim register (Ren, Luo, Zhao, Krishna, Saleh, Lakshminarayanan, Liu, ICLR 2023,
+arXiv 2209.15558): the paper's sentences, what each compares with, and the regime, read from the resolved parameters
+before any data is loaded.
+
+The abstract is quoted verbatim. The paper's tables (AUROC per OOD set, Kendall's τ, the n-gram overlaps of Table
+A.10) could not be read in the material available offline, so no claim carries the paper's numbers: the rules
+compare directions and orderings (RMD above MD and perplexity, the combination above either score alone, AUROC
+rising as overlap falls), and the sentences other than the abstract's are our reading notes' wording (seed 002),
+marked as paraphrases."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..verdict import Claim, Regime, Rule
+from . import corpora
+from .experiment import LABELS, OOD_SCORE, SPEC, set_label
+
+__all__ = ["SPEC", "claims", "groups"]
+
+ABSTRACT_DETECT = (
+    "We present a highly accurate and lightweight OOD detection method for CLMs, and demonstrate its effectiveness "
+    "on abstractive summarization and translation."
+)
+ABSTRACT_SELECT = (
+    "We also show how our method can be used under the common and realistic setting of distribution shift for "
+    "selective generation (analogous to selective prediction for classification) of high-quality outputs, while "
+    "automatically abstaining from low-quality ones, enabling safer deployment of generative language models."
+)
+ABSTRACT_DEGRADE = (
+    "Conditional language models (CLMs) are predominantly trained to classify the next token in an output sequence, "
+    "and may suffer even worse degradation on OOD inputs as the prediction is done auto-regressively over many steps."
+)
+NOTES_PERPLEXITY = (
+    "Perplexity should not be used for OOD detection alone: the fitted densities of perplexity on different domains "
+    "mostly overlap (Figure 1)."
+)
+NOTES_COMBINE = "Perplexity could be combined with the proposed OOD score (Sections 4.3, 4.4)."
+NOTES_LADDER = (
+    "The distance between domains could be quantitatively measured with the Jaccard similarity of n-grams (Table "
+    "A.10); this is used to define near-OOD and far-OOD domains (Table 1)."
+)
+
+PAPER_MODEL = "PEGASUS-large (568M), encoder-decoder, fine-tuned on XSUM's 204k pairs"
+PPL_THRESHOLD = 0.7  # "unreliable": perplexity's AUROC on near OOD stays below what a usable detector needs
+
+
+def regime(p: Mapping[str, Any]) -> Regime:
+    """The summarizer and the data its Gaussians are fitted on: the paper's only with PEGASUS-XSUM and more fit
+    pairs than the embedding has dimensions (1,024)."""
+    variable = "summarizer · in-domain fit pairs"
+    if p["source"] == "hub":
+        ours = f"{p['model_name']}, {p['n_fit']:,} XSUM fit pairs"
+        same = p["model_name"] == "google/pegasus-xsum" and p["n_fit"] > 1024
+        why = "the paper's fine-tuned PEGASUS on its data sets; more fit pairs than the 1,024 embedding dimensions"
+        return Regime(variable, PAPER_MODEL, ours, "paper" if same else "miniature", why if same else "")
+    layers = f"first {p['model_layers']} layers of " if p["model_layers"] else ""
+    ours = (
+        f"{layers}SmolLM2-135M-Instruct zero-shot, decoder-only, {p['n_fit']:,} fit pairs, articles cut to "
+        f"{p['article_tokens']} tokens"
+    )
+    return Regime(variable, PAPER_MODEL, ours)
+
+
+def groups(p: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The OOD sets judged as one: `near` (CNN/DailyMail, the paper's near OOD for XSUM) and `far` (every other
+    OOD set, pooled); a group without sets is left out."""
+    near = corpora.NEAR[p["source"]]
+    out = {"near": [s for s in p["ood_sets"] if s == near], "far": [s for s in p["ood_sets"] if s != near]}
+    return {k: v for k, v in out.items() if v}
+
+
+def _group_text(name: str, sets: list[str]) -> str:
+    """'near OOD (CNN/DailyMail)'."""
+    return f"{name} OOD ({', '.join(set_label(s) for s in sets)})"
+
+
+def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
+    """Every claim with its rule (before any number)."""
+    r, g = regime(p), groups(p)
+    out: dict[str, Claim] = {}
+    if "near" in g:
+        out["ppl_near"] = Claim(
+            f"perplexity is an unreliable OOD score: {_group_text('near', g['near'])}",
+            "Figure 1 and §4 (our reading notes' wording)",
+            f"AUROC(perplexity) < {PPL_THRESHOLD:g}",
+            Rule.below(PPL_THRESHOLD, "AUROC(perplexity)"),
+            quote=NOTES_PERPLEXITY,
+            paraphrase=True,
+            comparator="chance (AUROC 0.5) and the embedding scores on the same in-domain and OOD inputs",
+            regime=r,
+        )
+    for group, sets in g.items():
+        for side in ("input", "output"):
+            for other in ("md", "perplexity"):
+                b = f"{side}_md" if other == "md" else "perplexity"
+                out[f"rmd|{side}|{other}|{group}"] = Claim(
+                    f"{LABELS[f'{side}_rmd']} detects {_group_text(group, sets)} better than {LABELS[b]}",
+                    "abstract (quoted); Table 1 (AUROC), not read here",
+                    f"{LABELS[f'{side}_rmd']} > {LABELS[b]}",
+                    Rule.above(0, f"AUROC({LABELS[f'{side}_rmd']}) − AUROC({LABELS[b]})"),
+                    quote=ABSTRACT_DETECT,
+                    comparator=(
+                        f"{LABELS[b]}: the in-domain Gaussian alone, without the general-domain background"
+                        if other == "md"
+                        else "perplexity of the generated summary, the model's own uncertainty"
+                    ),
+                    regime=r,
+                )
+    out["quality_falls"] = Claim(
+        "summary quality falls on OOD inputs",
+        "abstract (quoted); Figure 4",
+        "ROUGE-L in-domain > OOD",
+        Rule.above(0, "mean ROUGE-L in-domain − on the OOD sets with references"),
+        quote=ABSTRACT_DEGRADE,
+        comparator="the same model's summaries of in-domain test articles",
+        regime=r,
+    )
+    combo = f"{LABELS[OOD_SCORE]} + perplexity"
+    measures = {
+        "tau": ("has a higher Kendall's τ with quality than", "τ({}), ROUGE-L", "{} alone as the abstention score"),
+        "curve": (
+            "gives a better quality-vs-abstention curve than",
+            "mean ROUGE-L kept over abstention 0–90 % by {}",
+            "abstaining by {} alone",
+        ),
+    }
+    for other in (OOD_SCORE, "perplexity"):
+        for kind, (verb, stat, comparator) in measures.items():
+            out[f"{kind}|{other}"] = Claim(
+                f"{combo} {verb} {LABELS[other]} alone",
+                "abstract (quoted); §4.3–4.4 (our reading notes)",
+                f"{combo} > {LABELS[other]}",
+                Rule.above(0, f"{stat.format(combo)} − the same for {LABELS[other]}"),
+                quote=f"{ABSTRACT_SELECT} {NOTES_COMBINE}",
+                paraphrase=True,
+                comparator=comparator.format(LABELS[other]),
+                regime=r,
+            )
+    if len(p["ood_sets"]) >= 3:
+        for score in ("input_rmd", OOD_SCORE):
+            out[f"ladder|{score}"] = Claim(
+                f"the less an OOD set overlaps the training data in unigrams, the better {LABELS[score]} detects it",
+                "Table 1 and Table A.10 (our reading notes)",
+                "near OOD is harder than far OOD",
+                Rule.below(0, f"Spearman ρ(unigram Jaccard, AUROC of {LABELS[score]}) over OOD sets"),
+                quote=NOTES_LADDER,
+                paraphrase=True,
+                comparator="the OOD sets ordered by their n-gram overlap with the in-domain training data",
+                regime=r,
+            )
+    return out

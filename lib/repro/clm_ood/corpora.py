@@ -1,0 +1,205 @@
+"""The chapter's texts: XSUM as the in-domain summarization task, an OOD ladder from near (CNN/DailyMail news) to far
+(German and Spanish news), a general-domain background (the C4 stand-in), and the n-gram overlap that orders them.
+
+Local (`smoke`, `default`): BIG-bench task files of the `bigbench` sdist (`make data`). Hub (`paper`): the paper's
+sets, `xsum`, `cnn_dailymail`, `reddit_tifu`, `samsum`, with C4 as the background."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import data
+
+IN_DOMAIN = "xsum"
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One input text and its reference summary ('' where the set has none)."""
+
+    id: str
+    text: str
+    reference: str = ""
+
+
+# Local OOD sets, nearest first as the paper's ladder orders them (news, encyclopedia, forum, how-to, reviews,
+# dialogue, other languages); `reference` says whether the set has reference summaries.
+LOCAL_SETS = {
+    "cnn_dm": ("CNN/DailyMail", True),
+    "nyt": ("NYT", False),
+    "new_wiki": ("Wikipedia", False),
+    "reddit": ("Reddit", False),
+    "wikihow": ("WikiHow", True),
+    "amazon_reviews": ("Amazon", False),
+    "schema_guided_dialog": ("SGD dialogue", False),
+    "topical_chat": ("Topical-Chat", False),
+    "mlsum_de": ("MLSUM de", True),
+    "mlsum_es": ("MLSUM es", True),
+}
+HUB_SETS = {
+    "cnn_dailymail": ("CNN/DailyMail", True),
+    "reddit_tifu": ("Reddit TIFU", True),
+    "samsum": ("SAMSum", True),
+}
+NEAR = {"local": "cnn_dm", "hub": "cnn_dailymail"}  # the paper's near-OOD set for XSUM
+# The C4 stand-in mixes English general text only (C4 is English), never an item that is also a test item.
+LOCAL_BACKGROUND = (
+    "cnn_dm",
+    "nyt",
+    "new_wiki",
+    "reddit",
+    "wikihow",
+    "amazon_reviews",
+    "schema_guided_dialog",
+    "topical_chat",
+)
+HUB_IDS = {
+    "xsum": ("EdinburghNLP/xsum", None, "document", "summary", "id"),
+    "cnn_dailymail": ("abisee/cnn_dailymail", "3.0.0", "article", "highlights", "id"),
+    "reddit_tifu": ("ctr4si/reddit_tifu", "long", "documents", "tldr", None),
+    "samsum": ("Samsung/samsum", None, "dialogue", "summary", "id"),
+    "c4": ("allenai/c4", "en", "text", None, "url"),
+}
+
+
+def sets(source: str) -> dict[str, tuple[str, bool]]:
+    """The OOD sets of a source: name -> (label, has references)."""
+    return dict(LOCAL_SETS if source == "local" else HUB_SETS)
+
+
+def _clean(text: str) -> str:
+    """Whitespace collapsed to single spaces."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _task_examples(entry: str) -> list[dict]:
+    """The `examples` of a BIG-bench task.json."""
+    return data.bigbench_json(entry)["examples"]
+
+
+def _xsum_local() -> list[Doc]:
+    """GEM's 1,001 XSUM articles and the factuality task's 444 more, deduplicated by article text (GEM's copy has
+    no BBC id, only its own running number)."""
+    docs = [Doc(e["comment"], _clean(e["input"]), _clean(e["target"])) for e in _task_examples("gem/xsum/task.json")]
+    docs += [Doc(r["idx"], _clean(r["source"]), _clean(r["true_cnd"])) for r in data.bigbench_lines(_FACT["xsum"])]
+    return _dedupe(docs)
+
+
+_FACT = {"xsum": "factuality_of_summary/xsum.json", "cnn_dm": "factuality_of_summary/cnn_dm.json"}
+_GEM = {
+    "wikihow": "gem/wikilingua_en/task.json",
+    "schema_guided_dialog": "gem/schema_guided_dialog/task.json",
+    "mlsum_de": "gem/mlsum_de/task.json",
+    "mlsum_es": "gem/mlsum_es/task.json",
+}
+
+
+def _dedupe(docs: Sequence[Doc]) -> list[Doc]:
+    """First occurrence of each distinct text."""
+    seen: set[str] = set()
+    out = []
+    for d in docs:
+        if d.text and d.text not in seen:
+            seen.add(d.text)
+            out.append(d)
+    return out
+
+
+def _topical_chat() -> list[Doc]:
+    """One document per Topical-Chat conversation: its longest context (the task repeats each conversation turn by
+    turn)."""
+    longest: dict[str, str] = {}
+    for e in _task_examples("topical_chat/task.json"):
+        text = _clean(e["input"])
+        if len(text) > len(longest.get(e["comment"], "")):
+            longest[e["comment"]] = text
+    return [Doc(k, v) for k, v in longest.items()]
+
+
+def _local(name: str) -> list[Doc]:
+    """One local set, deduplicated, in file order."""
+    if name == IN_DOMAIN:
+        return _xsum_local()
+    if name == "cnn_dm":
+        return _dedupe(
+            [Doc(r["idx"], _clean(r["source"]), _clean(r["true_cnd"])) for r in data.bigbench_lines(_FACT[name])]
+        )
+    if name in _GEM:
+        refs = LOCAL_SETS[name][1]
+        return _dedupe(
+            [
+                Doc(e["comment"], _clean(e["input"]), _clean(e["target"]) if refs else "")
+                for e in _task_examples(_GEM[name])
+            ]
+        )
+    if name == "topical_chat":
+        return _dedupe(_topical_chat())
+    if name in data.SQUAD_DOMAINS:
+        paras = (p for article in data.squad_paragraphs(name) for p in article)
+        return [Doc(f"{name}-{i}", text) for i, text in enumerate(paras)]
+    raise ValueError(f"unknown local set {name!r}")
+
+
+def _hub(name: str, split: str, limit: int) -> list[Doc]:
+    """The first `limit` rows of a Hub set (C4 streamed), as Docs."""
+    from datasets import load_dataset
+
+    repo, config, text_col, ref_col, id_col = HUB_IDS[name]
+    if name == "c4":
+        rows = load_dataset(repo, config, split="validation", streaming=True)
+    else:
+        rows = load_dataset(repo, config, split=split)
+    out = []
+    for i, row in enumerate(rows):
+        if len(out) >= limit:
+            break
+        out.append(
+            Doc(
+                str(row[id_col]) if id_col else f"{name}-{i}",
+                _clean(row[text_col]),
+                _clean(row[ref_col]) if ref_col else "",
+            )
+        )
+    return _dedupe(out)
+
+
+def load(name: str, source: str = "local", split: str = "test", limit: int = 100_000) -> list[Doc]:
+    """One set's documents: BIG-bench's copy ("local") or the Hub's ("hub"; `split` and the first `limit` rows)."""
+    if source not in ("local", "hub"):
+        raise ValueError(f"source must be 'local' or 'hub', got {source!r}")
+    return _local(name) if source == "local" else _hub(name, split, limit)
+
+
+def take(docs: Sequence[Doc], n: int, seed: int, what: str) -> tuple[list[Doc], list[Doc]]:
+    """(n documents drawn at random with `seed`, the rest in the same shuffled order); an error names `what` when
+    the set is too small."""
+    if n > len(docs):
+        raise ValueError(f"{what}: asked for {n} documents, the set has {len(docs)}")
+    order = np.random.default_rng(seed).permutation(len(docs))
+    shuffled = [docs[i] for i in order]
+    return shuffled[:n], shuffled[n:]
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (letters and digits of any script)."""
+    return re.findall(r"\w+", text.lower())
+
+
+def ngrams(texts: Sequence[str], n: int) -> set[tuple[str, ...]]:
+    """Every distinct n-gram of words over `texts`."""
+    out: set[tuple[str, ...]] = set()
+    for t in texts:
+        w = words(t)
+        out.update(zip(*(w[i:] for i in range(n))))
+    return out
+
+
+def jaccard(a: Sequence[str], b: Sequence[str], n: int = 1) -> float:
+    """Jaccard overlap |A ∩ B| / |A ∪ B| of the distinct n-grams of two collections of texts."""
+    x, y = ngrams(a, n), ngrams(b, n)
+    union = x | y
+    return len(x & y) / len(union) if union else float("nan")

@@ -1,0 +1,184 @@
+"""The conditional-LM OOD chapter's building blocks: MD/RMD, Kendall's τ, the abstention curve, ROUGE-L, the n-gram
+overlap, and the embeddings (the template excluded, generation and teacher forcing agreeing)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from repro.clm_ood import clm, corpora
+from repro.clm_ood import selective as sel
+
+
+def test_md_and_rmd_match_the_direct_formula() -> None:
+    rng = np.random.default_rng(0)
+    fit, background, test = rng.normal(size=(200, 5)), rng.normal(1.0, 2.0, size=(150, 5)), rng.normal(size=(7, 5))
+    md, rmd = sel.md_rmd(fit, background, test)
+
+    def direct(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        mu = x.mean(0)
+        inv = np.linalg.inv(np.cov(x, rowvar=False, bias=True))  # the 1/N covariance
+        return np.array([(v - mu) @ inv @ (v - mu) for v in z])
+
+    np.testing.assert_allclose(md, direct(fit, test), rtol=1e-9)
+    np.testing.assert_allclose(rmd, direct(fit, test) - direct(background, test), rtol=1e-8, atol=1e-9)
+
+
+def test_rmd_is_zero_when_the_background_is_the_fit_set() -> None:
+    x = np.random.default_rng(1).normal(size=(50, 3))
+    assert np.abs(sel.md_rmd(x, x, x[:5])[1]).max() < 1e-9
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_kendall_tau_matches_scipy(ties: bool) -> None:
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=60), rng.normal(size=60)
+    if ties:
+        a, b = np.round(a), np.round(b * 2) / 2
+    assert sel.kendall_tau(a, b) == pytest.approx(kendalltau(a, b).statistic, abs=1e-12)
+    assert sel.quality_tau(a, b) == pytest.approx(-kendalltau(a, b).statistic, abs=1e-12)
+
+
+def test_kendall_tau_by_hand() -> None:
+    # pairs (1,1)(2,3)(3,2): concordant 2, discordant 1 -> (2 - 1) / 3
+    assert sel.kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+
+
+def test_abstention_curve_worked_example() -> None:
+    score = np.array([0.1, 0.9, 0.5, 0.3])
+    quality = np.array([1.0, 0.0, 0.4, 0.8])
+    curve = sel.abstention_curve(score, quality, (0.0, 0.25, 0.5, 0.75))
+    # keep all: 2.2 / 4; drop 0.9: (1 + 0.4 + 0.8) / 3; drop 0.9 and 0.5: 1.8 / 2; keep only 0.1: 1.0
+    np.testing.assert_allclose(curve, [0.55, 2.2 / 3, 0.9, 1.0])
+    assert sel.curve_area(score, quality, (0.0, 0.25, 0.5, 0.75)) == pytest.approx((0.55 + 2.2 / 3 + 0.9 + 1.0) / 4)
+    assert sel.abstention_curve(-score, quality, (0.75,))[0] == 0.0  # the reversed score keeps the worst output
+
+
+def test_combination_averages_percentile_ranks() -> None:
+    np.testing.assert_allclose(sel.combine([3.0, 1.0, 2.0], [10.0, 30.0, 20.0]), [2 / 3, 2 / 3, 2 / 3])
+    np.testing.assert_allclose(sel.combine([1.0, 2.0], [1.0, 2.0]), [0.5, 1.0])
+
+
+def test_rouge_l_on_a_pair_by_hand() -> None:
+    from rouge_score import rouge_scorer
+
+    from repro.clm_ood.experiment import rouge_l
+
+    ref, pred = "the cat sat on the mat", "the cat lay on the mat"
+    # longest common subsequence "the cat on the mat": 5 of 6 tokens on both sides, so P = R = F1 = 5/6
+    assert rouge_l([pred], [ref])[0] == pytest.approx(5 / 6)
+    package = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True).score(ref, pred)["rougeL"].fmeasure
+    assert rouge_l([pred], [ref])[0] == package
+
+
+def test_jaccard_by_hand() -> None:
+    assert corpora.jaccard(["A b c"], ["b c d"], 1) == pytest.approx(2 / 4)
+    assert corpora.jaccard(["a b c"], ["b c d"], 2) == pytest.approx(1 / 3)
+    assert corpora.jaccard(["a b"], ["c d"], 1) == 0.0
+
+
+class _ToyLM:
+    """A 'model' whose final state at each position is a fixed vector of the token read there (no context), and
+    whose next-token distribution is uniform: embeddings become plain means of token vectors."""
+
+    def __init__(self, vocab: int, dim: int = 4) -> None:
+        self.table = np.random.default_rng(3).normal(size=(vocab, dim))
+        self.config = SimpleNamespace(is_encoder_decoder=False)
+        self.vocab = vocab
+
+    def __call__(self, input_ids, attention_mask, output_hidden_states):
+        import torch
+
+        states = torch.tensor(self.table[input_ids.numpy()])
+        logits = torch.zeros(*input_ids.shape, self.vocab)
+        return SimpleNamespace(hidden_states=(states,), logits=logits)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from repro.pretrained import smollm2_path
+
+    return AutoTokenizer.from_pretrained(smollm2_path())
+
+
+def test_the_template_is_left_out_of_the_input_embedding(tokenizer) -> None:
+    articles = ["The council approved the new bridge.", "Rain is expected across the north on Monday evening."]
+    model = _ToyLM(len(tokenizer))
+    tmpl = clm.template(tokenizer, seq2seq=False)
+    assert len(tmpl.prefix) > 5 and len(tmpl.suffix) > 2  # the chat template's turns around the article
+    summaries = [[tokenizer.eos_token_id], tokenizer("A short one.", add_special_tokens=False)["input_ids"]]
+    out = clm.teacher_forced(model, tokenizer, articles, summaries, budget=64)
+    for i, article in enumerate(articles):
+        ids = tokenizer(article, add_special_tokens=False)["input_ids"]
+        np.testing.assert_allclose(out.input_emb[i], model.table[ids].mean(0), rtol=1e-12)
+        with_template = model.table[[*tmpl.prefix, *ids, *tmpl.suffix]].mean(0)
+        assert np.abs(out.input_emb[i] - with_template).max() > 1e-3
+        np.testing.assert_allclose(out.output_emb[i], model.table[summaries[i]].mean(0), rtol=1e-12)
+        np.testing.assert_allclose(out.logprobs[i], -np.log(len(tokenizer)), rtol=1e-12)
+    cut = clm.teacher_forced(model, tokenizer, articles[1:], summaries[1:], budget=3)
+    ids = tokenizer(articles[1], add_special_tokens=False)["input_ids"][:3]
+    np.testing.assert_allclose(cut.input_emb[0], model.table[ids].mean(0), rtol=1e-12)
+
+
+def test_generation_and_teacher_forcing_give_the_same_embeddings(tokenizer) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from repro.pretrained import smollm2_path, truncated_copy
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(truncated_copy(smollm2_path(), 2), dtype=torch.float32).eval()
+    articles = [
+        "The council approved the new bridge after years of delay, and work starts in spring.",
+        "Rain is expected.",
+        "Scientists found a new species of frog in the rainforest of Peru this week.",
+    ]
+    gen = clm.generate(model, tokenizer, articles, budget=24, max_new=6, batch_size=2)
+    forced = clm.teacher_forced(model, tokenizer, articles, gen.token_ids, budget=24, batch_size=3)
+    assert all(1 <= len(t) <= 6 for t in gen.token_ids)
+    np.testing.assert_allclose(gen.input_emb, forced.input_emb, atol=1e-4)
+    np.testing.assert_allclose(gen.output_emb, forced.output_emb, atol=1e-4)
+    for a, b in zip(gen.logprobs, forced.logprobs):
+        np.testing.assert_allclose(a, b, atol=1e-4)
+    assert np.all(gen.perplexity >= 1.0) and np.allclose(np.log(gen.perplexity), -gen.mean_logprob)
+
+
+def test_outputs_round_trip(tmp_path) -> None:
+    out = clm.Outputs(
+        ["a", "bb"],
+        [np.array([1, 2]), np.array([3])],
+        np.ones((2, 3)),
+        np.zeros((2, 3)),
+        [np.array([-1.0, -2.0]), np.array([-0.5])],
+    )
+    path = tmp_path / "o.npz"
+    out.save(path)
+    back = clm.Outputs.load(path)
+    assert back.texts == ["a", "bb"] and [t.tolist() for t in back.token_ids] == [[1, 2], [3]]
+    np.testing.assert_allclose(back.perplexity, np.exp([1.5, 0.5]))
+
+
+def test_smoke_split_is_disjoint_and_the_background_is_english() -> None:
+    from repro.clm_ood import experiment as ex
+    from repro.params import Resolved, resolve
+
+    p = Resolved(resolve({"profile": "smoke"}, ex.SPEC))
+    s = ex.split(p)
+    tests = {d.text for docs in s.test_sets.values() for d in docs}
+    assert len(s.fit) == p.n_fit and len(s.background) == p.n_background and len(s.test_in) == p.n_test
+    assert not tests & {d.text for d in s.fit} and not tests & {d.text for d in s.background}
+    assert all(len(docs) == p.n_ood for docs in s.ood.values())
+    assert all(d.reference for d in s.fit)
+
+
+def test_a_set_of_the_other_source_is_refused_in_one_line() -> None:
+    from repro.clm_ood import experiment as ex
+
+    message = ex.check({"source": "local", "ood_sets": ["samsum"]})
+    assert message == "ood_sets: samsum are not local sets; choose from " + ", ".join(corpora.LOCAL_SETS)
+    assert ex.check({"source": "hub", "ood_sets": ["samsum"]}) is None
