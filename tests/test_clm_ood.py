@@ -45,6 +45,8 @@ def test_kendall_tau_matches_scipy(ties: bool) -> None:
 def test_kendall_tau_by_hand() -> None:
     # pairs (1,1)(2,3)(3,2): concordant 2, discordant 1 -> (2 - 1) / 3
     assert sel.kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+    assert np.isnan(sel.kendall_tau([1, 2, 3], [0, 0, 0]))  # as scipy: undefined with one side constant
+    assert sel.quality_tau([1, 2, 3], [0, 0, 0]) == 0.0  # an abstention score gains nothing on equal qualities
 
 
 def test_abstention_curve_worked_example() -> None:

@@ -318,7 +318,25 @@ def check_data_selection(result: dict) -> None:
     assert sum(r["DoReMi weight"] for r in doremi) == pytest.approx(1.0)
 
 
+def check_clm_ood(result: dict) -> None:
+    assert (params(result)["source"], params(result)["model_name"]) == ("hub", "google/pegasus-xsum")
+    ladder = rows(result, "ladder")
+    assert [r["label"] for r in ladder] == ["XSUM (in-domain)", "CNN/DailyMail", "Reddit TIFU", "SAMSum"]
+    assert all(0 <= r["jaccard_1"] <= 1 and r["inputs"] in (12, 8) for r in ladder)
+    auroc = rows(result, "auroc")
+    assert len(auroc) == 3 * 6 and all(0 <= r["ci_low"] <= r["auroc"] <= r["ci_high"] <= 1 for r in auroc)
+    curves = rows(result, "abstention")
+    at_zero = {round(r["quality"], 12) for r in curves if r["abstention"] == 0}
+    assert len(at_zero) == 1  # abstaining on nothing keeps every output, whatever the score
+    verdict = rows(result, "verdict")
+    assert {r["decision"] for r in verdict} <= {"held", "not held", "inconclusive"}
+    # the paper's model, but 16 fit pairs for PEGASUS's 1,024 dimensions: a miniature of the paper's regime
+    assert all(r["regime"].startswith("miniature: summarizer") for r in verdict if r["origin"] == "paper")
+    assert all("google/pegasus-xsum, 16 XSUM fit pairs" in r["regime"] for r in verdict if r["origin"] == "paper")
+
+
 CHECKS: dict[str, Callable[[dict], None]] = {
+    "clm_ood": check_clm_ood,
     "metrics_by_hand": check_metrics_by_hand,
     "deepgini_apfd": check_deepgini_apfd,
     "rmd_near_ood": check_rmd_near_ood,

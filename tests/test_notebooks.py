@@ -369,3 +369,23 @@ def test_data_selection_chapter_tables(smoke_results) -> None:
     verdict = table(smoke_results, "data_selection", "verdict")
     assert {r["claim"] for r in verdict} <= {c["claim"] for c in claims} and len(verdict) >= len(claims) - 1
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
+
+
+def test_clm_ood_smoke_scores_curves_and_verdict(smoke_results) -> None:
+    tables = smoke_results["clm_ood"]["tables"]
+    ladder = tables["ladder"]
+    assert [r["label"] for r in ladder] == ["XSUM (in-domain)", "CNN/DailyMail", "WikiHow", "MLSUM de"]
+    assert all(0 <= r["jaccard_1"] <= 1 and r["jaccard_2"] <= r["jaccard_1"] for r in ladder)
+    auroc = tables["auroc"]
+    assert len(auroc) == 3 * 6 and all(0 <= r["ci_low"] <= r["auroc"] <= r["ci_high"] <= 1 for r in auroc)
+    curves = pd.DataFrame(tables["abstention"])
+    start = curves[curves["abstention"] == 0]["quality"]
+    assert np.allclose(start, start.iloc[0])  # abstaining on nothing keeps every output, whatever the score
+    oracle = curves[curves["score"] == "oracle"].set_index("abstention")["quality"]
+    for _, curve in curves.groupby("score"):  # no score beats abstaining on the worst outputs
+        assert (curve.set_index("abstention")["quality"] <= oracle + 1e-12).all()
+    tau = pd.DataFrame(tables["tau"])
+    assert set(tau["quality"]) == {"rouge_l", "similarity"} and tau["tau"].abs().le(1).all()
+    verdict = tables["verdict"]
+    assert [r["claim"] for r in verdict] == [r["claim"] for r in tables["claims"]]
+    assert all(r["regime"].startswith("miniature: summarizer") for r in verdict)

@@ -450,6 +450,83 @@ def _multi_woz_v22() -> dict[str, Any]:
     return {"v2.2": _text_set("multi_woz_v22", features, {"train": 8, "validation": 4, "test": 4}, row)}
 
 
+def _summaries(key: str, text: str, summary: str, rows: dict[str, int], id_col: str | None = "id") -> Any:
+    """A summarization set: a multi-sentence text, a one-sentence summary drawn from it, an id."""
+    from datasets import Value
+
+    features = {text: Value("string"), summary: Value("string")} | ({id_col: Value("string")} if id_col else {})
+
+    def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
+        body = paragraph(rng, int(rng.integers(3, 7)))
+        return {text: body, summary: body.split(". ")[0].rstrip(".") + "."} | ({id_col: f"{key}-{i}"} if id_col else {})
+
+    return _text_set(key, features, rows, row)
+
+
+def _xsum() -> dict[str, Any]:
+    """EdinburghNLP/xsum: BBC articles (`document`), one-sentence `summary`, `id`."""
+    return {"default": _summaries("xsum", "document", "summary", {"train": 40, "validation": 8, "test": 24})}
+
+
+def _cnn_dailymail() -> dict[str, Any]:
+    """abisee/cnn_dailymail, config 3.0.0: `article`, `highlights`, `id`."""
+    return {"3.0.0": _summaries("cnn_dailymail", "article", "highlights", {"train": 8, "validation": 8, "test": 24})}
+
+
+def _reddit_tifu() -> dict[str, Any]:
+    """ctr4si/reddit_tifu, config long: one `train` split; `documents`, `tldr`, `title` and vote counts, no id."""
+    from datasets import Value
+
+    features = {
+        "ups": Value("float32"),
+        "num_comments": Value("float32"),
+        "upvote_ratio": Value("float32"),
+        "score": Value("float32"),
+        "documents": Value("string"),
+        "tldr": Value("string"),
+        "title": Value("string"),
+    }
+
+    def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
+        body = paragraph(rng, int(rng.integers(3, 6))).lower()
+        votes = float(rng.integers(0, 500))
+        tldr, title = sentence(rng).lower(), sentence(rng, 3, 6).lower()
+        return {"ups": votes, "num_comments": 3.0, "upvote_ratio": 0.9, "score": votes} | {
+            "documents": body,
+            "tldr": tldr,
+            "title": title,
+        }
+
+    return {"long": _text_set("reddit_tifu", features, {"train": 24}, row)}
+
+
+def _samsum() -> dict[str, Any]:
+    """Samsung/samsum: messenger-style `dialogue` lines, `summary`, `id`."""
+    from datasets import Value
+
+    features = {"id": Value("string"), "dialogue": Value("string"), "summary": Value("string")}
+
+    def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
+        turns = [f"{('Anna', 'Tom')[t % 2]}: {sentence(rng, 3, 8)}" for t in range(int(rng.integers(3, 7)))]
+        return {"id": f"1380{i:04d}", "dialogue": "\r\n".join(turns), "summary": sentence(rng)}
+
+    return {"default": _text_set("samsum", features, {"train": 8, "validation": 8, "test": 24}, row)}
+
+
+def _c4() -> dict[str, Any]:
+    """allenai/c4, config en: web `text` with `timestamp` and `url` (streamed by the book)."""
+    from datasets import Value
+
+    features = {"text": Value("string"), "timestamp": Value("string"), "url": Value("string")}
+
+    def row(rng: np.random.Generator, i: int) -> dict[str, Any]:
+        return {"text": paragraph(rng, int(rng.integers(2, 6))), "timestamp": "2019-04-25T12:57:54Z"} | {
+            "url": f"https://web.example.com/{i}"
+        }
+
+    return {"en": _text_set("c4", features, {"train": 8, "validation": 48}, row)}
+
+
 # Hub id -> builder of {config: DatasetDict}; the first config is the one load_dataset takes without a name.
 DATASETS: dict[str, Callable[[], dict[str, Any]]] = {
     "ylecun/mnist": _mnist,
@@ -468,6 +545,11 @@ DATASETS: dict[str, Callable[[], dict[str, Any]]] = {
     "monology/pile-uncopyrighted": _pile_uncopyrighted,
     "swj0419/WikiMIA": _wikimia,
     "pfb30/multi_woz_v22": _multi_woz_v22,
+    "EdinburghNLP/xsum": _xsum,
+    "abisee/cnn_dailymail": _cnn_dailymail,
+    "ctr4si/reddit_tifu": _reddit_tifu,
+    "Samsung/samsum": _samsum,
+    "allenai/c4": _c4,
 }
 
 # ---------------------------------------------------------------------------------------------------- tokenizers
@@ -692,6 +774,40 @@ def _vit_in21k(path: Path) -> None:
     )
 
 
+def _pegasus(path: Path) -> None:
+    """google/pegasus-xsum: PegasusForConditionalGeneration (pad 0 starts the decoder, EOS 1) behind a byte-level BPE
+    with <pad> </s> <unk> first (the real SentencePiece model cannot be built offline)."""
+    from transformers import GPT2Tokenizer, PegasusConfig, PegasusForConditionalGeneration
+
+    vocab, merges = _byte_level_bpe(("<pad>", "</s>", "<unk>"))
+    tokenizer = GPT2Tokenizer(
+        vocab=dict(vocab),
+        merges=list(merges),
+        pad_token="<pad>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        bos_token="</s>",
+        model_max_length=512,
+    )
+    config = PegasusConfig(
+        vocab_size=len(tokenizer),
+        d_model=TINY["hidden"],
+        encoder_layers=TINY["layers"],
+        decoder_layers=TINY["layers"],
+        encoder_attention_heads=TINY["heads"],
+        decoder_attention_heads=TINY["heads"],
+        encoder_ffn_dim=TINY["inner"],
+        decoder_ffn_dim=TINY["inner"],
+        max_position_embeddings=512,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+        forced_eos_token_id=tokenizer.eos_token_id,
+    )
+    PegasusForConditionalGeneration(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
 # Hub id (and its aliases) -> builder of the saved model folder.
 MODELS: dict[str, Callable[[Path], None]] = {
     "HuggingFaceTB/SmolLM2-135M-Instruct": _smollm2,
@@ -705,6 +821,7 @@ MODELS: dict[str, Callable[[Path], None]] = {
     "google-bert/bert-base-uncased": functools.partial(_bert, masked_lm=True),
     "sentence-transformers/all-MiniLM-L6-v2": functools.partial(_bert, masked_lm=False),
     "google/vit-base-patch16-224-in21k": _vit_in21k,
+    "google/pegasus-xsum": _pegasus,
 }
 
 # ---------------------------------------------------------------------------------------------------- building
@@ -942,6 +1059,16 @@ def served(root: str | Path) -> Iterator[Path]:
 
 # -p overrides that run each notebook at --profile paper (same branches, data sets and models) in seconds on a CPU.
 PAPER_SHRINK: dict[str, dict[str, Any]] = {
+    "clm_ood": {
+        "n_fit": 16,
+        "n_background": 16,
+        "n_test": 12,
+        "n_ood": 8,
+        "article_tokens": 48,
+        "summary_tokens": 6,
+        "ngram_orders": [1, 2],
+        "n_boot": 50,
+    },
     "data_selection": {
         "docs_per_domain": 30,
         "target_docs": 6,

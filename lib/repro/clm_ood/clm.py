@@ -145,10 +145,12 @@ def _right_pad(rows: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any]:
 
 
 def _progress(total: int, desc: str) -> Any:
-    """A text progress bar on stderr (never on the page), silent for a single batch."""
+    """A text progress bar at a terminal; none in a notebook kernel (nothing reaches the saved notebook)."""
+    import sys
+
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, leave=False, disable=total <= 1)
+    return tqdm(total=total, desc=desc, leave=False, disable=total <= 1 or not sys.stderr.isatty())
 
 
 def generate(

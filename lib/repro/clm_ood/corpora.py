@@ -45,6 +45,7 @@ HUB_SETS = {
     "reddit_tifu": ("Reddit TIFU", True),
     "samsum": ("SAMSum", True),
 }
+HUB_TEST_SPLIT = {"reddit_tifu": "train"}  # Reddit TIFU has one split
 NEAR = {"local": "cnn_dm", "hub": "cnn_dailymail"}  # the paper's near-OOD set for XSUM
 # The C4 stand-in mixes English general text only (C4 is English), never an item that is also a test item.
 LOCAL_BACKGROUND = (

@@ -35,10 +35,10 @@ SPEC = {
         help="OOD sets, nearest first (local: BIG-bench files; hub: the paper's)",
     ),
     "n_fit": Param(
-        int, 300, smoke=24, paper=2000, low=8, high=200_000, help="in-domain pairs the Gaussians are fitted on"
+        int, 300, smoke=24, paper=4096, low=8, high=200_000, help="in-domain pairs the Gaussians are fitted on"
     ),
     "n_background": Param(
-        int, 200, smoke=24, paper=2000, low=8, high=200_000, help="general-domain inputs (C4 stand-in)"
+        int, 200, smoke=24, paper=4096, low=8, high=200_000, help="general-domain inputs (C4 stand-in)"
     ),
     "n_test": Param(int, 120, smoke=8, paper=1000, low=4, high=20_000, help="in-domain test articles"),
     "n_ood": Param(int, 30, smoke=6, paper=500, low=4, high=20_000, help="test inputs per OOD set"),
@@ -101,7 +101,9 @@ def split(p: Any) -> Split:
     if p.source == "hub":
         fit = corpora.load(corpora.IN_DOMAIN, "hub", "train", p.n_fit * 2)[: p.n_fit]
         test_in = corpora.load(corpora.IN_DOMAIN, "hub", "test", p.n_test * 2)[: p.n_test]
-        ood = {s: corpora.load(s, "hub", "test", p.n_ood * 2)[: p.n_ood] for s in p.ood_sets}
+        ood = {
+            s: corpora.load(s, "hub", corpora.HUB_TEST_SPLIT.get(s, "test"), p.n_ood * 2)[: p.n_ood] for s in p.ood_sets
+        }
         background = corpora.load("c4", "hub", limit=p.n_background * 2)[: p.n_background]
         _need(fit, p.n_fit, "n_fit")
         _need(test_in, p.n_test, "n_test")
@@ -144,10 +146,16 @@ def _background(left: dict[str, list[Doc]], n: int) -> list[Doc]:
 def load_model(p: Any) -> tuple[str, Any, Any]:
     """(path or Hub id, tokenizer, model): SmolLM2-135M-Instruct (its first `model_layers` layers at smoke), or the
     Hub's encoder-decoder summarizer."""
+    import sys
+
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+    from transformers.utils import logging
 
     from ..pretrained import smollm2_path, truncated_copy
+
+    if not sys.stderr.isatty():
+        logging.disable_progress_bar()  # no weight-loading bars in a saved notebook
 
     if p.source == "hub":
         where, kind = p.model_name, AutoModelForSeq2SeqLM
@@ -416,7 +424,8 @@ def ladder(
             auroc(np.r_[np.zeros(base.size), np.ones((code == i + 1).sum())], np.r_[base, values[code == i + 1]])
             for i in range(len(names))
         ]
-        return float(spearmanr(x, aucs).statistic)
+        rho = float(spearmanr(x, aucs).statistic)
+        return 0.0 if np.isnan(rho) else rho  # every AUROC (or overlap) equal: no ordering
 
     return stats.bootstrap(
         rho, frame[score].to_numpy(), codes, n_resamples=n_boot, seed=seed, strata=codes, unit="outputs"

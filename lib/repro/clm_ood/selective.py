@@ -38,8 +38,9 @@ def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
 
 def quality_tau(score: np.ndarray, quality: np.ndarray) -> float:
     """τ between a score and quality, signed so that a score that falls as quality rises gives τ > 0 (a useful
-    abstention score has τ > 0)."""
-    return kendall_tau(-np.asarray(score, dtype=float), quality)
+    abstention score has τ > 0); 0 where either side is constant (no ordering to agree with)."""
+    tau = kendall_tau(-np.asarray(score, dtype=float), quality)
+    return 0.0 if np.isnan(tau) else tau
 
 
 ABSTENTION_RATES = tuple(np.round(np.arange(0.0, 0.91, 0.1), 2))
