@@ -160,6 +160,14 @@ page.say(
     f"{mean_auc['input_md']:.2f} for input-MD, {mean_auc['output_rmd']:.2f} for output-RMD against "
     f"{mean_auc['output_md']:.2f} for output-MD, and {mean_auc['perplexity']:.2f} for perplexity."
 )
+page.say(ex.near_far_words(aurocs, GROUPS))
+rho = {s: ex.ladder(frame, overlap, s, P.n_boot, P.seed) for s in ("input_rmd", "output_rmd")}
+page.say(
+    "Along the ladder, Spearman's ρ between a set's unigram overlap and its AUROC is "
+    f"{rho['input_rmd'].estimate:.2f} [{rho['input_rmd'].low:.2f}, {rho['input_rmd'].high:.2f}] for input-RMD and "
+    f"{rho['output_rmd'].estimate:.2f} [{rho['output_rmd'].low:.2f}, {rho['output_rmd'].high:.2f}] for output-RMD "
+    "(negative: the less a set shares with XSUM, the easier it is to detect)."
+)
 
 # %% [markdown]
 # ## 4. Quality and selective generation
@@ -178,6 +186,7 @@ taus = repro.publish("tau", ex.tau_table(frame, P.n_boot, P.seed), show=False)
 repro.publish("tau_view", pivot_view(taus.assign(score=taus["score"].map(ex.LABELS)), "score", "quality", "tau"))
 figures.tau_figure(taus)
 plt.show()
+page.say(ex.tau_words(taus))
 
 # %% [markdown]
 # The quality-vs-abstention curve: abstain on the given fraction of outputs with the highest score,

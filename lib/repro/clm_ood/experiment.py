@@ -450,6 +450,48 @@ def summary_json(frame: pd.DataFrame) -> str:
     return json.dumps(frame.drop(columns=["summary", "reference"]).to_dict("records"))
 
 
+# ------------------------------------------------------------------------------------------------- prose
+
+EASY = 0.9  # an AUROC (as printed, two decimals) from which a set counts as easy for a score
+
+
+def near_far_words(aurocs: pd.DataFrame, groups: dict[str, list[str]]) -> str:
+    """Where the scores part: the near set's AUROCs, and whether the far sets are easy for every embedding score."""
+    words = []
+    if "near" in groups:
+        near = aurocs[aurocs["set"] == groups["near"][0]].set_index("score")["auroc"]
+        words.append(
+            f"On {set_label(groups['near'][0])}, the near set, input-RMD reaches {near['input_rmd']:.2f} where "
+            f"input-MD reaches {near['input_md']:.2f}, output-RMD {near['output_rmd']:.2f} where output-MD reaches "
+            f"{near['output_md']:.2f}, and perplexity {near['perplexity']:.2f}."
+        )
+    if "far" in groups:
+        far = aurocs[aurocs["set"].isin(groups["far"])].groupby("score")["auroc"].mean()
+        embedding = far[["input_md", "input_rmd", "output_md", "output_rmd"]]
+        easy = (
+            "easy for every embedding score"
+            if round(embedding.min(), 2) >= EASY
+            else "not easy for every embedding score"
+        )
+        words.append(
+            f"Averaged over the far sets, the embedding scores reach {embedding.min():.2f} to {embedding.max():.2f} "
+            f"and perplexity {far['perplexity']:.2f}: the far sets are {easy}."
+        )
+    return " ".join(words)
+
+
+def tau_words(taus: pd.DataFrame) -> str:
+    """Kendall's τ with ROUGE-L of perplexity, output-RMD and their combination, in words."""
+    tau = taus[taus["quality"] == "rouge_l"].set_index("score")["tau"]
+    combo, ppl, ood = tau[f"{OOD_SCORE}+ppl"], tau["perplexity"], tau[OOD_SCORE]
+    gain = lambda a, b: "adds to" if a > b else "does not add to"
+    return (
+        f"With ROUGE-L, perplexity alone has τ = {ppl:.2f}, output-RMD {ood:.2f} and their combination {combo:.2f}: "
+        f"the combination {gain(combo, ood)} output-RMD alone and {gain(combo, ppl)} perplexity alone (the verdict "
+        "says which differences the interval resolves)."
+    )
+
+
 # ------------------------------------------------------------------------------------------------- verdict
 
 FIT_BETTER = "the same comparison with a summarizer fine-tuned on XSUM (the `paper` profile's PEGASUS)"
