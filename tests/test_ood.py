@@ -150,15 +150,45 @@ def test_rmd_is_the_sum_of_its_discriminant_terms(gaussian_data) -> None:
     np.testing.assert_allclose(terms.sum(axis=1), metrics.mahalanobis_scores(x, y, z).rmd, rtol=1e-8, atol=1e-8)
 
 
-def test_random_merge_covers_every_group_and_the_k_sweep_ends() -> None:
-    from repro.rmd.experiment import random_merge
-
+def test_sub_clusters_split_each_class_and_keep_every_row() -> None:
     rng = np.random.default_rng(0)
-    for k in range(1, 6):
-        for _ in range(20):
-            groups = random_merge(5, k, rng)
-            assert sorted(set(groups)) == list(range(k))
-    assert (random_merge(5, 1, rng) == 0).all()
+    y = np.repeat(np.arange(4), 30)
+    x = rng.normal(size=(120, 6)) + 5 * y[:, None]
+    assert (scores.sub_cluster_labels(x, y, 1, 0) == y).all()  # one cluster per class: the classes themselves
+    labels = scores.sub_cluster_labels(x, y, 3, 0)
+    assert len(np.unique(labels)) == 12 and len(labels) == 120
+    assert all(len(np.unique(y[labels == g])) == 1 for g in np.unique(labels))  # a cluster never spans two classes
+    tiny = scores.sub_cluster_labels(x[:8], np.repeat([0, 1], 4), 6, 0)  # fewer rows than clusters: one per row
+    assert len(np.unique(tiny)) == 8
+
+
+@pytest.mark.parametrize("hyperplane", [False, True])
+def test_rmd_from_all_discriminant_directions_is_rmd(hyperplane: bool) -> None:
+    """RMD_m at m = K - 1 equals RMD (also when the features lie in a hyperplane, as mean-pooled MiniLM features do);
+    fewer directions give a different score."""
+    rng = np.random.default_rng(3)
+    y = np.repeat(np.arange(6), 50)
+    x = rng.normal(size=(300, 12)) + 2 * rng.normal(size=(6, 12))[y]
+    z = 2 * rng.normal(size=(80, 12))
+    if hyperplane:
+        normal = np.ones(12) / np.sqrt(12)
+        x, z = x - np.outer(x @ normal, normal) + 1.0, z - np.outer(z @ normal, normal) + 1.0
+    by_m = scores.rmd_by_directions(x, y, z, [1, 2, 5, 40])
+    assert sorted(by_m) == [1, 2, 5]  # capped at K - 1
+    np.testing.assert_allclose(by_m[5], metrics.mahalanobis_scores(x, y, z).rmd, rtol=1e-7, atol=1e-7)
+    assert np.abs(by_m[1] - by_m[5]).max() > 1e-3
+
+
+def test_squad_split_by_article_shares_no_source_text() -> None:
+    from repro import data
+    from repro.rmd import experiment as ex
+
+    split = ex.squad_split(300, 150, 0)
+    for domain, (train, test) in split.items():
+        assert len(train) == 300 and len(test) == 150 and not set(train) & set(test)
+        groups = data.squad_question_groups(domain)
+        group_of = {q: i for i, g in enumerate(groups) for q in g}
+        assert not {group_of[q] for q in train} & {group_of[q] for q in test}, domain
 
 
 def test_clp_probes_are_class_balanced() -> None:
@@ -183,9 +213,14 @@ def test_register_plans_each_near_direction_at_its_k() -> None:
     from repro.params import resolve
     from repro.rmd import claims as C
 
-    default = C.near_directions(resolve({"profile": "default"}, C.SPEC))
-    assert [(n.setting, n.k) for n in default] == [("text-domain", 3)] * 2 + [("image-near", 5)] * 2
-    assert all(n.regime().kind == "miniature" for n in default)
+    p = resolve({"profile": "default"}, C.SPEC)
+    default = C.near_directions(p)
+    k_tasks, domains = p["task_classes"], len(p["text_ood_domains"])
+    assert [(n.setting, n.k) for n in default] == [("text-tasks", k_tasks)] + [("text-domain", 3)] * domains + [
+        ("image-near", 5)
+    ] * 2
+    assert [n.regime().kind for n in default] == ["paper"] + ["miniature"] * (domains + 2)  # K >= 50: the paper's
+    assert "59 discriminant directions" in default[0].regime().tolerance
     paper = C.near_directions(resolve({"profile": "paper"}, C.SPEC))
     assert [(n.tag, n.k) for n in paper] == [
         ("CLINC150 in-scope → out-of-scope", 150),
@@ -213,7 +248,8 @@ def test_near_row_causes_follow_the_k_sweep() -> None:
 
     def cause(low: float, high: float, key: str = key, row: pd.Series = row) -> dict:
         slope = stats.Interval((low + high) / 2, low, high, "bootstrap")
-        res = ex.Results(*[None] * 3, {"pretrained": slope, "finetuned": slope}, *[None] * 5, 100, 0)
+        slopes = {("image-near", "pretrained"): slope, ("image-near", "finetuned"): slope}
+        res = ex.Results(*[None] * 3, slopes, *[None] * 6, 100, 0)
         return ex._contrast_cause(planned[key], "rmd_beats_md", "pretrained", row, res)
 
     grows = cause(0.01, 0.03)

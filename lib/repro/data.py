@@ -162,12 +162,13 @@ def fetch_bigbench(entries: Sequence[str] = BIGBENCH_FILES) -> list[Path]:
     import sys
     import tempfile
 
-    from .atomic import copy_file
+    from .atomic import copy_file, write_json
 
     files = [_bigbench_file(e) for e in entries]
     targets = [bigbench_dir() / f for f in files]
-    if all(t.exists() for t in targets):
-        return targets
+    inputs_file = bigbench_dir() / TASK_INPUTS
+    if all(t.exists() for t in targets) and inputs_file.exists():
+        return [*targets, inputs_file]
     with tempfile.TemporaryDirectory(prefix="bigbench-") as tmp:
         # The sdist declares a direct-URL dependency, so pip stops after unpacking it; --no-clean keeps the tree.
         subprocess.run(
@@ -195,8 +196,56 @@ def fetch_bigbench(entries: Sequence[str] = BIGBENCH_FILES) -> list[Path]:
                     f"bigbench=={BIGBENCH_VERSION} sdist has no {file!r} (or pip could not fetch it)"
                 )
             copy_file(found[0], target)
+        roots = sorted(Path(tmp).glob("pip-download-*/bigbench_*/bigbench/benchmark_tasks"))
+        write_json(inputs_file, _task_inputs(roots[0]))
         shutil.rmtree(tmp, ignore_errors=True)
-    return targets
+    return [*targets, inputs_file]
+
+
+# A derived file: the inputs of every BIG-bench JSON task written in English prose (subtasks interleaved), capped, so
+# that tasks can serve as many real classes (the RMD chapter's stand-in for CLINC150's intents) without extracting
+# hundreds of megabytes of task files.
+TASK_INPUTS = "task_inputs.json"
+TASK_INPUTS_CAP = 200  # distinct inputs kept per task
+TASK_INPUT_CHARS = 1500  # characters kept per input (the text encoders read at most 256 tokens)
+NOT_ENGLISH_PROSE = frozenset(
+    {"non-English", "non-language", "low-resource language", "multilingual", "computer code", "translation"}
+)
+
+
+def _task_inputs(root: Path) -> dict[str, dict[str, list[str]]]:
+    """{task: {"keywords": [...], "inputs": [...]}} for the JSON tasks under a benchmark_tasks/ folder whose keywords
+    (its own and its subtasks') name no non-English, non-language, code or translation content."""
+    import itertools
+    import json
+
+    out = {}
+    for task in sorted(p for p in root.iterdir() if p.is_dir()):
+        keywords, lists = set(), []
+        for file in [task / "task.json", *sorted(task.glob("*/task.json"))]:
+            try:
+                spec = json.loads(file.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            keywords |= set(spec.get("keywords", []))
+            lists.append([e["input"].strip() for e in spec.get("examples", []) if isinstance(e.get("input"), str)])
+        if keywords & NOT_ENGLISH_PROSE or not any(lists):
+            continue
+        interleaved = (x[:TASK_INPUT_CHARS] for group in itertools.zip_longest(*lists) for x in group if x)
+        inputs = list(itertools.islice(dict.fromkeys(interleaved), TASK_INPUTS_CAP))
+        out[task.name] = {"keywords": sorted(keywords), "inputs": inputs}
+    return out
+
+
+def bigbench_tasks(min_inputs: int) -> dict[str, dict[str, list[str]]]:
+    """The English-prose BIG-bench tasks with at least `min_inputs` distinct inputs, by name (see TASK_INPUTS)."""
+    import json
+
+    path = bigbench_dir() / TASK_INPUTS
+    if not path.exists():
+        raise MissingDataError(f"{path} is missing: run `make data` (derives it from the bigbench sdist)")
+    tasks = json.loads(path.read_text(encoding="utf-8"))
+    return {name: t for name, t in tasks.items() if len(t["inputs"]) >= min_inputs}
 
 
 def bigbench_json(entry: str) -> dict:
@@ -243,6 +292,24 @@ def squad_questions(domain: str, source: str = "local") -> list[str]:
             for q in paragraph["qas"]
         )
     return list(dict.fromkeys(q for q in questions if q))
+
+
+def squad_question_groups(domain: str) -> list[list[str]]:
+    """The distinct questions of one squad_shifts domain (BIG-bench copy) grouped by the article they ask about, or by
+    paragraph where the domain is one article (Reddit's comments): a split by group shares no source text."""
+    if domain not in SQUAD_DOMAINS:
+        raise ValueError(f"unknown squad_shifts domain {domain!r}: choose from {', '.join(SQUAD_DOMAINS)}")
+    articles = bigbench_json(f"squad_shifts/{domain}_v1.0.json")["data"]
+    units = [p for a in articles for p in a["paragraphs"]] if len(articles) == 1 else articles
+    qas = (lambda u: u["qas"]) if len(articles) == 1 else (lambda u: [q for p in u["paragraphs"] for q in p["qas"]])
+    seen: set[str] = set()
+    groups = []
+    for unit in units:
+        group = [q for q in dict.fromkeys(x["question"].strip() for x in qas(unit)) if q and q not in seen]
+        seen.update(group)
+        if group:
+            groups.append(group)
+    return groups
 
 
 def squad_paragraphs(domain: str) -> list[list[str]]:

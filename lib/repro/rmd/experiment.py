@@ -41,6 +41,11 @@ SPEC = {
         help="squad_shifts domains held out as OOD",
     ),
     "text_epochs": Param(int, 1, smoke=1, paper=3, low=1, high=20, help="epochs of text-encoder fine-tuning"),
+    "task_classes": Param(
+        int, 60, smoke=6, low=2, high=150, help="BIG-bench tasks used as in-distribution classes (the rest are OOD)"
+    ),
+    "task_train_per_class": Param(int, 50, smoke=12, low=5, high=180, help="training inputs per BIG-bench task"),
+    "task_test_per_class": Param(int, 25, smoke=6, low=2, high=100, help="test inputs per BIG-bench task"),
     "ridges": Param(
         list,
         [1e-4, 1e-2],
@@ -50,16 +55,26 @@ SPEC = {
         high=10.0,
         help="relative ridges compared with the maximum-likelihood covariance",
     ),
-    "k_values": Param(
+    "sub_clusters": Param(
         list,
-        [1, 2, 3, 4, 5],
-        paper=[1, 2, 5, 10, 20, 50, 100],
+        [1, 2, 4, 8, 16],
+        smoke=[1, 2],
+        paper=[1, 2],
+        items=int,
+        low=1,
+        high=64,
+        help="k-means clusters per class in the K sweep (K rises, the data stay the same)",
+    ),
+    "direction_counts": Param(
+        list,
+        [1, 2, 4, 8, 16, 32, 59],
+        smoke=[1, 2, 5],
+        paper=[1, 2, 4, 8, 16, 32, 64, 99, 149],
         items=int,
         low=1,
         high=1000,
-        help="numbers of Gaussians K in the K sweep (in-distribution classes merged at random)",
+        help="leading discriminant directions RMD keeps in the direction sweep (capped at K - 1)",
     ),
-    "k_partitions": Param(int, 6, smoke=2, low=1, high=100, help="random merges per K in the K sweep"),
     "pc_ks": Param(
         list,
         [2, 4, 8, 16, 32, 64, 128, 384, 768],
@@ -145,27 +160,63 @@ def image_inputs(source: str, n_per_class: int, n_test_per_class: int, seed: int
     return Inputs(near + _far_pair(far_train, far_test, seed), far_train[0])
 
 
-def squad_split(n_train: int, n_test: int, seed: int, source: str = "local") -> dict[str, tuple[list[str], list[str]]]:
-    """Disjoint random training and test questions of every squad_shifts domain."""
+def squad_split(n_train: int, n_test: int, seed: int) -> dict[str, tuple[list[str], list[str]]]:
+    """Training and test questions of every squad_shifts domain, split by article (by paragraph for Reddit's single
+    article): no test question shares its source text with a training question, as no OOD question does."""
     rng = np.random.default_rng(seed)
     out = {}
     for domain in data.SQUAD_DOMAINS:
-        questions = data.squad_questions(domain, source)
-        order = rng.permutation(len(questions))
-        if len(order) < n_train + n_test:
-            raise ValueError(f"squad_shifts {domain} has {len(order)} questions, fewer than {n_train} + {n_test}")
-        out[domain] = (
-            [questions[i] for i in order[:n_train]],
-            [questions[i] for i in order[n_train : n_train + n_test]],
-        )
+        groups = data.squad_question_groups(domain)
+        test, train = [], []
+        for i in rng.permutation(len(groups)):
+            (test if len(test) < n_test else train).extend(groups[i])
+        if len(test) < n_test or len(train) < n_train:
+            raise ValueError(
+                f"squad_shifts {domain} has {len(test) + len(train)} questions, fewer than text_train_per_domain + "
+                f"text_test_per_domain = {n_train} + {n_test} in whole articles"
+            )
+        order = rng.permutation(len(train))[:n_train]
+        out[domain] = ([train[i] for i in order], test[:n_test])
     return out
 
 
-def text_directions(
-    source: str, split: dict[str, tuple[list[str], list[str]]], ood_domains: Sequence[str]
-) -> list[Direction]:
-    """Text: squad_shifts questions with one domain held out as OOD ("local"), or CLINC150 in-scope vs OOS ("hub")."""
-    if source == "hub":
+TASKS_IN, TASKS_OUT = "BIG-bench tasks", "held-out BIG-bench tasks"
+
+
+def task_groups(k: int) -> tuple[str, str]:
+    """The names of the task direction's two groups: K in-distribution tasks, the held-out tasks as OOD."""
+    return f"{k} {TASKS_IN}", TASKS_OUT
+
+
+def task_direction(k: int, n_train: int, n_test: int, seed: int) -> Direction:
+    """BIG-bench tasks as K real classes (the offline stand-in for CLINC150's intents): K tasks drawn at random are
+    in-distribution, the inputs of every other task are the OOD queries, disjoint inputs for training and test."""
+    tasks = data.bigbench_tasks(n_train + n_test)
+    if len(tasks) <= k:
+        raise ValueError(
+            f"task_classes = {k}, but only {len(tasks)} BIG-bench tasks have task_train_per_class + "
+            f"task_test_per_class = {n_train + n_test} inputs: lower one of them"
+        )
+    rng = np.random.default_rng(seed)
+    names = [sorted(tasks)[i] for i in rng.permutation(len(tasks))]
+    train, test = [], []
+    for name in names:
+        inputs = tasks[name]["inputs"]
+        order = rng.permutation(len(inputs))
+        train.append([inputs[i] for i in order[:n_train]])
+        test.append([inputs[i] for i in order[n_train : n_train + n_test]])
+    labels = lambda per: np.repeat(np.arange(len(names)), per)
+    flat = lambda lists: [x for xs in lists for x in xs]
+    groups = dict(zip(task_groups(k), (range(k), range(k, len(names)))))
+    return both_ways(
+        "text-tasks", "text", names, (flat(train), labels(n_train)), (flat(test), labels(n_test)), groups, False
+    )[0]
+
+
+def text_directions(p: Any) -> list[Direction]:
+    """Text: BIG-bench tasks as K classes and squad_shifts questions with one domain held out as OOD ("local"), or
+    CLINC150 in-scope vs out-of-scope ("hub")."""
+    if p.text_source == "hub":
         train, train_y, names = data.clinc_oos("train")
         test, test_y, _ = data.clinc_oos("test")
         oos = names.index("oos")
@@ -178,15 +229,17 @@ def text_directions(
             dict(zip(CLINC_GROUPS, ([c for c in range(len(names)) if c != oos], [oos]))),
             both=False,
         )  # the reverse would have one class, where RMD is identically zero
+    tasks = task_direction(p.task_classes, p.task_train_per_class, p.task_test_per_class, p.seed)
+    split = squad_split(p.text_train_per_domain, p.text_test_per_domain, p.seed)
     domains = list(data.SQUAD_DOMAINS)
     names = list(data.SQUAD_DOMAINS.values())
     train = [q for d in domains for q in split[d][0]]
     train_y = np.concatenate([[i] * len(split[d][0]) for i, d in enumerate(domains)])
     test = [q for d in domains for q in split[d][1]]
     test_y = np.concatenate([[i] * len(split[d][1]) for i, d in enumerate(domains)])
-    return [
+    return [tasks] + [
         d
-        for ood in ood_domains
+        for ood in p.text_ood_domains
         for d in both_ways("text-domain", "text", names, (train, train_y), (test, test_y), domain_groups(ood), False)
     ]
 
@@ -332,6 +385,14 @@ def auroc_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.Data
 CONTRASTS = {"RMD - MD": ((1.0, "RMD"), (-1.0, "MD")), "RMD - MSP": ((1.0, "RMD"), (-1.0, "MSP"))}
 
 
+def _seedless(d: Direction, kind: str, contrast: str = "RMD - MD") -> str:
+    """What the interval's seeds mean where the features are label-free text embeddings (identical for every seed)."""
+    if d.modality != "text" or kind != "pretrained":
+        return ""
+    varies = "only the MSP probe varies by seed" if "MSP" in contrast else "MD and RMD vary by test rows alone"
+    return f"; label-free MiniLM features are the same for every seed ({varies})"
+
+
 def gain_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataFrame:
     """RMD - MD and RMD - MSP per direction and feature type, paired over test rows and seeds, with intervals."""
     rows = []
@@ -350,7 +411,7 @@ def gain_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataF
                         "delta": iv.estimate,
                         "ci_low": iv.low,
                         "ci_high": iv.high,
-                        "test": iv.method,
+                        "test": iv.method + _seedless(d, kind, name),
                     }
                 )
     return pd.DataFrame(rows)
@@ -368,60 +429,106 @@ def feature_contrast(d: Direction, scored: dict, n_boot: int, seed: int) -> stat
     return stats.seeds_and_items_contrast(pre.is_ood, terms, n_resamples=n_boot, seed=seed)
 
 
-def random_merge(n_classes: int, k: int, rng: np.random.Generator) -> np.ndarray:
-    """A random map of n_classes labels onto k non-empty groups."""
-    cuts = np.sort(rng.choice(np.arange(1, n_classes), size=k - 1, replace=False)) if k > 1 else np.array([], int)
-    groups = np.zeros(n_classes, dtype=int)
-    groups[rng.permutation(n_classes)] = np.searchsorted(cuts, np.arange(n_classes), side="right")
-    return groups
+NEAR_SETTINGS = ("image-near", "text-tasks", "text-domain", "text-near")
+
+
+def near(inputs: Inputs) -> list[Direction]:
+    """The near-OOD directions (every setting but image-far)."""
+    return [d for d in inputs.directions if d.setting in NEAR_SETTINGS]
 
 
 def k_sweep(
-    inputs: Inputs, feats: dict, seed_list: Sequence[int], k_values: Sequence[int], partitions: int, seed: int
+    inputs: Inputs, feats: dict, seed_list: Sequence[int], sub_clusters: Sequence[int], seed: int
 ) -> pd.DataFrame:
-    """AUROC of MD and RMD on the same near-OOD data with the in-distribution classes merged into K Gaussians."""
-    rng = np.random.default_rng(seed)
+    """AUROC of MD and RMD on the same near-OOD data with each in-distribution class split into c k-means clusters:
+    K = c x (classes) Gaussians, no class merged, no row added or removed."""
     rows = []
-    for d in [d for d in inputs.directions if d.setting == "image-near"]:
-        for k in sorted(k for k in set(k_values) if k <= d.n_classes):
-            n_parts = 1 if k in (1, d.n_classes) else partitions
-            for part in range(n_parts):
-                groups = random_merge(d.n_classes, k, rng)
-                for kind in KINDS:
-                    for s in seed_list:
-                        f = feats[(d.setting, d.in_dist, kind, s)]
-                        sc = metrics.mahalanobis_scores(f.train, groups[d.train_y], f.test)
-                        md, rmd = metrics.auroc(d.is_ood, sc.md), metrics.auroc(d.is_ood, sc.rmd)
-                        rows.append(
-                            {
-                                "in_dist": d.in_dist,
-                                "features": kind,
-                                "seed": s,
-                                "K": k,
-                                "merge": part,
-                                "MD": md,
-                                "RMD": rmd,
-                                "gain": rmd - md,
-                            }
-                        )
+    for d in tqdm(near(inputs), desc="K sweep", leave=False):
+        for kind in KINDS:
+            for s in seed_list:
+                f = feats[(d.setting, d.in_dist, kind, s)]
+                for c in sorted(set(sub_clusters)):
+                    labels = scores.sub_cluster_labels(f.train, d.train_y, c, seed + s)
+                    sc = metrics.mahalanobis_scores(f.train, labels, f.test)
+                    md, rmd = metrics.auroc(d.is_ood, sc.md), metrics.auroc(d.is_ood, sc.rmd)
+                    rows.append(
+                        {
+                            **_keys(d, kind),
+                            "seed": s,
+                            "sub_clusters": c,
+                            "K": int(labels.max()) + 1,
+                            "MD": md,
+                            "RMD": rmd,
+                            "gain": rmd - md,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
-def k_slope(sweep: pd.DataFrame, n_boot: int, seed: int, kind: str = "pretrained") -> stats.Interval:
-    """Least-squares slope of the RMD - MD gain per added Gaussian (K >= 2), bootstrapped over merges and seeds."""
-    sub = sweep[(sweep["features"] == kind) & (sweep["K"] >= 2)]
-    slope = lambda k, g: float(np.polyfit(k, g, 1)[0]) if np.unique(k).size > 1 else float("nan")
+def k_slope(sweep: pd.DataFrame, n_boot: int, seed: int, setting: str, kind: str) -> stats.Interval:
+    """Least-squares slope of the RMD - MD gain per doubling of K (sub-clustering) in one setting, bootstrapped over
+    its (direction, seed) fits within each K."""
+    sub = sweep[(sweep["features"] == kind) & (sweep["setting"] == setting)]
     if sub["K"].nunique() < 2:
         return stats.Interval(float("nan"), float("nan"), float("nan"), "fewer than two values of K")
+    slope = lambda k, g: float(np.polyfit(k, g, 1)[0]) if np.unique(k).size > 1 else float("nan")
     return stats.bootstrap(
         slope,
-        sub["K"].to_numpy(float),
+        np.log2(sub["K"].to_numpy(float)),
         sub["gain"].to_numpy(),
         n_resamples=n_boot,
         seed=seed,
         strata=sub["K"].to_numpy(),
-        unit="(merge, seed, direction) fits",
+        unit="(direction, seed) fits",
     )
+
+
+def k_slopes(sweep: pd.DataFrame, n_boot: int, seed: int) -> dict[tuple[str, str], stats.Interval]:
+    """The K sweep's slope of the gain per doubling of K, for each near setting and feature type."""
+    return {(st, kind): k_slope(sweep, n_boot, seed, st, kind) for st in sweep["setting"].unique() for kind in KINDS}
+
+
+def k_crossing(sweep: pd.DataFrame) -> pd.DataFrame:
+    """Per setting and feature type: the seed-mean gain at the smallest and largest K, and the smallest K at which the
+    seed-mean gain is positive (empty where it never is)."""
+    mean = sweep.groupby(["setting", "features", "K"], sort=False)["gain"].mean().reset_index()
+    rows = []
+    for (setting, kind), part in mean.groupby(["setting", "features"], sort=False):
+        part = part.sort_values("K")
+        positive = part[part["gain"] > 0]
+        rows.append(
+            {
+                "setting": setting,
+                "features": kind,
+                "K_min": int(part["K"].iloc[0]),
+                "gain_at_K_min": part["gain"].iloc[0],
+                "K_max": int(part["K"].iloc[-1]),
+                "gain_at_K_max": part["gain"].iloc[-1],
+                "first_positive": f"K = {int(positive['K'].iloc[0])}" if len(positive) else "never",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def direction_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], counts: Sequence[int]) -> pd.DataFrame:
+    """At fixed K: AUROC of RMD from only its m leading discriminant directions, beside MD's, per near direction with
+    K > 2, feature type and seed. Fits with fewer training rows than dimensions are skipped: there the between-class
+    scatter leaves the span of the within-class covariance and RMD is no longer a sum over K - 1 directions."""
+    rows = []
+    for d in [d for d in near(inputs) if d.n_classes > 2]:
+        for kind in KINDS:
+            for s in seed_list:
+                f = feats[(d.setting, d.in_dist, kind, s)]
+                if len(f.train) <= f.train.shape[1]:
+                    continue
+                md = metrics.auroc(d.is_ood, metrics.mahalanobis_scores(f.train, d.train_y, f.test).md)
+                for m, rmd in scores.rmd_by_directions(f.train, d.train_y, f.test, counts).items():
+                    auc = metrics.auroc(d.is_ood, rmd)
+                    rows.append(
+                        {**_keys(d, kind), "K": d.n_classes, "seed": s, "directions": m, "RMD": auc, "MD": md}
+                        | {"gain": auc - md}
+                    )
+    return pd.DataFrame(rows)
 
 
 def per_ood_class(
@@ -435,17 +542,60 @@ def per_ood_class(
         both_y = np.concatenate([d.train_y, d.ood_train_y + d.n_classes])
         mass = scores.inlier_mass(both_x, both_y, range(d.n_classes), f.test[d.is_ood == 1], members, per_class, seed)
         n_in = len(d.test_in_y)
-        for cls in dict.fromkeys(d.test_ood_class):
-            in_class = d.test_ood_class == cls
-            keep = np.r_[np.ones(n_in, bool), in_class]
-            clp = float(np.log(mass[in_class].mean()))
+        classes = list(dict.fromkeys(d.test_ood_class))
+        clps = {cls: float(np.log(mass[d.test_ood_class == cls].mean())) for cls in classes}
+        cut = float(np.median(list(clps.values())))
+        for cls in classes:
+            keep = np.r_[np.ones(n_in, bool), d.test_ood_class == cls]
             for kind in KINDS:
                 sc = scored[(d.setting, d.in_dist, kind)]
                 auc = {
                     name: float(np.mean([metrics.auroc(sc.is_ood[keep], row[keep]) for row in sc.by_score[name]]))
                     for name in SCORES
                 }
-                rows.append({**_keys(d, kind), "ood_class": cls, "clp": clp, **auc, "gain": auc["RMD"] - auc["MD"]})
+                near_half = d.setting in NEAR_SETTINGS and len(classes) > 1 and clps[cls] >= cut
+                rows.append(
+                    {
+                        **_keys(d, kind),
+                        "ood_class": cls,
+                        "clp": clps[cls],
+                        "near_half": near_half,
+                        **auc,
+                        "gain": auc["RMD"] - auc["MD"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def near_half_table(inputs: Inputs, scored: dict, by_class: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
+    """RMD - MD on the in-distribution test rows and the nearer half of the OOD classes (CLP at or above the
+    direction's median, the rule fixed before any score), paired over test rows and seeds."""
+    rows = []
+    for d in near(inputs):
+        nearer = set(by_class[(by_class["in_dist"] == d.in_dist) & by_class["near_half"]]["ood_class"])
+        if not nearer:
+            continue
+        keep = np.r_[np.ones(len(d.test_in_y), bool), np.isin(d.test_ood_class, list(nearer))]
+        for kind in KINDS:
+            sc = scored[(d.setting, d.in_dist, kind)]
+            iv = stats.seeds_and_items_contrast(
+                sc.is_ood[keep],
+                [(1.0, sc.by_score["RMD"][:, keep]), (-1.0, sc.by_score["MD"][:, keep])],
+                n_resamples=n_boot,
+                seed=seed,
+            )
+            rows.append(
+                {
+                    **_keys(d, kind),
+                    "K": d.n_classes,
+                    "nearer_classes": len(nearer),
+                    "ood_rows": int(keep.sum()) - len(d.test_in_y),
+                    "delta": iv.estimate,
+                    "ci_low": iv.low,
+                    "ci_high": iv.high,
+                    "test": iv.method,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -470,11 +620,33 @@ def per_class_view(by_class: pd.DataFrame, max_rows: int = 30) -> pd.DataFrame:
 
 
 def clp_gain_correlation(by_class: pd.DataFrame, n_boot: int, seed: int, kind: str = "pretrained") -> stats.Interval:
-    """Spearman correlation of CLP with the RMD - MD gain over OOD classes, bootstrapped over classes."""
-    sub = by_class[by_class["features"] == kind]
-    rho = lambda c, g: float(spearmanr(c, g).statistic) if np.unique(c).size > 1 else float("nan")
+    """Spearman correlation of CLP with the RMD - MD gain over the OOD classes of each near direction with more than
+    one OOD class, computed within each direction and averaged (weighted by classes), bootstrapped over classes
+    within directions: a far setting or a difference between settings cannot make it."""
+    sub = by_class[(by_class["features"] == kind) & by_class["setting"].isin(NEAR_SETTINGS)]
+    sub = sub[sub.groupby("in_dist")["ood_class"].transform("size") > 2]
+    if sub.empty:
+        return stats.Interval(float("nan"), float("nan"), float("nan"), "no near direction with three OOD classes")
+    codes = pd.factorize(sub["in_dist"])[0]
+
+    def within(clp: np.ndarray, gain: np.ndarray, group: np.ndarray) -> float:
+        parts = [(group == g).sum() for g in np.unique(group)]
+        rhos = [spearmanr(clp[group == g], gain[group == g]).statistic for g in np.unique(group)]
+        ok = [(r, n) for r, n in zip(rhos, parts) if np.isfinite(r)]
+        if not ok:
+            return float("nan")
+        values, weights = zip(*ok)
+        return float(np.average(values, weights=weights))
+
     return stats.bootstrap(
-        rho, sub["clp"].to_numpy(), sub["gain"].to_numpy(), n_resamples=n_boot, seed=seed, unit="OOD classes"
+        within,
+        sub["clp"].to_numpy(),
+        sub["gain"].to_numpy(),
+        codes.astype(float),
+        n_resamples=n_boot,
+        seed=seed,
+        strata=codes,
+        unit="OOD classes within near directions",
     )
 
 
@@ -520,35 +692,52 @@ def covariance_table(inputs: Inputs, feats: dict, seed: int, ridges: Sequence[fl
     return pd.DataFrame(rows)
 
 
-def eigen_tables(d: Direction, feats: dict, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Mean MD term per covariance eigendirection and mean RMD term per discriminant direction, ID vs OOD."""
+def eigen_tables(
+    directions: Sequence[Direction], feats: dict, seed_list: Sequence[int], n_boot: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Mean MD term per covariance eigendirection and mean RMD term per discriminant direction, ID vs OOD (first seed),
+    and per direction and feature type the AUROC of MD from the leading half of the eigendirections against the
+    trailing half, over test rows and seeds (the paper's eigen-analysis, §3)."""
     curves, summary = [], []
-    for kind in KINDS:
-        f = feats[(d.setting, d.in_dist, kind, seed)]
-        vals, md_terms = scores.eigen_contributions(f.train, d.train_y, f.test)
-        betas, rmd_terms = scores.discriminant_contributions(f.train, d.train_y, f.test)
-        for label, mask in (("in-distribution", d.is_ood == 0), ("OOD", d.is_ood == 1)):
-            curves += [
-                {"features": kind, "score": "MD", "set": label, "direction": i + 1, "term": t}
-                for i, t in enumerate(md_terms[mask].mean(axis=0))
-            ]
-            curves += [
-                {"features": kind, "score": "RMD", "set": label, "direction": i + 1, "term": t}
-                for i, t in enumerate(rmd_terms[mask].mean(axis=0))
-            ]
-        ood_above = md_terms[d.is_ood == 1].mean(0) > md_terms[d.is_ood == 0].mean(0)
-        half = len(vals) // 2
-        summary.append(
-            {
-                "features": kind,
-                "md_directions": len(vals),
-                "md_ood_above_id": int(ood_above.sum()),
-                "auroc_md_top_half": metrics.auroc(d.is_ood, md_terms[:, :half].sum(1)),
-                "auroc_md_bottom_half": metrics.auroc(d.is_ood, md_terms[:, half:].sum(1)),
-                "rmd_directions": len(betas),
-                "rmd_ood_above_id": int((rmd_terms[d.is_ood == 1].mean(0) > rmd_terms[d.is_ood == 0].mean(0)).sum()),
-            }
-        )
+    for d in directions:
+        for kind in KINDS:
+            halves = []
+            for s in seed_list:
+                f = feats[(d.setting, d.in_dist, kind, s)]
+                vals, md_terms = scores.eigen_contributions(f.train, d.train_y, f.test)
+                half = len(vals) // 2
+                halves.append((md_terms[:, :half].sum(1), md_terms[:, half:].sum(1)))
+                if s != seed_list[0]:
+                    continue
+                betas, rmd_terms = scores.discriminant_contributions(*scores.within_range(f.train, d.train_y, f.test))
+                for label, mask in (("in-distribution", d.is_ood == 0), ("OOD", d.is_ood == 1)):
+                    for score, terms in (("MD", md_terms), ("RMD", rmd_terms)):
+                        curves += [
+                            {**_keys(d, kind), "score": score, "set": label, "direction": i + 1, "term": t}
+                            for i, t in enumerate(terms[mask].mean(axis=0))
+                        ]
+                first = (vals, md_terms, betas, rmd_terms)
+            top, bottom = (np.stack(h) for h in zip(*halves))
+            iv = stats.seeds_and_items_contrast(d.is_ood, [(1.0, top), (-1.0, bottom)], n_resamples=n_boot, seed=seed)
+            vals, md_terms, betas, rmd_terms = first
+            ood_above = md_terms[d.is_ood == 1].mean(0) > md_terms[d.is_ood == 0].mean(0)
+            summary.append(
+                {
+                    **_keys(d, kind),
+                    "md_directions": len(vals),
+                    "md_ood_above_id": int(ood_above.sum()),
+                    "auroc_md_top_half": float(np.mean([metrics.auroc(d.is_ood, t) for t in top])),
+                    "auroc_md_bottom_half": float(np.mean([metrics.auroc(d.is_ood, b) for b in bottom])),
+                    "top_minus_bottom": iv.estimate,
+                    "ci_low": iv.low,
+                    "ci_high": iv.high,
+                    "test": iv.method,
+                    "rmd_directions": len(betas),
+                    "rmd_ood_above_id": int(
+                        (rmd_terms[d.is_ood == 1].mean(0) > rmd_terms[d.is_ood == 0].mean(0)).sum()
+                    ),
+                }
+            )
     return pd.DataFrame(curves), pd.DataFrame(summary)
 
 
@@ -577,39 +766,6 @@ def pc_ranges(pc: pd.DataFrame) -> pd.DataFrame:
     """AUROC range over k of MD and of RMD, per direction, kind and seed."""
     wide = pc.groupby(["setting", "in_dist", "features", "seed", "score"])["auroc"].agg(lambda a: a.max() - a.min())
     return wide.unstack("score").rename(columns=lambda c: f"{c}_range").reset_index()
-
-
-def input_rmd_table(split: dict[str, tuple[list[str], list[str]]], seed: int, source: str = "local") -> pd.DataFrame:
-    """Input-MD and input-RMD (Ren et al. 2023) on MiniLM embeddings: NYT in-domain, Wikipedia + Reddit background."""
-    embed = Embedder(pretrained.EncoderClassifier(pretrained.minilm_path(source), 1, "text"))
-    in_train = embed(split["nyt"][0])[0]
-    pool = split["new_wiki"][0] + split["reddit"][0]
-    picked = np.random.default_rng(seed).permutation(len(pool))[: len(in_train)]
-    background = embed([pool[i] for i in picked])[0]
-    test_in = embed(split["nyt"][1])[0]
-    rows = []
-    for ood in ("amazon_reviews",):
-        test_ood = embed(split[ood][1])[0]
-        test, is_ood = np.concatenate([test_in, test_ood]), np.r_[np.zeros(len(test_in)), np.ones(len(test_ood))]
-        md = metrics.gaussian_distance(in_train, test)
-        rmd = md - metrics.gaussian_distance(background, test)
-        dl = stats.delong(is_ood, rmd, md)
-        rows.append(
-            {
-                "in_domain": data.SQUAD_DOMAINS["nyt"],
-                "background": "Wikipedia + Reddit",
-                "ood": data.SQUAD_DOMAINS[ood],
-                "train": len(in_train),
-                "dims": in_train.shape[1],
-                "input_MD": dl.auc_b,
-                "input_RMD": dl.auc_a,
-                "delta": dl.diff,
-                "ci_low": dl.low,
-                "ci_high": dl.high,
-                "test": dl.method,
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def score_sample(scored: dict, key: tuple[str, str, str]) -> pd.DataFrame:
@@ -669,52 +825,40 @@ class Results:
     gains: pd.DataFrame
     feature_contrasts: dict[str, stats.Interval]
     k_sweep: pd.DataFrame
-    k_slopes: dict[str, stats.Interval]
+    k_slopes: dict[tuple[str, str], stats.Interval]
     by_class: pd.DataFrame
+    near_half: pd.DataFrame
     clp_rho: stats.Interval
+    eigen: pd.DataFrame
     pc_ranges: pd.DataFrame
     covariance: pd.DataFrame
-    input_rmd: pd.DataFrame
     n_boot: int
     seed: int
 
 
-def k_slopes(sweep: pd.DataFrame, n_boot: int, seed: int) -> dict[str, stats.Interval]:
-    """The K sweep's slope of the gain per added Gaussian, for each feature type."""
-    return {kind: k_slope(sweep, n_boot, seed, kind) for kind in KINDS}
-
-
 def pc_units(ranges: pd.DataFrame) -> pd.Series:
-    """MD range minus RMD range over k, seed-averaged, per direction x features unit (positive: RMD is steadier)."""
-    units = ranges.groupby(["setting", "in_dist", "features"])[["MD_range", "RMD_range"]].mean()
+    """MD range minus RMD range over k, seed-averaged, per near direction x features unit (positive: RMD steadier)."""
+    units = ranges[ranges["setting"].isin(NEAR_SETTINGS)].groupby(["setting", "in_dist", "features"])
+    units = units[["MD_range", "RMD_range"]].mean()
     return units["MD_range"] - units["RMD_range"]
 
 
 def pc_difference(ranges: pd.DataFrame, n_boot: int, seed: int) -> stats.Interval:
-    """Mean of (MD range - RMD range) over k, seed-averaged per direction x features, bootstrapped over those units."""
+    """Median over near direction x features units of (MD range - RMD range) over k, bootstrapped over the units: one
+    unit cannot decide it the way it can decide a mean."""
     diff = pc_units(ranges).to_numpy()
-    return stats.bootstrap(np.mean, diff, n_resamples=n_boot, seed=seed, unit="direction × features units")
+    return stats.bootstrap(np.median, diff, n_resamples=n_boot, seed=seed, unit="near direction × features units")
 
 
 def _covariance_words(res: Results, worst: pd.Series) -> str:
     """Which estimator moved which AUROC most, on how many rows, against the smallest ridge's largest move."""
-    numeric = pd.to_numeric(res.covariance["estimator"], errors="coerce")
-    smallest = res.covariance[numeric == numeric.min()]["change"].abs().max()
+    tall = res.covariance[res.covariance["rows"] > res.covariance["dims"]]
+    numeric = pd.to_numeric(tall["estimator"], errors="coerce")
+    smallest = tall[numeric == numeric.min()]["change"].abs().max()
     return (
         f"{worst['detail']} moves {worst['score']} by {worst['change']:+.3f} on {worst['in_dist']} "
         f"({worst['features']}, {worst['rows']:,} training rows in {worst['dims']} dimensions); a relative ridge of "
         f"{numeric.min():g} moves no AUROC by more than {smallest:.4f}"
-    )
-
-
-def _clp_words(res: Results) -> str:
-    """How many classes the planned CLP correlation pools, and the exploratory within-image-near correlation."""
-    pre = res.by_class[res.by_class["features"] == "pretrained"]
-    near = pre[pre["setting"] == "image-near"]
-    within = float(spearmanr(near["clp"], near["gain"]).statistic) if len(near) > 2 else float("nan")
-    return (
-        f"the planned test pools {len(pre)} OOD classes from every setting; within the image-near split alone "
-        f"ρ = {within:+.2f} over {len(near)} classes (exploratory)"
     )
 
 
@@ -729,45 +873,45 @@ def _check_k(claim: Claim, k: int) -> None:
         raise ValueError(f"claim {claim.claim!r} was planned at K = {regime.ours}, but the run built K = {k}")
 
 
+def _paper_model(setting: str) -> str:
+    """The ablation that would tell on a row already in the paper's regime of K."""
+    if setting.startswith("text"):
+        return "the paper's encoder (BERT fine-tuned on CLINC150's intents, the `paper` profile)"
+    return PAPER_MODEL
+
+
 def _contrast_cause(claim: Claim, kind: str, features: str, row: pd.Series, res: Results) -> dict[str, Any]:
-    """judge() keywords for a per-direction AUROC contrast: the cause the K sweep measures where it can, else the
-    ablation that would tell."""
+    """judge() keywords for a per-direction AUROC contrast: the cause the K sweep (sub-clustering at fixed data)
+    measures where it can, else the ablation that would tell."""
     regime = claim.regime
     if regime is not None and regime.kind == "paper":
-        return {"why": unexplained(f"{PAPER_MODEL} would tell")}
+        return {"why": unexplained(f"{_paper_model(row['setting'])}")}
     if kind == "rmd_vs_msp":
-        return {
-            "why": unexplained("fine-tuning on many classes (the `paper` profile's CIFAR-100 and CLINC150) would tell")
-        }
-    if row["setting"] != "image-near":
-        return {
-            "why": unexplained("a K sweep on the text features (sub-clustering each domain at fixed data) would tell")
-        }
-    slope = res.k_slopes[features]
+        return {"why": unexplained("fine-tuning on many classes (the K = 60 task setting's rows)")}
+    slope = res.k_slopes.get((row["setting"], features))
+    if slope is None or not np.isfinite(slope.estimate):
+        return {"why": unexplained("a K sweep on these features (sub-clustering each class at fixed data)")}
     words = (
-        f"the K sweep adds {slope.estimate:+.3f} AUROC of gain per added Gaussian with {features} features "
-        f"(95 % interval {slope.low:+.3f} to {slope.high:+.3f})"
+        f"sub-clustering the classes at fixed data changes the gain by {slope.estimate:+.3f} AUROC per doubling of K "
+        f"with {features} features (95 % interval {slope.low:+.3f} to {slope.high:+.3f})"
     )
     if slope.low > 0:
         sentence = f"RMD reads only K − 1 = {int(row['K']) - 1} directions here; {words}, closing toward the paper's K"
         return {"why": ("regime", sentence), "measured_by": "k_sweep"}
     if slope.high < 0:
         return {"why": ("finding", f"{words}: the gap widens with K"), "measured_by": "k_sweep", "trend_checked": True}
-    return {"why": unexplained(f"a K sweep with more merges and seeds would tell ({words})")}
+    return {"why": unexplained(f"a K sweep with more seeds ({words})")}
 
 
 def _pc_cause(res: Results) -> dict[str, Any]:
-    """judge() keywords for the PC row: the mean's rule is the cause where most units favour RMD (table pc_range)."""
+    """judge() keywords for the PC row: the ablation that would tell (the units are in table pc_range)."""
     diff = pc_units(res.pc_ranges)
-    favour = int((diff > 0).sum())
-    if favour <= len(diff) / 2:
-        return {"why": unexplained("a PC sweep over more seeds, restricted to the near directions, would tell")}
-    setting, in_dist, features = diff.idxmin()
-    sentence = (
-        f"{favour} of {len(diff)} direction × features units favour RMD; the mean is pulled down by {setting} "
-        f"{in_dist} ({features}, {diff.min():+.3f})"
-    )
-    return {"why": ("setup", sentence), "measured_by": "pc_range"}
+    return {
+        "why": unexplained(
+            f"a PC sweep over more seeds and near directions ({int((diff > 0).sum())} of {len(diff)} near "
+            "direction × features units favour RMD)"
+        )
+    }
 
 
 def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
@@ -775,6 +919,8 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
     or the ablation that would tell."""
     rows = []
     g = res.gains.set_index(["in_dist", "ood", "features", "contrast"])
+    halves = res.near_half.set_index(["in_dist", "features"])
+    eigen = res.eigen.set_index(["in_dist", "features"])
     items = "test rows and seeds"
     for key, claim in claim_set.items():
         kind, *rest = key.split("|")
@@ -785,28 +931,40 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
             _check_k(claim, int(r["K"]))
             cause = _contrast_cause(claim, kind, features, r, res)
             rows.append(judge(claim, r["delta"], (r["ci_low"], r["ci_high"]), r["test"], narrow_by=items, **cause))
+        elif kind == "near_half":
+            in_dist, features = rest[0].split(" → ")[0], rest[1]
+            r = halves.loc[(in_dist, features)]
+            _check_k(claim, int(r["K"]))
+            test = f"{r['test']}; {r['nearer_classes']} nearer OOD classes, {r['ood_rows']} OOD rows"
+            cause = _contrast_cause(claim, kind, features, r, res)
+            rows.append(judge(claim, r["delta"], (r["ci_low"], r["ci_high"]), test, narrow_by=items, **cause))
+        elif kind == "eigen":
+            r = eigen.loc[(rest[0].split(" → ")[0], rest[1])]
+            why = unexplained("the same analysis on the paper's features (the `paper` profile)")
+            interval = (r["ci_low"], r["ci_high"])
+            rows.append(judge(claim, r["top_minus_bottom"], interval, r["test"], why=why, narrow_by=items))
         elif kind == "pretrained_gain":
             iv = res.feature_contrasts[rest[0]]
             regime = claim.regime
             ablation = (
-                PAPER_MODEL
+                _paper_model(rest[0])
                 if regime.kind == "paper"
                 else "label-free image features from an encoder that never saw these images (the `paper` profile's "
                 "ImageNet-21k ViT)"
                 if regime.variable == "label-free image features"
-                else "the feature contrast along a K sweep, or CLINC150's K = 150 at the `paper` profile,"
+                else "the same contrast at K ≥ 50 (the task setting)"
             )
-            rows.append(judge(claim, iv.estimate, iv, why=unexplained(f"{ablation} would tell"), narrow_by=items))
+            rows.append(judge(claim, iv.estimate, iv, why=unexplained(f"{ablation}"), narrow_by=items))
         elif kind == "k_trend":
-            iv = res.k_slopes["pretrained"]
-            why = unexplained("raising K by sub-clustering each class at fixed data would tell")
-            rows.append(judge(claim, iv.estimate, iv, why=why, narrow_by="merges and seeds"))
+            iv = res.k_slopes[("image-near", "pretrained")]
+            why = unexplained("the same sweep on features of a model trained with more classes")
+            rows.append(judge(claim, iv.estimate, iv, why=why, narrow_by="seeds"))
         elif kind == "clp":
-            why = unexplained(f"a test planned on the near settings only would tell ({_clp_words(res)})")
+            why = unexplained("more OOD classes per near direction (CLINC150's out-of-scope queries have none)")
             rows.append(judge(claim, res.clp_rho.estimate, res.clp_rho, why=why, narrow_by="OOD classes"))
         elif kind == "pc":
             iv = pc_difference(res.pc_ranges, res.n_boot, res.seed)
-            rows.append(judge(claim, iv.estimate, iv, narrow_by="direction × features units", **_pc_cause(res)))
+            rows.append(judge(claim, iv.estimate, iv, narrow_by="near direction × features units", **_pc_cause(res)))
         elif kind == "covariance":
             tall = res.covariance[res.covariance["rows"] > res.covariance["dims"]]
             worst = tall.loc[tall["change"].abs().idxmax()]
@@ -817,12 +975,5 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
                 judge(claim, worst["change"], interval, test, why=why, measured_by="covariance", narrow_by="test rows")
             )
         else:
-            r = res.input_rmd.iloc[0]
-            test = f"{r['test']}; pretrained MiniLM, no model trained"
-            why = unexplained(
-                "a general-domain background like the paper's C4, with document-length inputs, would tell"
-            )
-            rows.append(
-                judge(claim, r["delta"], (r["ci_low"], r["ci_high"]), test, why=why, narrow_by="test questions")
-            )
+            raise ValueError(f"no rule reader for claim {key!r}")
     return rows

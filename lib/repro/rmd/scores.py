@@ -214,3 +214,58 @@ def throughput(
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _range_of_within(train_feats: np.ndarray, train_labels: np.ndarray) -> np.ndarray:
+    """An orthonormal basis (columns) of the span of the within-class covariance: directions of zero within-class
+    variance (mean-pooled MiniLM features lie in a hyperplane) drop out, so both covariances are invertible there."""
+    _, cov = shared_covariance(train_feats, train_labels)
+    vals, vecs = np.linalg.eigh(cov)
+    return vecs[:, vals > vals.max() * 1e-10]
+
+
+def within_range(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Training features, labels and test features expressed in the span of the within-class covariance."""
+    basis = _range_of_within(train_feats, train_labels)
+    return train_feats @ basis, train_labels, test_feats @ basis
+
+
+def rmd_by_directions(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray, counts: Iterable[int]
+) -> dict[int, np.ndarray]:
+    """RMD computed from only the m leading discriminant directions (largest between/within ratio first), for each m.
+
+    With V^T W V = I and V^T T V = diag(1 + beta), RMD = min_k sum_i (v_i^T (z - mu_k))^2 - (v_i^T (z - mu))^2 /
+    (1 + beta_i) over the K - 1 directions with beta_i > 0; keeping the first m terms gives RMD_m (m = K - 1: RMD)."""
+    from scipy.linalg import eigh
+
+    x, _, z = within_range(train_feats, train_labels, test_feats)
+    means, cov = shared_covariance(x, train_labels)
+    ratios, vecs = eigh(np.cov(x, rowvar=False, bias=True), cov)
+    wanted = sorted({min(int(m), len(means) - 1) for m in counts})
+    keep = np.argsort(ratios)[::-1][: wanted[-1]]
+    betas, vecs = ratios[keep] - 1.0, vecs[:, keep]
+    to_class = ((z[:, None, :] - means[None]) @ vecs) ** 2  # (n, K, m)
+    to_all = ((z - x.mean(axis=0)) @ vecs) ** 2 / (1.0 + betas)  # (n, m)
+    terms = np.cumsum(to_class - to_all[:, None, :], axis=2)
+    return {m: terms[:, :, m - 1].min(axis=1) for m in wanted if m >= 1}
+
+
+def sub_cluster_labels(train_feats: np.ndarray, train_labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
+    """Each class split into `per_class` k-means clusters of its own training rows: labels 0..K*per_class-1, the data
+    unchanged (a class with fewer rows than clusters keeps one cluster per row)."""
+    from sklearn.cluster import KMeans
+
+    out = np.empty(len(train_labels), dtype=int)
+    for k in np.unique(train_labels):
+        rows = np.flatnonzero(train_labels == k)
+        c = min(per_class, len(rows))
+        sub = (
+            np.zeros(len(rows), int)
+            if c == 1
+            else KMeans(c, n_init=3, random_state=seed).fit_predict(train_feats[rows])
+        )
+        out[rows] = k * per_class + sub
+    return np.unique(out, return_inverse=True)[1]
