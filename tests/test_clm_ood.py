@@ -184,3 +184,17 @@ def test_a_set_of_the_other_source_is_refused_in_one_line() -> None:
     message = ex.check({"source": "local", "ood_sets": ["samsum"]})
     assert message == "ood_sets: samsum are not local sets; choose from " + ", ".join(corpora.LOCAL_SETS)
     assert ex.check({"source": "hub", "ood_sets": ["samsum"]}) is None
+
+
+def test_sizes_beyond_the_files_are_refused_naming_the_parameter() -> None:
+    from repro.clm_ood import experiment as ex
+    from repro.params import resolve
+
+    p = resolve({"profile": "smoke"}, ex.SPEC)
+    assert ex.check_sizes(p) is None
+    assert (
+        ex.check_sizes({**p, "n_fit": 1300, "n_test": 100})
+        == "n_fit + n_test: 1300 + 100 exceeds the 1371 XSUM articles"
+    )
+    assert ex.check_sizes({**p, "n_ood": 151}) == "n_ood: 151 exceeds the 150 documents of cnn_dm"
+    assert ex.check_sizes({**p, "n_background": 10**5}).startswith("n_background: 100000 exceeds the ")

@@ -122,6 +122,28 @@ def test_wikimia_and_multiwoz_splits(served: Path) -> None:
     assert woz.features["turns"]["speaker"].feature.names == ["USER", "SYSTEM"]
 
 
+def test_summarization_sets_and_pegasus_have_the_hub_schemas(served: Path) -> None:
+    import torch
+    from datasets import load_dataset
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from repro.clm_ood.corpora import HUB_IDS, HUB_TEST_SPLIT
+
+    for name, (repo, config, text, ref, id_col) in HUB_IDS.items():
+        split = "validation" if name == "c4" else HUB_TEST_SPLIT.get(name, "test")
+        ds = load_dataset(repo, config, split=split, streaming=name == "c4")
+        row = next(iter(ds))
+        assert {text, *([ref] if ref else []), *([id_col] if id_col else [])} <= set(row), name
+    assert set(load_dataset("ctr4si/reddit_tifu", "long")) == {"train"}  # the Hub's Reddit TIFU has one split
+    tok = AutoTokenizer.from_pretrained("google/pegasus-xsum")
+    model = AutoModelForSeq2SeqLM.from_pretrained("google/pegasus-xsum").eval()
+    assert type(model).__name__ == "PegasusForConditionalGeneration"
+    assert (tok.pad_token_id, tok.eos_token_id, model.config.decoder_start_token_id) == (0, 1, 0)
+    ids = torch.tensor([tok("the man saw the river", add_special_tokens=False)["input_ids"] + [tok.eos_token_id]])
+    out = model.generate(input_ids=ids, max_new_tokens=3, do_sample=False, num_beams=1)
+    assert out.shape[0] == 1 and out[0, 0].item() == 0  # decoding starts from the pad token, as PEGASUS does
+
+
 def test_load_dataset_errors_read_like_the_real_ones(served: Path) -> None:
     from datasets import load_dataset
 

@@ -76,7 +76,25 @@ def check(p: dict[str, Any]) -> str | None:
     return None
 
 
-CHECKS = (check,)
+def check_sizes(p: dict[str, Any]) -> str | None:
+    """Local runs: the sizes fit the BIG-bench files (XSUM for n_fit + n_test, each OOD set for n_ood, the English
+    sets' leftovers for n_background)."""
+    if p["source"] != "local" or check(p):
+        return None
+    xsum = len(corpora.load(corpora.IN_DOMAIN))
+    if p["n_fit"] + p["n_test"] > xsum:
+        return f"n_fit + n_test: {p['n_fit']} + {p['n_test']} exceeds the {xsum} XSUM articles"
+    sizes = {s: len(corpora.load(s)) for s in dict.fromkeys([*p["ood_sets"], *corpora.LOCAL_BACKGROUND])}
+    small = {s: n for s, n in sizes.items() if s in p["ood_sets"] and n < p["n_ood"]}
+    if small:
+        return f"n_ood: {p['n_ood']} exceeds the {min(small.values())} documents of {min(small, key=small.get)}"
+    left = sum(n - (p["n_ood"] if s in p["ood_sets"] else 0) for s, n in sizes.items() if s in corpora.LOCAL_BACKGROUND)
+    if p["n_background"] > left:
+        return f"n_background: {p['n_background']} exceeds the {left} English documents left after the test draws"
+    return None
+
+
+CHECKS = (check, check_sizes)
 
 
 @dataclass
