@@ -101,8 +101,10 @@ verdict.plan(list(CLAIMS.values()))
 # articles and the in-domain **output** Gaussian on their *reference* summaries (teacher-forced); test
 # inputs use the model's *generated* summaries. The background input Gaussian is fitted on as many
 # general-domain inputs as we can afford, and, since general text has no reference summaries, the
-# background output Gaussian on the summaries the model generates for them. Each covariance is
-# Ledoit–Wolf shrunk: SmolLM2's states have 576 dimensions, more than our few hundred fit pairs.
+# background output Gaussian on the summaries the model generates for them. That is our reading of the
+# paper's method section, which we could not re-read offline; the authors' published pseudo-code fits
+# both Gaussians on embeddings without saying which. Each covariance is Ledoit–Wolf shrunk: SmolLM2's
+# states have 576 dimensions, more than our few hundred fit pairs.
 
 # %%
 split = ex.split(P)
