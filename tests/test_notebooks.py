@@ -407,6 +407,18 @@ def test_data_selection_chapter_tables(smoke_results) -> None:
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
 
 
+def test_data_selection_saves_no_progress_bars(smoke_results, isolated_runs) -> None:
+    import json
+
+    smoke_results["data_selection"]  # executed once, on first access
+    nb = json.loads((isolated_runs / "smoke" / "data_selection.ipynb").read_text())
+    streams = [
+        "".join(o.get("text", "")) for c in nb["cells"] for o in c.get("outputs", []) if o["output_type"] == "stream"
+    ]
+    bars = [s for s in streams if "it/s]" in s or "s/it]" in s or "%|" in s]
+    assert bars == [], bars[:3]  # each tqdm update would be one more output of the saved notebook
+
+
 def test_clm_ood_smoke_scores_curves_and_verdict(smoke_results) -> None:
     tables = smoke_results["clm_ood"]["tables"]
     ladder = tables["ladder"]

@@ -564,6 +564,49 @@ def test_paper_without_the_hub_fails_fast_and_says_why(runs: Path, tiny: Path) -
     assert proc.returncode == 0 and json.loads(proc.stdout)["profile"] == "paper"
 
 
+@pytest.mark.parametrize(
+    "args, prepare_rc, needle",
+    [
+        (["-p", "target_docs", "100"], 2, "parameters 'target_docs' + 'eval_docs': 100 + 10 exceed docs_per_domain"),
+        (["-p", "eval_docs", "95"], 2, "parameters 'target_docs' + 'eval_docs': 30 + 95 exceed docs_per_domain"),
+        (["-p", "block_size", "8192"], 0, "parameter 'block_size': 8192 tokens, but the held-out text of"),
+    ],
+)
+def test_data_selection_sizes_without_one_block_are_refused_before_training(
+    runs: Path, args: list[str], prepare_rc: int, needle: str
+) -> None:
+    proc = cli("run", "data_selection", "--profile", "smoke", "--prepare-only", *args, REPRO_RUNS=str(runs))
+    assert proc.returncode == prepare_rc, proc.stderr  # block_size needs the token counts: refused once they are known
+    began = time.perf_counter()
+    proc = cli("run", "data_selection", "--profile", "smoke", *args, REPRO_RUNS=str(runs))
+    assert proc.returncode == 2, proc.stderr
+    lines = error_lines(proc.stderr)
+    assert len(lines) == 1 and lines[0].startswith("error: ParameterError: ") and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and time.perf_counter() - began < 120
+    assert not (runs / "smoke" / "data_selection.json").exists()
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--profile", "paper"], "profile 'paper' needs the Hugging Face Hub (and a GPU), but HF_HUB_OFFLINE=1 here"),
+        (
+            "--profile smoke -p source hub -p domains [Pile-CC,Github] -p targets [Github]".split(),
+            "parameter 'source': 'hub' needs the Hugging Face Hub, but HF_HUB_OFFLINE=1 here: use source local",
+        ),
+    ],
+)
+def test_data_selection_hub_loads_fail_fast_without_the_hub(runs: Path, args: list[str], needle: str) -> None:
+    began = time.perf_counter()
+    proc = cli("run", "data_selection", *args, REPRO_RUNS=str(runs), HF_HUB_OFFLINE="1", REPRO_MOCK_HUB="")
+    assert proc.returncode == 2, proc.stderr
+    lines = error_lines(proc.stderr)
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert "ConnectionError" not in proc.stderr and time.perf_counter() - began < 60
+    proc = cli("run", "data_selection", "--prepare-only", *args, REPRO_RUNS=str(runs), HF_HUB_OFFLINE="1")
+    assert proc.returncode == 0, proc.stderr  # prepare-only never reaches out
+
+
 def test_book_target_goes_online_at_the_paper_profile() -> None:
     makefile = (ROOT / "Makefile").read_text()
     assert "BOOK_OFFLINE := $(if $(filter paper,$(PROFILE)),,$(OFFLINE))" in makefile

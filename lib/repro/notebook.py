@@ -75,15 +75,22 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         pool.shutdown(wait=False)
 
 
-def require_hub(profile: str) -> None:
-    """At profile paper, fail in one line when the Hub is off or unreachable (not for prepare-only or a mock Hub)."""
-    if profile != "paper" or os.environ.get(MOCK_HUB_VAR) or os.environ.get(PREPARE_ONLY_VAR) == "1":
-        return
+def hub_problem() -> str | None:
+    """Why the Hub cannot serve this run ('HF_HUB_OFFLINE=1 here', 'huggingface.co cannot be reached here'), or None;
+    never a problem for prepare-only or a mock Hub."""
+    if os.environ.get(MOCK_HUB_VAR) or os.environ.get(PREPARE_ONLY_VAR) == "1":
+        return None
     offline = [var for var in OFFLINE_VARS if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on")]
     if offline:
-        raise ParameterError(f"{PAPER_NEEDS_HUB}, but {offline[0]}=1 here: use --profile default")
-    if not hub_reachable():
-        raise ParameterError(f"{PAPER_NEEDS_HUB}, but {hub_address()[0]} cannot be reached here: use --profile default")
+        return f"{offline[0]}=1 here"
+    return None if hub_reachable() else f"{hub_address()[0]} cannot be reached here"
+
+
+def require_hub(profile: str) -> None:
+    """At profile paper, fail in one line when the Hub is off or unreachable (not for prepare-only or a mock Hub)."""
+    problem = hub_problem() if profile == "paper" else None
+    if problem:
+        raise ParameterError(f"{PAPER_NEEDS_HUB}, but {problem}: use --profile default")
 
 
 def start(namespace: dict[str, Any], /, checks: Sequence[Check] = (), **spec: Param) -> Resolved:

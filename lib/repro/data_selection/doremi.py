@@ -177,6 +177,13 @@ def _step(model: Any, opt: torch.optim.Optimizer, loss: torch.Tensor) -> None:
     opt.step()
 
 
+def _bars(progress: bool) -> bool:
+    """Progress bars only at a terminal: in a notebook kernel every update would be kept in the saved notebook."""
+    import sys
+
+    return progress and sys.stderr.isatty()
+
+
 def train_lm(
     model: Any,
     blocks: DomainBlocks,
@@ -197,7 +204,7 @@ def train_lm(
     model.to(device()).train()
     opt = _adamw(model, lr)
     losses, eval_steps, evals = np.zeros(steps), [], []
-    for t in tqdm(range(steps), desc="LM training", leave=False, disable=not progress):
+    for t in tqdm(range(steps), desc="LM training", leave=False, disable=not _bars(progress)):
         ids, _ = blocks.sample_batch(weights, batch_size, rng)
         loss = per_token_loss(model, ids).mean()
         _step(model, opt, loss)
@@ -242,7 +249,7 @@ def train_proxy_doremi(
     reference.to(device()).eval()
     opt = _adamw(proxy, lr)
     history = np.zeros((steps, k))
-    for t in tqdm(range(steps), desc="DoReMi proxy", leave=False, disable=not progress):
+    for t in tqdm(range(steps), desc="DoReMi proxy", leave=False, disable=not _bars(progress)):
         ids, domains = blocks.sample_batch(uniform, batch_size, rng)
         with torch.no_grad():
             ref_tokens = per_token_loss(reference, ids)

@@ -45,7 +45,25 @@ def domains_of_source(p: dict) -> str | None:
     return None
 
 
-CHECKS = [domains_of_source]
+def target_split_fits(p: dict) -> str | None:
+    """DSIR fits on target_docs of a target domain and scores eval_docs others: both come from docs_per_domain."""
+    if p["target_docs"] + p["eval_docs"] > p["docs_per_domain"]:
+        return (
+            f"parameters 'target_docs' + 'eval_docs': {p['target_docs']} + {p['eval_docs']} exceed "
+            f"docs_per_domain ({p['docs_per_domain']}): no held-out target text would be left to score"
+        )
+    return None
+
+
+def hub_source_needs_hub(p: dict) -> str | None:
+    """source hub streams The Pile and SmolLM2's tokenizer from the Hub at every profile: fail now when it is off."""
+    from ..notebook import hub_problem
+
+    problem = hub_problem() if p["source"] == "hub" and p["profile"] != "paper" else None
+    return problem and f"parameter 'source': 'hub' needs the Hugging Face Hub, but {problem}: use source local"
+
+
+CHECKS = [domains_of_source, target_split_fits, hub_source_needs_hub]
 
 SPEC = {
     "seed": Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
@@ -180,7 +198,45 @@ def load_domains(p: Any) -> Domains:
     tok = tokenizer(p.source)
     ids = {n: tok(d, add_special_tokens=False)["input_ids"] for n, d in docs.items()}
     tokens, size, eos = compact_vocabulary(ids, tok.eos_token_id, p.vocab_size)
-    return Domains(list(p.domains), docs, tokens, size, eos)
+    domains = Domains(list(p.domains), docs, tokens, size, eos)
+    check_blocks(domains, p)
+    return domains
+
+
+def check_blocks(d: Domains, p: Any) -> None:
+    """Before any training: every text cut into blocks of block_size holds at least one block, or one ParameterError
+    names it. Held-out target text and DoReMi's splits are known now; a selection is bounded below by its k
+    shortest pool documents, so a selection refused here could fall short of a block, never one accepted."""
+    from ..params import ParameterError
+
+    lengths = {n: np.array([len(x) + 1 for x in d.tokens[n]], np.int64) for n in d.names}  # + end-of-text
+    short: list[tuple[str, int]] = []
+    for target in p.targets:
+        n = len(d.docs[target])
+        if n <= p.target_docs:
+            raise ParameterError(
+                f"parameter 'target_docs': {p.target_docs} leaves none of the {n} documents of {target}"
+            )
+        t = split_target(d, p, target)
+        if max(p.select_sizes) > len(t.pool):
+            raise ParameterError(
+                f"parameter 'select_sizes': {max(p.select_sizes)} exceeds the pool ({len(t.pool)} documents)"
+            )
+        short.append((f"the held-out text of {target}", int(lengths[target][t.held_out].sum())))
+        pool = np.sort([lengths[name][i] for name, i in t.pool])
+        short.append(
+            (f"a selection of {min(p.select_sizes)} documents for {target}", int(pool[: min(p.select_sizes)].sum()))
+        )
+    for name in d.names:
+        cut = len(d.tokens[name]) - max(1, len(d.tokens[name]) // HELD_OUT_SHARE)
+        short += [(f"DoReMi's training text of {name}", int(lengths[name][:cut].sum()))]
+        short += [(f"DoReMi's held-out text of {name}", int(lengths[name][cut:].sum()))]
+    for what, n_tokens in short:
+        if n_tokens < p.block_size:
+            raise ParameterError(
+                f"parameter 'block_size': {p.block_size} tokens, but {what} has {n_tokens}: "
+                "lower block_size or read more documents"
+            )
 
 
 def compact_vocabulary(
@@ -365,15 +421,9 @@ def select(t: DsirTarget, method: str, k: int, seed: int) -> np.ndarray:
 
 def dsir_runs(d: Domains, p: Any) -> tuple[pd.DataFrame, dict[tuple[str, str, int], np.ndarray], dict[str, np.ndarray]]:
     """Every (target, method, size): KL reduction, target share, and held-out NLL per seed; plus eval token counts."""
-    from ..params import ParameterError
-
     rows, nll, counts = [], {}, {}
     for target in p.targets:
-        t = split_target(d, p, target)
-        if max(p.select_sizes) > len(t.pool):
-            raise ParameterError(
-                f"parameter 'select_sizes': {max(p.select_sizes)} exceeds the pool ({len(t.pool)} documents)"
-            )
+        t = split_target(d, p, target)  # sizes checked by check_blocks when the domains were loaded
         raw_feats, target_feats = fit_target(d, p, t)
         raw_smooth, target_smooth = smooth(raw_feats), smooth(target_feats)
         eval_blocks = _blocks(d, [d.stream([d.tokens[target][i] for i in t.held_out])], p.block_size, [target])
