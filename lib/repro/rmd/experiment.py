@@ -34,8 +34,7 @@ SPEC = {
     "text_test_per_domain": Param(int, 400, smoke=40, low=10, high=2000, help="test questions per squad_shifts domain"),
     "text_ood_domains": Param(
         list,
-        ["amazon_reviews", "new_wiki"],
-        smoke=["amazon_reviews"],
+        ["amazon_reviews"],
         items=str,
         item_choices=tuple(data.SQUAD_DOMAINS),
         help="squad_shifts domains held out as OOD",
@@ -44,7 +43,7 @@ SPEC = {
     "task_classes": Param(
         int, 60, smoke=6, low=2, high=150, help="BIG-bench tasks used as in-distribution classes (the rest are OOD)"
     ),
-    "task_train_per_class": Param(int, 50, smoke=12, low=5, high=180, help="training inputs per BIG-bench task"),
+    "task_train_per_class": Param(int, 40, smoke=12, low=5, high=180, help="training inputs per BIG-bench task"),
     "task_test_per_class": Param(int, 25, smoke=6, low=2, high=100, help="test inputs per BIG-bench task"),
     "ridges": Param(
         list,
@@ -899,7 +898,11 @@ def _contrast_cause(claim: Claim, kind: str, features: str, row: pd.Series, res:
         sentence = f"RMD reads only K − 1 = {int(row['K']) - 1} directions here; {words}, closing toward the paper's K"
         return {"why": ("regime", sentence), "measured_by": "k_sweep"}
     if slope.high < 0:
-        return {"why": ("finding", f"{words}: the gap widens with K"), "measured_by": "k_sweep", "trend_checked": True}
+        sentence = (
+            f"{words}: more Gaussians alone widen the gap instead of closing it (the K sweep's largest K is in table "
+            "k_crossing); whether more real classes close it is what the K ≥ 50 task setting's rows test"
+        )
+        return {"why": ("finding", sentence), "measured_by": "k_sweep", "trend_checked": True}
     return {"why": unexplained(f"a K sweep with more seeds ({words})")}
 
 

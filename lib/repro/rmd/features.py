@@ -184,19 +184,25 @@ class Embedder:
     memo: dict[str, tuple[np.ndarray, np.ndarray]] | None = field(default_factory=dict)
 
     def __call__(self, inputs: Any) -> tuple[np.ndarray, np.ndarray]:
-        """(features, second output) of every input."""
-        if self.memo is None or not isinstance(inputs, list):
+        """(features, second output) of every input; texts run in order of length, so that a batch pads little."""
+        if not isinstance(inputs, list):
             return training.predict(self.model, inputs, 64)
-        todo = sorted({t for t in inputs if t not in self.memo})
+        if self.memo is None:
+            order = sorted(range(len(inputs)), key=lambda i: (len(inputs[i]), i))
+            feats, outs = training.predict(self.model, [inputs[i] for i in order], 64)
+            back = np.argsort(order)
+            return feats[back], outs[back]
+        todo = sorted({t for t in inputs if t not in self.memo}, key=lambda t: (len(t), t))
         if todo:
             self.memo.update(zip(todo, zip(*training.predict(self.model, todo, 64))))
         return tuple(np.stack([self.memo[t][j] for t in inputs]) for j in (0, 1))
 
 
 def extract(d: Direction, embed: Embedder, probe_seed: int | None = None) -> Feats:
-    """Features of d's rows; with probe_seed, logits from a logistic probe on the training features (label-free case)."""
+    """Features of d's rows; with probe_seed (the label-free case), logits from a logistic probe on the training
+    features and the OOD classes' training rows, which CLP's probes need (fine-tuned features skip them)."""
     train, _ = embed(d.train_x)
-    ood_train, _ = embed(d.ood_train_x)
+    ood_train = embed(d.ood_train_x)[0] if probe_seed is not None else np.empty((0, train.shape[1]))
     test, logits = embed(training.concat(d.test_in_x, d.test_ood_x))
     if probe_seed is not None:
         logits = scores.linear_probe(train, d.train_y, probe_seed).predict_log_proba(test)
