@@ -142,8 +142,11 @@ for s in study.splits:
 #
 # With `-p export_corpora true` the notebook writes each corpus beside the cache and prints one
 # `accelerate launch -m repro.mink.pretraining ...` line per run. Those lines train on several
-# GPUs (FSDP, as set by `accelerate config`) straight into the cache; re-running the notebook
-# then only scores. That is the route for LLaMA-7B at `paper`, which does not fit one GPU with
+# GPUs (FSDP or DDP, as set by `accelerate config`; `batch_size` is the global batch, split over
+# the processes; under FSDP the checkpoint is always gathered into one full state dict, with
+# gradient checkpointing for a model this large) straight into the cache; re-running
+# the notebook then only scores. A cached folder without `config.json` or weights is discarded,
+# never read back. That is the route for LLaMA-7B at `paper`, which does not fit one GPU with
 # AdamW.
 #
 # ## 3. Detection after continued pretraining (Tables 3 and 7)

@@ -2,7 +2,10 @@
 
 Multi-GPU (the `paper` profile): the notebook exports each corpus (export_corpus), and
 `accelerate launch -m repro.mink.pretraining ...` trains it under FSDP/DDP (as set by `accelerate config`)
-straight into the cache the notebook reads."""
+straight into the cache the notebook reads. Under FSDP the state dict type is forced to FULL_STATE_DICT, so the
+main process writes one loadable checkpoint (config.json and weights) whatever `accelerate config` chose.
+batch_size is the global batch, split over the processes, so one cache key is one global batch whatever the
+number of GPUs."""
 
 from __future__ import annotations
 
@@ -31,10 +34,62 @@ class PretrainConfig:
 
     learning_rate: float = 1e-4
     block_size: int = 256
-    batch_size: int = 4
+    batch_size: int = 4  # the global batch: split over the processes of a launched run (per_device_batch)
     epochs: int = 1
     seed: int = 0
     bf16: bool = True  # bf16 mixed precision on a GPU with bf16 (paper); float32 on any CPU (training_precision)
+    gradient_checkpointing: bool | None = None  # None: on for models over LARGE_MODEL parameters (LLaMA-7B at paper)
+
+
+LARGE_MODEL = 1_000_000_000  # parameters above which activations are recomputed (gradient checkpointing)
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+def world_size() -> int:
+    """Processes of this run (WORLD_SIZE, set by `accelerate launch` and torchrun; 1 without a launcher)."""
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def per_device_batch(cfg: PretrainConfig) -> int:
+    """Sequences per process and step: the global batch over the processes (it must divide evenly)."""
+    if cfg.batch_size % world_size():
+        raise ValueError(
+            f"batch_size {cfg.batch_size} (the global batch) does not split over {world_size()} processes: "
+            "launch with a number of processes that divides it"
+        )
+    return cfg.batch_size // world_size()
+
+
+def is_main_process() -> bool:
+    """Rank 0 of a launched run, or the only process."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def complete_checkpoint(folder: Path) -> bool:
+    """A cached checkpoint is usable only with its config.json, a weights file and train_stats.json.
+
+    A folder with only train_stats.json is what a sharded FSDP save used to leave: damaged, never a hit."""
+    return all((folder / f).is_file() for f in ("config.json", "train_stats.json")) and any(
+        (folder / f).is_file() for f in WEIGHT_FILES
+    )
+
+
+def uses_gradient_checkpointing(cfg: PretrainConfig, model: Any) -> bool:
+    """cfg.gradient_checkpointing, or (None) whether the model is large enough to need it."""
+    if cfg.gradient_checkpointing is not None:
+        return cfg.gradient_checkpointing
+    return sum(p.numel() for p in model.parameters()) > LARGE_MODEL
+
+
+def force_full_state_dict(trainer: Any) -> None:
+    """Under FSDP, make the Trainer save one full state dict on the main process instead of per-rank shards."""
+    if getattr(trainer, "is_fsdp_enabled", False):
+        trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
 
 
 class _Blocks(torch.utils.data.Dataset):
@@ -86,9 +141,11 @@ def continue_pretraining(
 
     blocks = token_blocks(tokenizer, docs, cfg.block_size)
     precision = training_precision(cfg.bf16)
+    if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true"):
+        os.environ["FSDP_STATE_DICT_TYPE"] = "FULL_STATE_DICT"  # read when the Trainer builds its FSDP plugin
     args = TrainingArguments(
         output_dir=str(output_dir),
-        per_device_train_batch_size=cfg.batch_size,
+        per_device_train_batch_size=per_device_batch(cfg),
         learning_rate=cfg.learning_rate,
         lr_scheduler_type="constant",
         warmup_steps=0,
@@ -103,16 +160,20 @@ def continue_pretraining(
         dataloader_num_workers=0,
         use_cpu=not torch.cuda.is_available(),
         bf16=precision == "bf16 mixed",
+        activation_checkpointing=uses_gradient_checkpointing(cfg, model),  # formerly gradient_checkpointing
     )
     model.train()
     start = time.perf_counter()
     trainer = Trainer(model=model, args=args, train_dataset=_Blocks(blocks))
+    force_full_state_dict(trainer)
     plain_progress(trainer)
     result = trainer.train()
     seconds = time.perf_counter() - start
     model.eval()
     if save_to is not None:
-        trainer.save_model(str(save_to))
+        trainer.accelerator.wait_for_everyone()
+        trainer.save_model(str(save_to))  # every rank takes part (FSDP gathers); only the main process writes
+        trainer.accelerator.wait_for_everyone()
     tokens = int(blocks.numel()) * cfg.epochs
     return {
         "train_tokens": tokens,
@@ -121,12 +182,36 @@ def continue_pretraining(
         "tokens_per_second": round(tokens / seconds, 1),
         "train_loss": round(float(result.training_loss), 4),
         "precision": precision,
+        "processes": world_size(),
     }
 
 
 def checkpoint_dir(name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig) -> Path:
-    """Cache folder of a continued-pretraining run, keyed by base model, corpus text, config and the precision used."""
-    return cache.entry_path("models/mink", name, str(base), list(docs), asdict(cfg), training_precision(cfg.bf16))
+    """Cache folder of a continued-pretraining run, keyed by base model, corpus text, config and the precision used.
+
+    batch_size is the global batch, so the key holds whatever the number of processes; gradient checkpointing is
+    left out (it recomputes the same activations), so checkpoints cached before that field existed keep their
+    folders."""
+    key = {k: v for k, v in asdict(cfg).items() if k != "gradient_checkpointing"}
+    return cache.entry_path("models/mink", name, str(base), list(docs), key, training_precision(cfg.bf16))
+
+
+def _load_checkpoint(target: Path) -> tuple[Any, dict[str, Any]] | None:
+    """(model, stats) of a complete cached checkpoint; None after discarding a damaged or partial one."""
+    from transformers import AutoModelForCausalLM
+
+    if not target.exists():
+        return None
+    if complete_checkpoint(target):
+        try:
+            stats = json.loads((target / "train_stats.json").read_text())
+            model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
+            return model, {**stats, "cached": True}
+        except cache.DAMAGED:
+            pass
+    if is_main_process():
+        shutil.rmtree(target, ignore_errors=True)  # damaged: rebuilt below
+    return None
 
 
 def cached_pretraining(
@@ -138,13 +223,13 @@ def cached_pretraining(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     target = checkpoint_dir(name, base, docs, cfg)
-    if (target / "train_stats.json").exists():
-        stats = json.loads((target / "train_stats.json").read_text())
-        model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
-        return model, {**stats, "cached": True}
+    found = _load_checkpoint(target)
+    if found is not None:
+        return found
+    per_device_batch(cfg)  # a global batch that does not split over the processes fails before any loading
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    if not store or int(os.environ.get("RANK", "0")) != 0:  # under accelerate, only rank 0 publishes the checkpoint
+    if not store or not is_main_process():  # under accelerate, only rank 0 publishes the checkpoint
         with tempfile.TemporaryDirectory(prefix="pretrain-") as scratch:
             stats = continue_pretraining(
                 model, tokenizer, docs, cfg, scratch, save_to=Path(scratch) / "model" if store else None
@@ -154,6 +239,8 @@ def cached_pretraining(
         stats = continue_pretraining(model, tokenizer, docs, cfg, Path(tmp) / "trainer", save_to=Path(tmp))
         shutil.rmtree(Path(tmp) / "trainer", ignore_errors=True)
         write_json(Path(tmp) / "train_stats.json", stats)
+        if not complete_checkpoint(Path(tmp)):  # never publish a folder the notebook could not load
+            raise RuntimeError(f"the trained checkpoint lacks config.json or weights: {sorted(os.listdir(tmp))}")
     return model, {**stats, "cached": False}
 
 
@@ -166,6 +253,9 @@ def export_corpus(name: str, base: str | Path, docs: Sequence[str], cfg: Pretrai
         f"accelerate launch -m repro.mink.pretraining --name {name} --base {base} --corpus {corpus} "
         f"--lr {cfg.learning_rate:g} --block-size {cfg.block_size} --batch-size {cfg.batch_size} --seed {cfg.seed}"
         + ("" if cfg.bf16 else " --float32")
+        + {None: "", True: " --gradient-checkpointing", False: " --no-gradient-checkpointing"}[
+            cfg.gradient_checkpointing
+        ]
     )
 
 
@@ -180,9 +270,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--float32", action="store_true", help="train in float32 instead of bf16 mixed precision")
+    parser.add_argument(
+        "--gradient-checkpointing",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"recompute activations (default: on above {LARGE_MODEL:,} parameters)",
+    )
     args = parser.parse_args(argv)
     docs = json.loads(args.corpus.read_text())
-    cfg = PretrainConfig(args.lr, args.block_size, args.batch_size, 1, args.seed, not args.float32)
+    cfg = PretrainConfig(
+        args.lr,
+        args.block_size,
+        args.batch_size,
+        1,
+        args.seed,
+        not args.float32,
+        args.gradient_checkpointing,
+    )
     cached_pretraining(args.name, args.base, docs, cfg)
     return 0
 
