@@ -385,9 +385,9 @@ def test_notebook_runs_at_paper_on_the_mock_hub(
     result = run(stem, "paper", mockhub.PAPER_SHRINK[stem])
     assert result["profile"] == "paper"
     verdict = rows(result, "verdict")
-    for run_result in (smoke, result):  # every claim planned from the profile's parameters is judged, in order
-        planned = [c["claim"] for c in rows(run_result, "claims")]
-        assert [r["claim"] for r in rows(run_result, "verdict")] == planned and planned
+    for run_result in (smoke, result):  # every claim planned from the profile's parameters is judged, once
+        planned = sorted(c["claim"] for c in rows(run_result, "claims"))
+        assert sorted(r["claim"] for r in rows(run_result, "verdict")) == planned and planned
     assert all(r["ours"] not in ("", None) for r in verdict)
     CHECKS[stem](result)
 
