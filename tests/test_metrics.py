@@ -42,6 +42,31 @@ def test_apfd_normalized_spans_zero_to_one() -> None:
     assert metrics.apfd_normalized([True, True]) == 1.0
 
 
+def test_normalized_apfd_equals_auroc_of_the_score_without_ties() -> None:
+    # worked example: failures at positions 1 and 3 of 4; failure 1 precedes both correct tests, failure 3 one of
+    # them, so 3 of the 2 x 2 (failure, correct) pairs are in order: AUROC = nAPFD = 0.75
+    assert metrics.auroc([1, 0, 1, 0], [4.0, 3.0, 2.0, 1.0]) == pytest.approx(0.75)
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        n = int(rng.integers(2, 300))
+        failed = rng.random(n) < rng.uniform(0.05, 0.9)
+        if failed.all() or not failed.any():
+            continue
+        score = rng.normal(size=n) + failed * rng.uniform(-1, 3)
+        napfd = metrics.apfd_normalized(failed[np.argsort(-score)])
+        pairs = (score[failed][:, None] > score[~failed][None, :]).mean()  # the AUROC's definition, pair by pair
+        assert napfd == pytest.approx(pairs, abs=1e-12)
+        assert napfd == pytest.approx(metrics.auroc(failed.astype(int), score), abs=1e-12)
+
+
+def test_normalized_apfd_differs_from_auroc_when_the_score_ties() -> None:
+    from repro.metrics_by_hand.claims import apfd_auroc_draws
+
+    table = apfd_auroc_draws(0)
+    assert (table.loc[~table["ties"], "abs_gap"] < 1e-12).all()
+    assert (table.loc[table["ties"], "abs_gap"] > 1e-4).all()  # an order breaks each tie; AUROC counts it half
+
+
 def test_raw_apfd_is_capped_when_most_tests_fail() -> None:
     flags = np.ones(100, dtype=bool)
     flags[80:] = False

@@ -37,9 +37,10 @@ def test_metrics_by_hand_uses_the_verdict_layer(smoke_results) -> None:
     rules = [r["rule"] for r in tables["claims"]]
     verdict = tables["verdict"]
     assert [r["rule"] for r in verdict] == rules  # the rules published before the numbers are the ones applied
-    assert [r["decision"] for r in verdict[:3]] == ["held"] * 3
-    assert all(r["ci_low"] == r["ci_high"] == r["ours"] < 0.005 for r in verdict[:3])  # exact: no interval to draw
-    toy = verdict[3]
+    assert [r["decision"] for r in verdict[:4]] == ["held"] * 4
+    assert all(r["ci_low"] == r["ci_high"] == r["ours"] < 0.005 for r in verdict[:4])  # exact: no interval to draw
+    assert verdict[1]["claim"].startswith("normalized APFD equals the AUROC") and verdict[1]["ours"] < 1e-12
+    toy = verdict[4]
     assert toy["ci_low"] < toy["ours"] < toy["ci_high"] and "paired bootstrap" in toy["test"]
     assert toy["decision"] == "held" and toy["ci_low"] > 0
 
@@ -48,6 +49,7 @@ def test_metrics_by_hand_reproduces_the_worked_examples(smoke_results) -> None:
     rows = table(smoke_results, "metrics_by_hand", "apfd_icsm99")
     assert {r["order"]: r["apfd"] for r in rows} == {"A-B-C-D-E": 0.5, "E-D-C-B-A": 0.64, "C-E-B-A-D": 0.84}
     assert all(r["area_under_curve"] == r["apfd"] for r in rows)
+    assert [r["curve_matches"] for r in rows] == [True, None, None]  # the reconstruction's published curve
     gini = table(smoke_results, "metrics_by_hand", "gini_example")
     assert [r["test"] for r in gini] == ["D", "A", "C", "B"]
     assert [r["gini"] for r in gini] == [0.64, 0.62, 0.54, 0.34]
