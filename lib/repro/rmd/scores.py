@@ -151,24 +151,31 @@ def confusion_log_probability(
     return float(np.log(inlier_mass(train_feats, train_labels, in_classes, ood_feats, members, per_class, seed).mean()))
 
 
-def discriminant_contributions(
-    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
+def _discriminant_terms(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray, m: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """RMD split over the K-1 discriminant directions: their between/within ratios and each test point's terms.
+    """The m leading discriminant directions' between/within ratios beta (largest first; m = K - 1 when None) and
+    each test point's RMD term per class and direction, shape (n, K, m).
 
     With V^T W V = I and V^T T V = diag(1 + beta) (W within-class, T total covariance), RMD_k(z) =
     sum_i (v_i^T (z - mu_k))^2 - (v_i^T (z - mu))^2 / (1 + beta_i); a direction with beta_i = 0 adds nothing."""
     from scipy.linalg import eigh
 
     means, cov = shared_covariance(train_feats, train_labels)
-    mean0 = train_feats.mean(axis=0)
-    total = np.cov(train_feats, rowvar=False, bias=True)
-    ratios, vecs = eigh(total, cov)
-    keep = np.argsort(ratios)[::-1][: len(means) - 1]
+    ratios, vecs = eigh(np.cov(train_feats, rowvar=False, bias=True), cov)
+    keep = np.argsort(ratios)[::-1][: len(means) - 1 if m is None else m]
     betas, vecs = ratios[keep] - 1.0, vecs[:, keep]
-    to_class = ((test_feats[:, None, :] - means[None]) @ vecs) ** 2  # (n, K, K-1)
-    to_all = ((test_feats - mean0) @ vecs) ** 2 / (1.0 + betas)  # (n, K-1)
-    terms = to_class - to_all[:, None, :]
+    to_class = ((test_feats[:, None, :] - means[None]) @ vecs) ** 2  # (n, K, m)
+    to_all = ((test_feats - train_feats.mean(axis=0)) @ vecs) ** 2 / (1.0 + betas)  # (n, m)
+    return betas, to_class - to_all[:, None, :]
+
+
+def discriminant_contributions(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """RMD split over the K-1 discriminant directions: their between/within ratios and each test point's terms
+    (for its nearest class; see `_discriminant_terms`)."""
+    betas, terms = _discriminant_terms(train_feats, train_labels, test_feats)
     nearest = terms.sum(axis=2).argmin(axis=1)
     return betas, terms[np.arange(len(test_feats)), nearest]
 
@@ -235,21 +242,12 @@ def within_range(
 def rmd_by_directions(
     train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray, counts: Iterable[int]
 ) -> dict[int, np.ndarray]:
-    """RMD computed from only the m leading discriminant directions (largest between/within ratio first), for each m.
-
-    With V^T W V = I and V^T T V = diag(1 + beta), RMD = min_k sum_i (v_i^T (z - mu_k))^2 - (v_i^T (z - mu))^2 /
-    (1 + beta_i) over the K - 1 directions with beta_i > 0; keeping the first m terms gives RMD_m (m = K - 1: RMD)."""
-    from scipy.linalg import eigh
-
+    """RMD computed from only the m leading discriminant directions (largest between/within ratio first), for each m:
+    the first m terms of `_discriminant_terms`, minimized over classes (m = K - 1: RMD), on the span of W."""
     x, _, z = within_range(train_feats, train_labels, test_feats)
-    means, cov = shared_covariance(x, train_labels)
-    ratios, vecs = eigh(np.cov(x, rowvar=False, bias=True), cov)
-    wanted = sorted({min(int(m), len(means) - 1) for m in counts})
-    keep = np.argsort(ratios)[::-1][: wanted[-1]]
-    betas, vecs = ratios[keep] - 1.0, vecs[:, keep]
-    to_class = ((z[:, None, :] - means[None]) @ vecs) ** 2  # (n, K, m)
-    to_all = ((z - x.mean(axis=0)) @ vecs) ** 2 / (1.0 + betas)  # (n, m)
-    terms = np.cumsum(to_class - to_all[:, None, :], axis=2)
+    wanted = sorted({min(int(m), len(np.unique(train_labels)) - 1) for m in counts})
+    _, terms = _discriminant_terms(x, train_labels, z, wanted[-1])
+    terms = np.cumsum(terms, axis=2)
     return {m: terms[:, :, m - 1].min(axis=1) for m in wanted if m >= 1}
 
 
