@@ -5,6 +5,7 @@ Every model maps ids (B, T) to (logits (B, T, V), state)."""
 from __future__ import annotations
 
 import math
+import string
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,13 +15,17 @@ import torch
 from torch import nn
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
+CHARS = string.ascii_letters + string.digits + string.punctuation  # what a spelled word is made of
+CONTINUE = "##"  # prefix of a character inside a spelled word (WordPiece's), so word boundaries stay readable
 
 
 @dataclass
 class Vocab:
-    """Token <-> id, with <pad> = 0."""
+    """Token <-> id, with <pad> = 0. With `spell`, a word outside the vocabulary is spelled in characters (its first
+    character, then '##' + each next one) instead of becoming <unk>."""
 
     itos: list[str]
+    spell: bool = False
 
     def __post_init__(self) -> None:
         self.stoi = {t: i for i, t in enumerate(self.itos)}
@@ -32,17 +37,35 @@ class Vocab:
         specials = [PAD, UNK, BOS, EOS, *extra]
         return cls(specials + [t for t, _ in counts.most_common() if t not in specials])
 
+    @classmethod
+    def build_spelling(cls, token_lists: Sequence[Sequence[str]], extra: Sequence[str] = ()) -> Vocab:
+        """The words of `token_lists` (give it redacted text: no secret then enters the vocabulary) after the
+        specials, `extra` and every character of CHARS alone and continued, so that any word of CHARS is spelled."""
+        chars = [*CHARS, *(CONTINUE + c for c in CHARS)]
+        words = cls.build(token_lists, [*extra, *chars]).itos
+        return cls(words, spell=True)
+
     def __len__(self) -> int:
         return len(self.itos)
 
+    def pieces(self, token: str) -> list[str]:
+        """The vocabulary entries a token is written with: itself if known, else (when spelling) its characters."""
+        if token in self.stoi or not self.spell or not token or any(c not in CHARS for c in token):
+            return [token]
+        return [token[0], *(CONTINUE + c for c in token[1:])]
+
     def encode(self, tokens: Sequence[str]) -> list[int]:
-        """<s> tokens </s> as ids, unknown tokens as <unk>."""
-        unk = self.stoi[UNK]
-        return [self.stoi[BOS], *(self.stoi.get(t, unk) for t in tokens), self.stoi[EOS]]
+        """<s> tokens </s> as ids, unknown tokens spelled (or <unk> without spelling)."""
+        return self.encode_marked(tokens, np.zeros(len(tokens), dtype=bool))[0]
 
     def encode_marked(self, tokens: Sequence[str], flags: Sequence[bool]) -> tuple[list[int], np.ndarray]:
-        """encode(tokens) and, aligned with it, 1.0 at the ids of flagged tokens (0 at <s>, </s>)."""
-        return self.encode(tokens), np.r_[0, np.asarray(flags, dtype=np.float32), 0].astype(np.float32)
+        """encode(tokens) and, aligned with it, 1.0 at the ids written for flagged tokens (0 at <s>, </s>)."""
+        unk, ids, marks = self.stoi[UNK], [self.stoi[BOS]], [0.0]
+        for token, flag in zip(tokens, flags, strict=True):
+            pieces = self.pieces(token)
+            ids += [self.stoi.get(piece, unk) for piece in pieces]
+            marks += [float(flag)] * len(pieces)
+        return [*ids, self.stoi[EOS]], np.asarray([*marks, 0.0], dtype=np.float32)
 
     def token_id(self, token: str) -> int:
         """The id of one known token."""

@@ -3,6 +3,7 @@ deduplication reading), cached, and each model's scores (exposure with its null,
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from dataclasses import dataclass, replace
@@ -192,6 +193,13 @@ OWN_PARAMS = {
 DATA_PARAMS = ("n_dialogues", "n_test", "canary_copies", "seed", "target_epsilon", "profile")
 
 
+def vocab_key(vocab: Any) -> Any:
+    """What identifies a vocabulary in a cache key: the SHA-1 of a word vocabulary's entries, or a tokenizer's size."""
+    if isinstance(vocab, language_model.Vocab):
+        return hashlib.sha1("\n".join([str(vocab.spell), *vocab.itos]).encode("utf-8")).hexdigest()
+    return len(vocab)
+
+
 class Trainer:
     """Trains (or loads from the cache) the models of one chapter run, with a per-epoch history of test perplexity."""
 
@@ -205,7 +213,7 @@ class Trainer:
             "run": run.__dict__,
             "params": {k: self.p[k] for k in keys},
             "cfg": config(self.p, run).__dict__,
-            "vocab": len(self.encoders[run.model].vocab),
+            "vocab": vocab_key(self.encoders[run.model].vocab),
             "version": VERSION,
         }
 
