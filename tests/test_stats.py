@@ -549,3 +549,37 @@ def test_grouped_null_matches_the_mann_whitney_null() -> None:
     sd = math.sqrt(sum((p + n + 1) / (12 * p * n) for p, n in sizes)) / len(sizes)
     assert null.mean() == pytest.approx(0.5, abs=4 * sd / math.sqrt(4000))
     assert null.std() == pytest.approx(sd, rel=0.06)
+
+
+def test_grouped_seeds_auc_contrast_is_grouped_contrast_at_one_seed_and_averages_seeds() -> None:
+    rng = np.random.default_rng(3)
+    groups, one = [], []
+    for n in (30, 50):
+        y = np.r_[np.ones(n // 2, int), np.zeros(n - n // 2, int)]
+        a = rng.normal(size=(3, n)) + 0.8 * y
+        b = rng.normal(size=(3, n)) + 0.3 * y
+        groups.append((y, [(1.0, a, None), (-1.0, b, None)]))
+        one.append((y, [(1.0, a[0], None), (-1.0, b[0], None)]))
+    single = stats.grouped_seeds_auc_contrast(
+        [(y, [(w, s[:1], k) for w, s, k in t]) for y, t in groups], n_resamples=300, seed=5
+    )
+    plain = stats.grouped_auc_contrast(one, n_resamples=300, seed=5)
+    assert (single.estimate, single.low, single.high) == pytest.approx((plain.estimate, plain.low, plain.high))
+    assert "training randomness not covered" in single.method
+    three = stats.grouped_seeds_auc_contrast(groups, n_resamples=300, seed=5)
+    by_hand = np.mean(
+        [
+            np.mean([fast(y, t[0][1][k]) - fast(y, t[1][1][k]) for y, t in groups])
+            for k in range(3)  # the mean over seeds of each seed's mean over groups
+        ]
+    )
+    assert three.estimate == pytest.approx(by_hand, abs=1e-12)
+    assert three.low < three.estimate < three.high and "3 seeds" in three.method
+    with pytest.raises(ValueError, match="same number of seeds"):
+        stats.grouped_seeds_auc_contrast([groups[0], (groups[1][0], [(1.0, groups[1][1][0][1][:2], None)])])
+
+
+def fast(y: np.ndarray, s: np.ndarray) -> float:
+    """AUC by the Mann-Whitney count (ties one half), for the seeded contrast's worked check."""
+    pos, neg = s[y == 1], s[y == 0]
+    return float(((pos[:, None] > neg) + 0.5 * (pos[:, None] == neg)).mean())

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats as sps
@@ -24,6 +25,7 @@ __all__ = [
     "fast_auc",
     "grouped_auc_contrast",
     "grouped_auc_null",
+    "grouped_seeds_auc_contrast",
     "hanley_mcneil_se",
     "hierarchical_interval",
     "max_null",
@@ -433,6 +435,53 @@ def _group_terms(
     return y, out
 
 
+def _grouped_seed_draws(groups: Sequence[tuple], n_resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """(statistic per seed, its bootstrap draws of shape (resamples, seeds), words on what was resampled) of the mean
+    over groups of sum_j w_j AUC_j; a term's scores are (items,) for one model or (seeds, items)."""
+    if not groups:
+        raise ValueError("pass at least one group")
+    prepared = []
+    for g in groups:
+        y = np.asarray(g[0]).astype(bool)
+        terms = [(float(w), np.atleast_2d(np.asarray(sc, dtype=np.float64)), keep) for w, sc, keep in g[1]]
+        shapes = {t[1].shape for t in terms}
+        if len(shapes) != 1 or next(iter(shapes))[1] != y.size:
+            raise ValueError(f"every term needs the same (seeds, {y.size} items) shape, got {sorted(shapes)}")
+        prepared.append((y, terms, np.asarray(g[2]) if len(g) > 2 else y))
+    n_seeds = {t[1].shape[0] for _, terms, _ in prepared for t in terms}
+    if len(n_seeds) != 1:
+        raise ValueError(f"every group needs the same number of seeds, got {sorted(n_seeds)}")
+    seeds = n_seeds.pop()
+    per_group = [
+        [_group_terms(y, [(w, sc[k], keep) for w, sc, keep in terms])[1] for k in range(seeds)]
+        for y, terms, _ in prepared
+    ]
+
+    def per_seed(weights: Sequence[np.ndarray]) -> np.ndarray:
+        """The statistic of every seed when group g's item i appears weights[g][i] times."""
+        return np.array(
+            [
+                np.mean([sum(w * auc(m * wg) for w, auc, m in g[k]) for g, wg in zip(per_group, weights)])
+                for k in range(seeds)
+            ]
+        )
+
+    rng = np.random.default_rng(seed)
+    draws = [_resamples(y.size, st, n_resamples, rng) for y, _, st in prepared]
+    dist = np.stack(
+        [
+            per_seed(
+                [np.bincount(next(d), minlength=y.size).astype(np.float64) for d, (y, _, _) in zip(draws, prepared)]
+            )
+            for _ in range(n_resamples)
+        ]
+    )
+    n = sum(y.size for y, _, _ in prepared)
+    paired = "paired " if any(len(t) > 1 for _, t, _ in prepared) else ""
+    within = "within set and class" if len(prepared) > 1 else "within class"
+    return per_seed([np.ones(y.size) for y, _, _ in prepared]), dist, f"{paired}|{n:,}|{within}"
+
+
 def grouped_auc_contrast(
     groups: Sequence[tuple[ArrayLike, Sequence[AucTerm]] | tuple[ArrayLike, Sequence[AucTerm], ArrayLike]],
     *,
@@ -448,30 +497,32 @@ def grouped_auc_contrast(
     (default: their class). Every term of a group is scored on the same items, so one resample of the group's items
     serves all its terms: the contrast is paired."""
     _check_level(level)
-    if not groups:
-        raise ValueError("pass at least one group")
-    prepared = [_group_terms(g[0], g[1]) for g in groups]
-    strata = [np.asarray(g[2]) if len(g) > 2 else y for g, (y, _) in zip(groups, prepared)]
-    rng = np.random.default_rng(seed)
+    theta, dist, how = _grouped_seed_draws(groups, n_resamples, seed)
+    paired, n, within = how.split("|")
+    words = f"{paired}bootstrap over {n} {unit} ({within}), {n_resamples:,} resamples"
+    return _finish(float(theta[0]), dist[:, 0], level, words)
 
-    def value(weights: Sequence[np.ndarray]) -> float:
-        """The statistic when group g's item i appears weights[g][i] times."""
-        return float(
-            np.mean([sum(w * auc(m * wg) for w, auc, m in terms) for (_, terms), wg in zip(prepared, weights)])
-        )
 
-    draws = [_resamples(y.size, st, n_resamples, rng) for (y, _), st in zip(prepared, strata)]
-    dist = np.array(
-        [
-            value([np.bincount(next(d), minlength=y.size).astype(np.float64) for d, (y, _) in zip(draws, prepared)])
-            for _ in range(n_resamples)
-        ]
-    )
-    n = sum(y.size for y, _ in prepared)
-    paired = "paired " if any(len(t) > 1 for _, t in prepared) else ""
-    within = "within set and class" if len(prepared) > 1 else "within class"
-    words = f"{paired}bootstrap over {n:,} {unit} ({within}), {n_resamples:,} resamples"
-    return _finish(value([np.ones(y.size) for y, _ in prepared]), dist, level, words)
+SeedsAucTerm = tuple[float, np.ndarray, np.ndarray | None]  # (weight, scores of shape (seeds, items), keep or None)
+
+
+def grouped_seeds_auc_contrast(groups: Sequence[tuple], **options: Any) -> Interval:
+    """grouped_auc_contrast over several trained models: the mean over seeds of (mean over groups of sum_j w_j AUC_j),
+    every seed scored on the same items, with the hierarchical interval over items and seeds.
+
+    groups as for grouped_auc_contrast, with each term's scores of shape (seeds, items); options n_resamples (2000),
+    level (0.95), seed (0), unit ("texts"). Each resample draws one multiplicity vector per group (within its
+    strata, default the class) that every seed and term share, so the contrast is paired and the item noise the
+    seeds share is not averaged away (hierarchical_interval, shared items). With one seed it is grouped_auc_contrast:
+    the same estimate and, from the same seed, the same percentile interval."""
+    n_resamples, level = int(options.get("n_resamples", 2000)), float(options.get("level", 0.95))
+    _check_level(level)
+    if n_resamples < 2:
+        raise ValueError(f"n_resamples must be >= 2, got {n_resamples}")
+    theta, dist, how = _grouped_seed_draws(groups, n_resamples, int(options.get("seed", 0)))
+    paired, n, within = how.split("|")
+    words = f"{paired}AUC over {n} {options.get('unit', 'texts')} (resampled {within})"
+    return hierarchical_interval(theta, dist, level=level, words=words)
 
 
 def grouped_auc_null(
