@@ -7,7 +7,7 @@ import math
 import pytest
 
 from repro import frontpage, stats, verdict
-from repro.verdict import COLUMNS, Claim, Regime, Rule, conclude, judge, unexplained
+from repro.verdict import COLUMNS, Claim, Regime, Rule, conclude, judge, unexplained, view
 
 
 @pytest.mark.parametrize(
@@ -38,6 +38,9 @@ def test_null_band_rules_compare_the_estimate_with_the_band() -> None:
     assert Rule.in_null().decide(0.62, *band) == "not held"
     assert Rule.above_null().decide(0.62, *band) == "held"
     assert Rule.above_null().decide(0.5, *band) == "not held"
+    assert Rule.not_above_null().decide(0.5, *band) == "held"
+    assert Rule.not_above_null().decide(0.2, *band) == "held"  # below its null is no leak: one-sided
+    assert Rule.not_above_null().decide(0.62, *band) == "not held"
 
 
 def test_rules_say_what_they_test_before_the_numbers() -> None:
@@ -154,3 +157,12 @@ def test_front_page_counts_groups_by_regime_and_marks_rows_without_intervals() -
     assert "about 0.2 of them would miss the true value by chance alone" in page  # 5 rows with intervals x 0.05
     assert "0.03 [0.01, 0.05]" in page and 'class="repro-inconclusive"' in page
     assert "no interval yet" in page and 'href="executed/deepgini_apfd.html#verdict"' in page
+
+
+def test_the_view_names_a_null_band_as_such() -> None:
+    claim = Claim("no leak", "ours", "—", Rule.not_above_null("the attack"), ours=True)
+    null_row = judge(claim, 0.5, (0.46, 0.55), "permutation null")
+    shown = view([null_row]).iloc[0]["ours [95 % interval or null band]"]
+    assert shown == "0.5 (null band [0.46, 0.55])"
+    estimate = judge(Claim("above", "ours", "—", Rule.above(0.0), ours=True), 0.5, (0.4, 0.6), "bootstrap")
+    assert view([estimate]).iloc[0]["ours [95 % interval or null band]"] == "0.5 [0.4, 0.6]"

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import atomic
 from .paths import notebooks_dir, project_root, runs_dir
-from .verdict import DECISIONS
+from .verdict import DECISIONS, is_null_row
 
 PAGE = Path("book") / "claims.md"
 LEGACY = {"yes": "held", "no": "not held"}  # rows written before the verdict layer: yes / no / partly ...
@@ -51,7 +51,8 @@ def _group(row: dict[str, Any]) -> str:
 def normalize(row: dict[str, Any]) -> dict[str, str]:
     """One verdict row as the front page shows it; rows from before the verdict layer are marked as such."""
     if "decision" in row:
-        ours = f"{_number(row['ours'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
+        band = f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
+        ours = f"{_number(row['ours'])} " + (f"(null band {band})" if is_null_row(row) else band)
         regime = str(row.get("regime") or "")
         measured = row.get("measured_by") or ""
         return {
@@ -119,7 +120,9 @@ def _claims_table(rows: list[dict[str, str]]) -> str:
         + "</tr>"
         for r in rows
     ]
-    return _table(["claim", "regime (ours vs paper)", "paper", "ours [95 % interval]", "decision", "why"], body)
+    return _table(
+        ["claim", "regime (ours vs paper)", "paper", "ours [95 % interval or null band]", "decision", "why"], body
+    )
 
 
 def _tally(rows: list[dict[str, str]]) -> list[int]:

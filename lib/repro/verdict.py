@@ -66,7 +66,7 @@ class Rule:
     text: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in ("above", "below", "within", "in_null", "above_null"):
+        if self.kind not in ("above", "below", "within", "in_null", "above_null", "not_above_null"):
             raise ValueError(f"unknown rule kind {self.kind!r}")
         if self.low > self.high:
             raise ValueError(f"rule band is empty: [{self.low}, {self.high}]")
@@ -104,9 +104,15 @@ class Rule:
         return cls("in_null", text=f"held if {what} lies inside the 95 % null band; not held if above or below it")
 
     @classmethod
-    def above_null(cls, what: str = "the attack") -> Rule:
-        """Held if the estimate lies above the 95 % band of its null distribution (a real signal)."""
-        return cls("above_null", text=f"held if {what} lies above the 95 % null band; not held otherwise")
+    def above_null(cls, what: str = "the attack", band: str = "the 95 % null band") -> Rule:
+        """Held if the estimate lies above the band of its null distribution (a real signal)."""
+        return cls("above_null", text=f"held if {what} lies above {band}; not held otherwise")
+
+    @classmethod
+    def not_above_null(cls, what: str = "the attack", band: str = "the upper 95 % point of its null") -> Rule:
+        """One-sided 'no leak': held unless the estimate lies above the upper end of its null band (the interval's
+        high end); an estimate below the null is no leak. `band` names the level (and its multiplicity correction)."""
+        return cls("not_above_null", text=f"held unless {what} lies above {band}; not held if it does")
 
     def decide(self, ours: float, ci_low: float, ci_high: float) -> str:
         """held / not held / inconclusive for an estimate and its interval (or null band)."""
@@ -116,6 +122,8 @@ class Rule:
             return "held" if ci_low <= ours <= ci_high else "not held"
         if self.kind == "above_null":
             return "held" if ours > ci_high else "not held"
+        if self.kind == "not_above_null":
+            return "not held" if ours > ci_high else "held"
         if self.kind == "above":
             return "held" if ci_low > self.low else "not held" if ci_high < self.low else "inconclusive"
         if self.kind == "below":
@@ -356,8 +364,16 @@ def judge(
     }
 
 
+def is_null_row(row: dict[str, Any]) -> bool:
+    """Whether a verdict row's interval columns hold a null band (an attack judged against its null), not an
+    interval of the estimate."""
+    return "null" in str(row.get("rule", ""))
+
+
 def _interval_text(row: dict[str, Any]) -> str:
-    """'0.912 [0.897, 0.925]' with three significant decimals."""
+    """'0.912 [0.897, 0.925]' with three significant decimals; a null band is named as such."""
+    if is_null_row(row):
+        return f"{row['ours']:.3g} (null band [{row['ci_low']:.3g}, {row['ci_high']:.3g}])"
     return f"{row['ours']:.3g} [{row['ci_low']:.3g}, {row['ci_high']:.3g}]"
 
 
@@ -370,7 +386,7 @@ def view(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
                 "source": r["source"],
                 "regime": r["regime"],
                 "paper": r["paper"],
-                "ours [95 % interval]": _interval_text(r),
+                "ours [95 % interval or null band]": _interval_text(r),
                 "decision": r["decision"],
                 "why": r["why"] + (f" (measured by: {r['measured_by']})" if r["measured_by"] else ""),
             }
