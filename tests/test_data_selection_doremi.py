@@ -36,6 +36,37 @@ def test_update_matches_hand_computation() -> None:
     assert alpha[0] == pytest.approx(0.999 * 0.5 * math.exp(1.5) / (0.5 * math.exp(1.5) + 0.5) + 1e-3 / 3, abs=1e-12)
 
 
+def test_absent_domain_keeps_its_previous_excess_loss_as_in_the_authors_code() -> None:
+    # domain 2 is absent from the batch: the authors' perdomain_scores buffer keeps its last value (0.8), where
+    # a zero would let the exponentiated step pull its weight down relative to the others
+    prev = np.array([0.5, 0.3, 0.2])
+    scores = dr.excess_scores([6.0, -2.0, 0.0], [4, 5, 0], previous=np.array([0.1, 0.2, 0.8]))
+    assert scores == pytest.approx([1.5, 0.0, 0.8], abs=1e-15)
+    alpha, _ = dr.doremi_update(np.log(prev), [6.0, -2.0, 0.0], [4, 5, 0], previous=np.array([0.1, 0.2, 0.8]))
+    raw = prev * np.exp([1.5, 0.0, 0.8])
+    assert alpha == pytest.approx(0.999 * raw / raw.sum() + 1e-3 / 3, abs=1e-12)
+    # no previous value: zero, as the authors' buffer starts
+    assert dr.excess_scores([1.0, 0.0], [2, 0]) == pytest.approx([0.5, 0.0])
+
+
+def test_learning_rate_schedule_is_the_authors_linear_warmup_cosine() -> None:
+    # 100 steps: 6 warmup steps rising linearly to the peak, then cosine decay to a tenth of it
+    f = [dr.lr_factor(t, 100) for t in range(100)]
+    assert f[:6] == pytest.approx([1 / 6, 2 / 6, 3 / 6, 4 / 6, 5 / 6, 1.0])
+    assert f[6] == pytest.approx(1.0) and f[-1] == pytest.approx(0.1 + 0.9 * (1 + math.cos(math.pi * 93 / 94)) / 2)
+    assert dr.lr_factor(6 + 47, 100) == pytest.approx(0.55)  # halfway through the decay: (1 + 0.1) / 2
+    assert all(a >= b for a, b in zip(f[6:], f[7:]))
+    model = dr.tiny_llama(V, d_model=16, n_layers=1, n_heads=2, seq_len=L, seed=0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = dr._schedule(opt, 100)
+    rates = []
+    for _ in range(100):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert rates == pytest.approx([1e-3 * x for x in f])
+
+
 def test_update_step_size_and_prior() -> None:
     prior = np.array([0.6, 0.3, 0.1])
     alpha, _ = dr.doremi_update(
@@ -126,7 +157,7 @@ def test_tiny_doremi_run_upweights_the_domain_the_proxy_lags_on() -> None:
         reference,
         blocks,
         [0.0, 0.0, 1.0],
-        steps=25,
+        steps=45,
         batch_size=8,
         lr=1e-2,
         seed=0,
@@ -134,7 +165,7 @@ def test_tiny_doremi_run_upweights_the_domain_the_proxy_lags_on() -> None:
         eval_every=10,
         eval_fn=lambda m: dr.per_domain_perplexity(m, blocks, 64),
     )
-    assert hist["eval_step"].tolist() == [10, 20, 25] and hist["eval"].shape == (3, 3)
+    assert hist["eval_step"].tolist() == [10, 20, 30, 40, 45] and hist["eval"].shape == (5, 3)
     assert hist["eval"][-1] == pytest.approx(dr.per_domain_perplexity(reference, blocks, 64), rel=1e-5)
     assert hist["eval"][-1, 2] < 2.0  # the reference has learned its pattern
     proxy = dr.tiny_llama(V, d_model=16, n_layers=1, n_heads=2, seq_len=L, seed=1)

@@ -283,3 +283,34 @@ def test_heuristic_classifier_separates_two_toy_domains() -> None:
     # the noisy threshold picks mostly chemistry out of the mixed held-out pool
     chosen = dsir.pareto_threshold_select(probs, 20, np.random.default_rng(6))
     assert (chosen < 100).sum() >= 18
+
+
+def test_pareto_order_keeps_likely_targets_first_and_never_an_ineligible_document() -> None:
+    probs = np.r_[np.full(50, 0.95), np.full(50, 0.05)]
+    eligible = np.ones(100, bool)
+    eligible[[0, 99]] = False
+    order = dsir.pareto_order(probs, np.random.default_rng(0), eligible)
+    assert sorted(order.tolist()) == [i for i in range(100) if eligible[i]]  # every eligible document, once
+    # one round keeps a document with probability (2 - p)^-9: 0.63 at p = 0.95, 0.0026 at p = 0.05
+    assert dsir.pareto_keep_probability(np.array([0.95, 0.05])) == pytest.approx([1.05**-9, 1.95**-9])
+    assert (order[:30] < 50).mean() > 0.9
+    firsts = [dsir.pareto_order(probs, np.random.default_rng(s))[0] < 50 for s in range(200)]
+    assert np.mean(firsts) > 0.95
+
+
+def test_token_budget_prefix_is_the_shortest_prefix_reaching_the_budget() -> None:
+    lengths = np.array([10, 50, 20, 30, 40])
+    order = np.array([2, 0, 4, 1, 3])  # cumulative tokens 20, 30, 70, 120, 150
+    assert dsir.token_budget_prefix(order, lengths, 30).tolist() == [2, 0]
+    assert dsir.token_budget_prefix(order, lengths, 31).tolist() == [2, 0, 4]
+    assert dsir.token_budget_prefix(order, lengths, 1).tolist() == [2]
+    assert dsir.token_budget_prefix(order, lengths, 1000).tolist() == order.tolist()  # never reached: everything
+
+
+def test_heuristic_classifier_chooses_its_regularisation_by_cross_validation() -> None:
+    rng = np.random.default_rng(5)
+    clf = dsir.heuristic_classifier(toy_domain(CHEMISTRY, 60, rng), toy_domain(SPORT, 60, rng), seed=0)
+    model = clf[-1]
+    assert model.C_ in dsir.CLASSIFIER_CS
+    # separable toy domains: log loss prefers a weak penalty, whose probabilities are not squashed towards 1/2
+    assert model.C_ >= 10

@@ -385,24 +385,27 @@ def test_data_selection_chapter_tables(smoke_results) -> None:
     domains = table(smoke_results, "data_selection", "domains")
     assert [r["domain"] for r in domains] == ["Wikipedia", "NYT", "Reddit", "Amazon"]
     assert sum(r["token share"] for r in domains) == pytest.approx(1.0, abs=2e-3)
-    selection = pd.DataFrame(table(smoke_results, "data_selection", "selection"))
-    assert len(selection) == 1 * 2 * 4 and set(selection.method) == {
-        "random",
-        "heuristic classification",
-        "DSIR",
-        "top-k (no noise)",
-    }
-    by = selection.groupby("method")[["target share", "kl_reduction"]].mean()
-    # the importance weights find the target domain even from 30 target documents: the top-k selections hold far more
-    # Amazon reviews than random ones (about a quarter of the pool)
-    assert by.loc["top-k (no noise)", "target share"] > by.loc["random", "target share"] + 0.2
-    assert by.loc["random", "target share"] < 0.4
-    assert np.isfinite(selection.kl_reduction).all() and (selection.perplexity > 1).all()
+    draws = pd.DataFrame(table(smoke_results, "data_selection", "selection_draws"))
+    methods = ["random", "heuristic classification", "DSIR", "top-k DSIR", "DSIR, equal documents"]
+    assert len(draws) == 1 * 1 * 5 * 2 and list(dict.fromkeys(draws.method)) == methods
+    tokens = draws.groupby("method").tokens.mean()
+    # equal tokens: every arm but the equal-documents one stops within one document past the same budget, and
+    # DSIR's k documents (the length confound) hold far fewer tokens than its equal-token selection
+    equal = tokens.drop("DSIR, equal documents")
+    assert equal.max() / equal.min() < 1.2
+    assert tokens["DSIR, equal documents"] < 0.8 * tokens["DSIR"]
+    confound = table(smoke_results, "data_selection", "length_confound")
+    assert confound[0]["r(log weight, length)"] < 0 and confound[0]["tokens, DSIR / random at k documents"] < 1
+    assert np.isfinite(draws.kl_reduction).all() and (draws.perplexity > 1).all()
+    sweep = table(smoke_results, "data_selection", "doremi_sweep")
+    assert [r["noise share"] for r in sweep] == [0.4]
     doremi = table(smoke_results, "data_selection", "doremi_domains")
-    assert sum(r["DoReMi weight"] for r in doremi) == pytest.approx(1.0)
+    # the text domains' weights and the noise domain's sum to one; the proxy moves weight off the noise domain
+    assert sum(r["DoReMi weight"] for r in doremi) + sweep[0]["noise weight, DoReMi"] == pytest.approx(1.0)
+    assert sweep[0]["noise weight, DoReMi"] < 0.4 - 0.1
     assert all(r["ratio low"] <= r["ratio"] <= r["ratio high"] for r in doremi)
     weights = pd.DataFrame(table(smoke_results, "data_selection", "contamination_weights"))
-    assert weights.regime.nunique() == 2 and len(weights) > 100
+    assert weights.regime.nunique() == 2 and set(weights.templates) == {"with", "without"} and len(weights) > 200
     claims = table(smoke_results, "data_selection", "claims")
     verdict = table(smoke_results, "data_selection", "verdict")
     assert {r["claim"] for r in verdict} <= {c["claim"] for c in claims} and len(verdict) >= len(claims) - 1

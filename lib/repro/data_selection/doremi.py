@@ -3,13 +3,16 @@
 Algorithm 1 of the paper, as the authors' code (sangmichaelxie/doremi, doremi/trainer.py) runs it, at step t:
 
 1. per-domain excess loss: lambda_t[i] = sum over domain i's tokens in the batch of max(l_proxy - l_ref, 0),
-   divided by domain i's token count in the batch (a domain absent from the batch gets lambda = 0 here);
+   divided by domain i's token count in the batch; a domain absent from the batch keeps its previous lambda
+   (the authors' `perdomain_scores` buffer, zero before the first step);
 2. exponentiated-gradient step in log space: log alpha'_t = log alpha_{t-1} + eta * lambda_t, alpha'_t = softmax;
 3. smoothing: alpha_t = (1 - c) alpha'_t + c u, with u uniform (or a prior);
 4. proxy update on sum_tokens alpha_t[d(token)] l_proxy(token) / sum_tokens alpha_t[d(token)], i.e.
    sum_i alpha_i S_i / sum_i alpha_i N_i with S_i, N_i domain i's summed loss and token count in the batch.
 
-The returned domain weights are the average of alpha_t over all steps.
+The returned domain weights are the average of alpha_t over all steps. Every model trains with the authors'
+learning-rate schedule (`linear_warmup_cosine`: linear warmup over 6 % of the steps, cosine decay to a tenth of the
+peak rate, as their 280M runs go from 1e-3 to 1e-4).
 """
 
 from __future__ import annotations
@@ -137,6 +140,28 @@ def _numpy(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
+def excess_scores(excess_sum: Any, token_counts: Any, previous: np.ndarray | None = None) -> np.ndarray:
+    """Per-domain lambda: summed clipped excess loss over the domain's tokens in the batch; a domain absent from the
+    batch keeps its `previous` lambda as in the authors' code (zero when there is none)."""
+    excess, counts = _numpy(excess_sum), _numpy(token_counts)
+    present = counts > 0
+    kept = np.zeros_like(excess) if previous is None else _numpy(previous)
+    per_token_excess = np.divide(excess, counts, out=kept.copy(), where=present)
+    return np.where(present, np.maximum(per_token_excess, 0.0), kept)
+
+
+def exponentiated_step(
+    log_alpha: np.ndarray, lam: np.ndarray, step_size: float = 1.0, smoothing: float = 1e-3, prior: Any = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """log alpha' = log alpha + eta lambda, alpha' = softmax, then smoothing towards `prior` (uniform by default)."""
+    logits = _numpy(log_alpha) + step_size * _numpy(lam)
+    updated = np.exp(logits - logits.max())
+    updated /= updated.sum()
+    u = np.full(len(updated), 1.0 / len(updated)) if prior is None else _numpy(prior) / _numpy(prior).sum()
+    alpha = (1.0 - smoothing) * updated + smoothing * u
+    return alpha, np.log(alpha)
+
+
 def doremi_update(
     log_alpha: np.ndarray,
     excess_sum: Any,
@@ -144,18 +169,10 @@ def doremi_update(
     step_size: float = 1.0,
     smoothing: float = 1e-3,
     prior: np.ndarray | None = None,
+    previous: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """One exponentiated-gradient step on the domain weights: returns (alpha_t, log alpha_t)."""
-    excess, counts = _numpy(excess_sum), _numpy(token_counts)
-    present = counts > 0
-    per_token_excess = np.divide(excess, counts, out=np.zeros_like(excess), where=present)
-    lam = np.maximum(per_token_excess, 0.0)
-    logits = _numpy(log_alpha) + step_size * lam
-    updated = np.exp(logits - logits.max())
-    updated /= updated.sum()
-    u = np.full(len(updated), 1.0 / len(updated)) if prior is None else _numpy(prior) / _numpy(prior).sum()
-    alpha = (1.0 - smoothing) * updated + smoothing * u
-    return alpha, np.log(alpha)
+    return exponentiated_step(log_alpha, excess_scores(excess_sum, token_counts, previous), step_size, smoothing, prior)
 
 
 def doremi_proxy_loss(loss_sum: torch.Tensor, token_counts: torch.Tensor, alpha: Any) -> torch.Tensor:
@@ -169,12 +186,33 @@ def _adamw(model: Any, lr: float) -> torch.optim.Optimizer:
     return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
 
 
-def _step(model: Any, opt: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+WARMUP_SHARE = 0.06  # the authors' --warmup_ratio
+LR_END_SHARE = 0.1  # their --lr_end 1e-4 against --learning_rate 1e-3
+LR_SCHEDULE = f"linear warmup {WARMUP_SHARE:.0%}, cosine to {LR_END_SHARE:g} x peak"  # part of every cache key
+
+
+def lr_factor(t: int, steps: int) -> float:
+    """The authors' linear_warmup_cosine multiplier of the peak rate at step t (0-based) of `steps`."""
+    warmup = max(1, round(WARMUP_SHARE * steps))
+    if t < warmup:
+        return (t + 1) / warmup
+    progress = (t - warmup) / max(1, steps - warmup)
+    return LR_END_SHARE + (1.0 - LR_END_SHARE) * (1.0 + math.cos(math.pi * progress)) / 2.0
+
+
+def _schedule(opt: torch.optim.Optimizer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """The learning-rate schedule of every model here (`lr_factor`)."""
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda t: lr_factor(t, steps))
+
+
+def _step(model: Any, opt: torch.optim.Optimizer, loss: torch.Tensor, schedule: Any = None) -> None:
     """Backprop, clip the gradient norm at 1 (the HF Trainer default the authors train with), update."""
     opt.zero_grad(set_to_none=True)
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()
+    if schedule is not None:
+        schedule.step()
 
 
 def _bars(progress: bool) -> bool:
@@ -196,18 +234,19 @@ def train_lm(
     eval_every: int | None = None,
     eval_fn: Callable[[Any], Any] | None = None,
 ) -> dict[str, np.ndarray]:
-    """AdamW at a constant rate on batches drawn from a fixed domain mixture; history of losses and evals."""
+    """AdamW with the authors' schedule on batches drawn from a fixed domain mixture; history of losses and evals."""
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     model.to(device()).train()
     opt = _adamw(model, lr)
+    schedule = _schedule(opt, steps)
     losses, eval_steps, evals = np.zeros(steps), [], []
     for t in tqdm(range(steps), desc="LM training", leave=False, disable=not _bars(progress)):
         ids, _ = blocks.sample_batch(weights, batch_size, rng)
         loss = per_token_loss(model, ids).mean()
-        _step(model, opt, loss)
+        _step(model, opt, loss, schedule)
         losses[t] = loss.item()
         done = t + 1
         if eval_fn is not None and eval_every and (done % eval_every == 0 or done == steps):
@@ -237,17 +276,19 @@ def train_proxy_doremi(
     smoothing: float = 1e-3,
     progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Group DRO proxy training on uniformly sampled batches; returns (average alpha, alpha per step (steps, K))."""
+    """Group DRO proxy training on uniformly sampled batches (the authors' proxy config, `pile_uniform.json`);
+    returns (average alpha, alpha per step (steps, K))."""
     from tqdm.auto import tqdm
 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
     k = blocks.n_domains
     uniform = np.full(k, 1.0 / k)
-    log_alpha = np.log(uniform)
+    log_alpha, scores = np.log(uniform), np.zeros(k)
     proxy.to(device()).train()
     reference.to(device()).eval()
     opt = _adamw(proxy, lr)
+    schedule = _schedule(opt, steps)
     history = np.zeros((steps, k))
     for t in tqdm(range(steps), desc="DoReMi proxy", leave=False, disable=not _bars(progress)):
         ids, domains = blocks.sample_batch(uniform, batch_size, rng)
@@ -256,10 +297,11 @@ def train_proxy_doremi(
         proxy_tokens = per_token_loss(proxy, ids)
         clipped_excess = (proxy_tokens.detach() - ref_tokens).clamp_min(0.0)
         excess_sum, counts = sum_by_domain(clipped_excess, domains, k)
-        alpha, log_alpha = doremi_update(log_alpha, excess_sum, counts, step_size, smoothing)
+        scores = excess_scores(excess_sum, counts, scores)
+        alpha, log_alpha = exponentiated_step(log_alpha, scores, step_size, smoothing)
         history[t] = alpha
         loss_sum, counts = sum_by_domain(proxy_tokens, domains, k)
-        _step(proxy, opt, doremi_proxy_loss(loss_sum, counts, alpha))
+        _step(proxy, opt, doremi_proxy_loss(loss_sum, counts, alpha), schedule)
     proxy.eval()
     return history.mean(axis=0), history
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,8 @@ from . import doremi, dsir
 
 PILE_HUB = "monology/pile-uncopyrighted"  # The Pile without its copyrighted parts; `meta.pile_set_name` is the domain
 TOKENIZER_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"
-METHODS = ("random", "heuristic classification", "DSIR", "top-k (no noise)")
+EQUAL_DOCS = "DSIR, equal documents"  # the old protocol: k documents whatever their length (the length confound)
+METHODS = ("random", "heuristic classification", "DSIR", "top-k DSIR", EQUAL_DOCS)
 N_BOOT = 2000
 MIN_DOMAIN_DOCS = 8
 HELD_OUT_SHARE = 16  # DoReMi holds out 1/16 of each domain's documents
@@ -90,13 +92,13 @@ SPEC = {
     "eval_docs": Param(int, 200, smoke=10, paper=5_000, low=2, high=10**6, help="held-out target documents scored"),
     "select_sizes": Param(
         list,
-        [300, 900],
-        smoke=[10, 20],
-        paper=[50_000, 200_000],
+        [600],
+        smoke=[20],
+        paper=[50_000],
         items=int,
         low=1,
         high=10**8,
-        help="documents selected",
+        help="selection sizes in documents' worth of tokens (k times the pool's mean document length)",
     ),
     "min_length": Param(
         int,
@@ -106,7 +108,9 @@ SPEC = {
         high=10**6,
         help="fewest tokens (words, punctuation) of a selectable document; package: 100",
     ),
-    "dsir_seeds": Param(int, 2, smoke=1, paper=3, low=1, high=20, help="LM seeds per DSIR selection"),
+    "dsir_seeds": Param(
+        int, 4, smoke=2, paper=3, low=1, high=20, help="selection draws and LM seeds per DSIR method (one LM each)"
+    ),
     "doremi_seeds": Param(int, 3, smoke=1, paper=3, low=1, high=20, help="main-model seeds per DoReMi mixture"),
     "vocab_size": Param(
         int,
@@ -121,11 +125,23 @@ SPEC = {
     "lm_layers": Param(int, 2, smoke=1, paper=12, low=1, high=64, help="decoder layers of the tiny LLaMA models"),
     "block_size": Param(int, 128, smoke=32, paper=1024, low=8, high=8192, help="tokens per training sequence"),
     "batch_size": Param(int, 16, smoke=4, paper=64, low=1, high=4096, help="sequences per step"),
-    "learning_rate": Param(float, 3e-3, paper=1e-3, low=1e-6, high=1.0, help="AdamW learning rate (constant)"),
+    "learning_rate": Param(
+        float, 3e-3, paper=1e-3, low=1e-6, high=1.0, help="AdamW peak learning rate (warmup, cosine decay)"
+    ),
     "dsir_steps": Param(int, 100, smoke=4, paper=50_000, low=1, high=10**7, help="steps of each DSIR selection's LM"),
     "doremi_steps": Param(int, 300, smoke=6, paper=200_000, low=2, high=10**7, help="steps of every DoReMi model"),
     "eval_every": Param(int, 50, smoke=2, paper=5_000, low=1, high=10**7, help="steps between held-out evaluations"),
     "step_size": Param(float, 1.0, low=1e-4, high=100.0, help="DoReMi's exponentiated-gradient step size (paper: 1)"),
+    "noise_shares": Param(
+        list,
+        [0.0, 0.4],
+        smoke=[0.4],
+        paper=[0.0],
+        items=float,
+        low=0.0,
+        high=0.9,
+        help="natural token share of an unlearnable noise domain, one DoReMi run each (the last one is judged)",
+    ),
     "smoothing": Param(float, 1e-3, low=0.0, high=1.0, help="DoReMi's smoothing towards uniform (paper: 1e-3)"),
 }
 
@@ -348,6 +364,7 @@ def train_and_score(
         steps,
         p.batch_size,
         p.learning_rate,
+        doremi.LR_SCHEDULE,
         p.eval_every,
         track,
     )
@@ -374,12 +391,13 @@ class DsirTarget:
 
 
 def split_target(d: Domains, p: Any, target: str) -> DsirTarget:
-    """Target sample and held-out documents of one domain; everything else (its other documents too) is the pool."""
+    """Target sample and held-out documents of one domain; the other domains are the raw pool. The target's own
+    source is left out of the pool as in the paper (its targets are downstream datasets that The Pile does not
+    hold): with it in the pool DSIR only has to recognise the domain, and random target documents would do as well."""
     n = len(d.docs[target])
     order = np.random.default_rng(p.seed).permutation(n)
     sample, held = order[: p.target_docs].tolist(), order[p.target_docs : p.target_docs + p.eval_docs].tolist()
-    taken = set(sample) | set(held)
-    pool = [(name, i) for name in d.names for i in range(len(d.docs[name])) if name != target or i not in taken]
+    pool = [(name, i) for name in d.names if name != target for i in range(len(d.docs[name]))]
     return DsirTarget(target, sample, held, pool, np.zeros(0), np.zeros(0))
 
 
@@ -390,7 +408,8 @@ def pool_texts(d: Domains, t: DsirTarget) -> list[str]:
 
 def fit_target(d: Domains, p: Any, t: DsirTarget) -> tuple[Any, Any]:
     """Set DSIR's log-weights, the eligibility filter and the classifier's probabilities on `t`; return the hashed
-    n-gram features of the pool and of the target sample."""
+    n-gram features of the pool and of the held-out target text (on which KL reduction is measured, so that DSIR is
+    not scored on the sample it was fitted on)."""
     raw = pool_texts(d, t)
     target_texts = [d.docs[t.target][i] for i in t.sample]
     raw_feats, target_feats = dsir.ngram_features(raw), dsir.ngram_features(target_texts)
@@ -399,7 +418,7 @@ def fit_target(d: Domains, p: Any, t: DsirTarget) -> tuple[Any, Any]:
     t.eligible = dsir.token_lengths(raw_feats) >= p.min_length
     classifier = dsir.heuristic_classifier(target_texts, raw, p.seed)
     t.heuristic_probs = dsir.target_probabilities(classifier, raw)
-    return raw_feats, target_feats
+    return raw_feats, dsir.ngram_features([d.docs[t.target][i] for i in t.held_out])
 
 
 def smooth(features: Any) -> np.ndarray:
@@ -407,80 +426,108 @@ def smooth(features: Any) -> np.ndarray:
     return dsir.ngram_distribution(features, KL_PSEUDO_COUNT)
 
 
-def select(t: DsirTarget, method: str, k: int, seed: int) -> np.ndarray:
-    """k pool indices chosen by one method, among the documents long enough for the package's filter."""
-    rng = np.random.default_rng(seed)
-    if method == "random":
-        return dsir.random_k(len(t.pool), k, rng, t.eligible)
-    if method == "heuristic classification":
-        return dsir.pareto_threshold_select(np.where(t.eligible, t.heuristic_probs, 0.0), k, rng)
-    if method == "DSIR":
+def pool_lengths(d: Domains, t: DsirTarget) -> np.ndarray:
+    """Tokens of every pool document as the LM reads it (end-of-text included)."""
+    return np.array([len(d.tokens[name][i]) + 1 for name, i in t.pool], np.int64)
+
+
+def token_budget(t: DsirTarget, lengths: np.ndarray, k: int) -> float:
+    """k documents' worth of tokens: k times the mean length of the eligible pool documents."""
+    return float(k * lengths[t.eligible].mean())
+
+
+def select(t: DsirTarget, method: str, k: int, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Pool indices chosen by one method among the documents long enough for the package's filter: documents in the
+    method's order until k documents' worth of tokens (equal tokens for every method), or k documents for the
+    equal-documents arm of DSIR (the length confound)."""
+    n = int(t.eligible.sum())
+    if method == EQUAL_DOCS:
         return dsir.gumbel_top_k(t.log_weights, k, rng, t.eligible)
-    return dsir.top_k(t.log_weights, k, t.eligible)
+    if method == "random":
+        order = dsir.random_k(len(t.pool), n, rng, t.eligible)
+    elif method == "heuristic classification":
+        order = dsir.pareto_order(t.heuristic_probs, rng, t.eligible)
+    elif method == "DSIR":
+        order = dsir.gumbel_top_k(t.log_weights, n, rng, t.eligible)
+    else:
+        order = dsir.top_k(t.log_weights, n, t.eligible)
+    return dsir.token_budget_prefix(order, lengths, token_budget(t, lengths, k))
 
 
-def dsir_runs(d: Domains, p: Any) -> tuple[pd.DataFrame, dict[tuple[str, str, int], np.ndarray], dict[str, np.ndarray]]:
-    """Every (target, method, size): KL reduction, target share, and held-out NLL per seed; plus eval token counts."""
-    rows, nll, counts = [], {}, {}
+def dsir_runs(
+    d: Domains, p: Any
+) -> tuple[pd.DataFrame, dict[tuple[str, str, int], np.ndarray], dict[str, np.ndarray], pd.DataFrame]:
+    """Every (target, method, size, seed): a fresh selection draw, its KL reduction on held-out target text, and the
+    held-out NLL per block of one LM trained on it with that seed; the held-out blocks' token counts; and the
+    length confound per target and size (`length_confound`)."""
+    rows, nll, counts, confound = [], {}, {}, []
+    seeds = range(p.seed, p.seed + p.dsir_seeds)
     for target in p.targets:
         t = split_target(d, p, target)  # sizes checked by check_blocks when the domains were loaded
-        raw_feats, target_feats = fit_target(d, p, t)
-        raw_smooth, target_smooth = smooth(raw_feats), smooth(target_feats)
+        raw_feats, held_feats = fit_target(d, p, t)
+        raw_smooth, target_smooth = smooth(raw_feats), smooth(held_feats)
+        lengths = pool_lengths(d, t)
         eval_blocks = _blocks(d, [d.stream([d.tokens[target][i] for i in t.held_out])], p.block_size, [target])
         counts[target] = np.full(eval_blocks.blocks_per_domain()[0], p.block_size - 1, float)
         for k in p.select_sizes:
+            docs: dict[str, list[int]] = {}
             for method in METHODS:
-                idx = select(t, method, k, p.seed + k)
-                chosen = [t.pool[i] for i in idx]
-                stream = d.stream([d.tokens[name][i] for name, i in chosen])
-                train_blocks = _blocks(d, [stream], p.block_size, ["selection"])
-                per_seed = [
-                    train_and_score(p, d.vocab_size, train_blocks, [1.0], eval_blocks, s, p.dsir_steps, "dsir-lm")[
-                        "nll"
-                    ][0]
-                    for s in range(p.seed, p.seed + p.dsir_seeds)
-                ]
+                per_seed = []
+                for s in seeds:
+                    idx = select(t, method, k, lengths, np.random.default_rng([s, k]))
+                    docs.setdefault(method, []).append(len(idx))
+                    chosen = [t.pool[i] for i in idx]
+                    stream = d.stream([d.tokens[name][i] for name, i in chosen])
+                    train_blocks = _blocks(d, [stream], p.block_size, ["selection"])
+                    lm = train_and_score(p, d.vocab_size, train_blocks, [1.0], eval_blocks, s, p.dsir_steps, "dsir-lm")
+                    per_seed.append(lm["nll"][0])
+                    rows.append(
+                        {
+                            "target": domain_label(target),
+                            "method": method,
+                            "selected": k,
+                            "seed": s,
+                            "documents": len(idx),
+                            "tokens": int(stream.size),
+                            "kl_reduction": dsir.kl_reduction(smooth(raw_feats[idx]), raw_smooth, target_smooth),
+                            "perplexity": float(np.exp(np.sum(per_seed[-1]) / counts[target].sum())),
+                        }
+                    )
                 nll[(target, method, k)] = np.asarray(per_seed)
-                selected_dist = smooth(raw_feats[idx])
-                rows.append(
-                    {
-                        "target": domain_label(target),
-                        "method": method,
-                        "selected": k,
-                        "target share": float(np.mean([name == target for name, _ in chosen])),
-                        "kl_reduction": dsir.kl_reduction(selected_dist, raw_smooth, target_smooth),
-                        "perplexity": float(np.mean(np.exp(np.asarray(per_seed).sum(1) / counts[target].sum()))),
-                        "tokens": int(stream.size),
-                    }
-                )
-    return pd.DataFrame(rows), nll, counts
+            confound.append(length_confound(t, lengths, k, seeds, docs))
+    return pd.DataFrame(rows), nll, counts, pd.DataFrame(confound).round(3)
 
 
 def method_ratio(
     nll: dict, counts: dict, a: str, b: str, targets: Sequence[str], sizes: Sequence[int], seed: int
 ) -> stats.Interval:
-    """Geometric mean over targets and sizes of the held-out perplexity ratio a / b, paired over blocks and seeds."""
-    ivs = [
-        stats.seeds_and_items_perplexity(
-            nll[(t, a, k)], counts[t], nll[(t, b, k)], n_resamples=N_BOOT, seed=seed, unit="held-out blocks"
-        )
-        for t in targets
-        for k in sizes
-    ]
-    logs = np.log([[iv.estimate, iv.low, iv.high] for iv in ivs])
-    # independent targets and sizes: combine on the log scale, half-widths in quadrature
-    est = logs[:, 0].mean()
-    half_lo = np.sqrt(((logs[:, 0] - logs[:, 1]) ** 2).sum()) / len(ivs)
-    half_hi = np.sqrt(((logs[:, 2] - logs[:, 0]) ** 2).sum()) / len(ivs)
-    words = (
-        f"{ivs[0].method}; geometric mean over {len(ivs)} target × size settings, log-scale half-widths in quadrature"
+    """Geometric mean over targets and sizes of the held-out perplexity ratio a / b, with one joint interval: per
+    seed (a fresh selection draw and LM initialisation, shared by both arms) the mean log ratio over the settings;
+    held-out blocks resampled within each target with the same draw for every size, arm and seed."""
+    rng = np.random.default_rng(seed)
+    per_seed = np.zeros(len(nll[(targets[0], a, sizes[0])]))
+    draws = np.zeros((N_BOOT, per_seed.size))
+    for t in targets:
+        c = counts[t]
+        w = np.stack([np.bincount(rng.integers(0, c.size, c.size), minlength=c.size) for _ in range(N_BOOT)]).T
+        for k in sizes:
+            gap = nll[(t, a, k)] - nll[(t, b, k)]  # (seeds, blocks)
+            per_seed += gap.sum(1) / c.sum()
+            draws += (gap @ w / (c @ w)).T
+    n = len(targets) * len(sizes)
+    iv = stats.hierarchical_interval(
+        per_seed / n,
+        draws / n,
+        words=f"geometric mean over {n} target × size setting{'s' if n > 1 else ''}; held-out blocks resampled "
+        "within target (one draw for every arm, size and seed), selection draws with LM seeds",
     )
-    return stats.Interval(float(np.exp(est)), float(np.exp(est - half_lo)), float(np.exp(est + half_hi)), words)
+    return stats.Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.method)
 
 
 def kl_quality_correlation(table: pd.DataFrame, seed: int, n_boot: int = N_BOOT) -> stats.Interval:
-    """Spearman correlation of KL reduction with downstream quality (minus log perplexity) within each target,
-    averaged over targets, with a bootstrap over the (method, size) settings."""
+    """Spearman correlation of KL reduction (on held-out target text) with quality (minus log perplexity) within
+    each target over its selections (method × size × selection draw, one LM each), averaged over targets, with a
+    bootstrap over the selections within target."""
     rng = np.random.default_rng(seed)
 
     def rho(frame: pd.DataFrame) -> float:
@@ -500,8 +547,28 @@ def kl_quality_correlation(table: pd.DataFrame, seed: int, n_boot: int = N_BOOT)
         rho(table),
         float(low),
         float(high),
-        f"bootstrap over {n} method × size settings within target, {n_boot:,} resamples",
+        f"bootstrap over {n} selections (method × size × draw, one LM each) within target, {n_boot:,} resamples",
     )
+
+
+def length_confound(t: DsirTarget, lengths: np.ndarray, k: int, seeds: Sequence[int], docs: dict) -> dict:
+    """How DSIR's summed log weight tracks document length (Pearson r over the eligible pool), the tokens of its
+    k-document selections against random's k-document selections (same draws), and the documents each takes at
+    equal tokens (`docs`: method -> mean documents)."""
+    el = t.eligible
+    ratio = [
+        lengths[dsir.gumbel_top_k(t.log_weights, k, np.random.default_rng([s, k]), el)].sum()
+        / lengths[dsir.random_k(len(t.pool), k, np.random.default_rng([s, k]), el)].sum()
+        for s in seeds
+    ]
+    return {
+        "target": domain_label(t.target),
+        "selected": k,
+        "r(log weight, length)": float(np.corrcoef(t.log_weights[el], lengths[el])[0, 1]),
+        "tokens, DSIR / random at k documents": float(np.mean(ratio)),
+        "documents, DSIR at equal tokens": float(np.mean(docs["DSIR"])),
+        "documents, random at equal tokens": float(np.mean(docs["random"])),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -530,31 +597,49 @@ def _contamination_sources(
     return sets, background, news_background
 
 
-def contamination_weights(p: Any, seed: int) -> pd.DataFrame:
-    """DSIR log-importance weight per n-gram of the Min-K% chapter's inserted items against their own background.
+TEMPLATE = re.compile(r"^(?:Question|Answer|Choices|Review|Q|A):\s*|\([A-E]\)\s*", re.MULTILINE)
 
-    Outliers (Fig. 5a): benchmark-formatted items against the Wikipedia + Reddit background; in-distribution
-    (Fig. 5b): NYT paragraphs against other NYT paragraphs. Each item's target distribution is fitted on the other
-    half of its own set (cross-fitting), so no item is scored against a distribution that contains it. All three
-    distributions are add-one smoothed: with a hundred items most buckets are unseen, and the package's 1e-8 floor
-    would make the weight a count of unseen n-grams rather than a measure of likelihood."""
+
+def strip_templates(text: str) -> str:
+    """An item without its prompt template: the line labels ("Question:", "Answer:", "Choices:", "Review:", "Q:",
+    "A:") and the choice letters "(A)" … "(E)" removed, the content kept."""
+    return TEMPLATE.sub("", text)
+
+
+def contamination_weights(p: Any, seed: int) -> pd.DataFrame:
+    """DSIR log-importance weight per n-gram of the Min-K% chapter's inserted items, every set against ONE shared
+    background (half the chapter's web background, Wikipedia + Reddit, half its news background), with the prompt
+    templates and without them (`strip_templates`).
+
+    Outliers (Fig. 5a) are the benchmark-formatted sets, in-distribution (Fig. 5b) the NYT paragraphs. Each item's
+    target distribution is fitted on the other half of its own set (cross-fitting), so no item is scored against a
+    distribution that contains it. All distributions are add-one smoothed: with a hundred items most buckets are
+    unseen, and the package's 1e-8 floor would make the weight a count of unseen n-grams rather than a measure of
+    likelihood."""
     rng = np.random.default_rng(seed)
     sets, background, news_background = _contamination_sources(p.source, seed, rng)
-    backgrounds = {"outlier": _sample(background, 2000, rng), "in-distribution": _sample(news_background, 2000, rng)}
-    bg_dist = {k: smooth(dsir.ngram_features(v)) for k, v in backgrounds.items()}
+    shared = _sample(background, 1000, rng) + _sample(news_background, 1000, rng)
+    bg_dist = smooth(dsir.ngram_features(shared))
     rows = []
-    for name, items in sets.items():
+    for name, raw_items in sets.items():
         regime = "in-distribution" if name == "news" else "outlier"
-        feats = dsir.ngram_features(items)
-        halves = np.arange(len(items)) % 2
-        for h in (0, 1):
-            scored = np.flatnonzero(halves == h)
-            w = dsir.log_importance_weights(feats[scored], smooth(feats[halves != h]), bg_dist[regime])
-            n = np.asarray(feats[scored].sum(1)).ravel()
-            rows += [
-                {"regime": REGIMES[regime], "set": name, "item": int(i), "log_weight_per_ngram": float(x / max(c, 1))}
-                for i, x, c in zip(scored, w, n)
-            ]
+        for templates, items in (("with", raw_items), ("without", [strip_templates(x) for x in raw_items])):
+            feats = dsir.ngram_features(items)
+            halves = np.arange(len(items)) % 2
+            for h in (0, 1):
+                scored = np.flatnonzero(halves == h)
+                w = dsir.log_importance_weights(feats[scored], smooth(feats[halves != h]), bg_dist)
+                n = np.asarray(feats[scored].sum(1)).ravel()
+                rows += [
+                    {
+                        "regime": REGIMES[regime],
+                        "set": name,
+                        "templates": templates,
+                        "item": int(i),
+                        "log_weight_per_ngram": float(x / max(c, 1)),
+                    }
+                    for i, x, c in zip(scored, w, n)
+                ]
     return pd.DataFrame(rows)
 
 
@@ -563,18 +648,32 @@ def _sample(items: Sequence[str], n: int, rng: np.random.Generator) -> list[str]
     return [items[i] for i in rng.permutation(len(items))[:n]]
 
 
-def weight_gap(weights: pd.DataFrame, seed: int) -> stats.Interval:
-    """Mean per-n-gram log weight of outlier items minus that of in-distribution items, bootstrap over items."""
-    regimes = list(dict.fromkeys(weights.regime))
-    a, b = (weights[weights.regime == r].log_weight_per_ngram.to_numpy() for r in regimes)
+def weight_gap(weights: pd.DataFrame, seed: int, templates: str = "with") -> stats.Interval:
+    """Mean per-n-gram log weight of the outlier sets minus that of the in-distribution set(s): the mean of set means
+    on each side, bootstrapped by set (sets resampled, then items within each drawn set), so the interval covers
+    which benchmarks happen to be in the study, not only which items."""
+    w = weights[weights.templates == templates]
+    regimes = list(dict.fromkeys(w.regime))
+    sides = [
+        [g.log_weight_per_ngram.to_numpy() for _, g in w[w.regime == r].groupby("set", sort=False)] for r in regimes
+    ]
     rng = np.random.default_rng(seed)
-    dist = np.array([rng.choice(a, a.size).mean() - rng.choice(b, b.size).mean() for _ in range(N_BOOT)])
+
+    def side_mean(sets: list[np.ndarray], boot: bool) -> float:
+        if not boot:
+            return float(np.mean([x.mean() for x in sets]))
+        drawn = [sets[i] for i in rng.integers(0, len(sets), len(sets))]
+        return float(np.mean([rng.choice(x, x.size).mean() for x in drawn]))
+
+    dist = np.array([side_mean(sides[0], True) - side_mean(sides[1], True) for _ in range(N_BOOT)])
     low, high = np.percentile(dist, [2.5, 97.5])
+    n_sets = [len(x) for x in sides]
     return stats.Interval(
-        float(a.mean() - b.mean()),
+        side_mean(sides[0], False) - side_mean(sides[1], False),
         float(low),
         float(high),
-        f"bootstrap over {a.size} + {b.size} items, {N_BOOT:,} resamples",
+        f"bootstrap by set ({n_sets[0]} outlier and {n_sets[1]} in-distribution set(s); items within each drawn set), "
+        f"prompt templates {templates}, one shared background, {N_BOOT:,} resamples",
     )
 
 
@@ -584,36 +683,60 @@ def weight_gap(weights: pd.DataFrame, seed: int) -> stats.Interval:
 
 @dataclass
 class DoremiResult:
-    """Learned weights, their trajectory, and the held-out results of the main models on both mixtures."""
+    """Learned weights, their trajectory, and the held-out results of the main models on both mixtures. Weights run
+    over the training domains (the text domains, then the noise domain if any); held-out results over the text
+    domains only (the noise domain is a training-pool domain, like the authors' separate evaluation domains)."""
 
     baseline: np.ndarray
     learned: np.ndarray
     trajectory: np.ndarray
     runs: dict[str, list[dict]]  # mixture -> one result per seed
-    counts: list[np.ndarray]  # scored tokens per held-out block, per domain
+    counts: list[np.ndarray]  # scored tokens per held-out block, per text domain
+    noise_share: float = 0.0
 
 
-def doremi_split(d: Domains, p: Any) -> tuple[doremi.DomainBlocks, doremi.DomainBlocks]:
-    """Training and held-out blocks per domain (the last sixteenth of each domain's documents is held out)."""
+NOISE = "noise"  # the unlearnable domain: token ids drawn uniformly from the compact vocabulary
+
+
+def noise_stream(d: Domains, n_tokens: int, seed: int) -> np.ndarray:
+    """`n_tokens` token ids drawn uniformly over the compact vocabulary (end-of-text excluded): text no model can
+    learn beyond its unigram entropy, so its excess loss over a reference is near zero."""
+    return np.random.default_rng([seed, 7]).integers(1, d.vocab_size, n_tokens)
+
+
+def doremi_split(d: Domains, p: Any, noise_share: float = 0.0) -> tuple[doremi.DomainBlocks, doremi.DomainBlocks]:
+    """Training and held-out blocks per text domain (the last sixteenth of each domain's documents is held out); with
+    `noise_share` > 0 a noise domain joins the training blocks with that share of all training tokens."""
     train, held = [], []
     for name in d.names:
         docs = d.tokens[name]
         cut = len(docs) - max(1, len(docs) // HELD_OUT_SHARE)
         train.append(d.stream(docs[:cut]))
         held.append(d.stream(docs[cut:]))
-    return _blocks(d, train, p.block_size, d.names), _blocks(d, held, p.block_size, d.names)
+    names = list(d.names)
+    if noise_share > 0:
+        text = sum(x.size for x in train)
+        train.append(noise_stream(d, max(p.block_size, round(text * noise_share / (1 - noise_share))), p.seed))
+        names.append(NOISE)
+    return _blocks(d, train, p.block_size, names), _blocks(d, held, p.block_size, d.names)
 
 
-def doremi_runs(d: Domains, p: Any) -> DoremiResult:
-    """Reference on the uniform mixture, Group DRO proxy, then main models on learned vs uniform weights (per seed)."""
-    train, held = doremi_split(d, p)
-    k = len(d.names)
-    uniform = np.full(k, 1.0 / k)
+def natural_weights(blocks: doremi.DomainBlocks) -> np.ndarray:
+    """Each training domain's share of the training tokens: the baseline's and the reference's mixture (the paper's
+    Pile baseline is The Pile's own token-based weights)."""
+    n = blocks.blocks_per_domain().astype(float)
+    return n / n.sum()
+
+
+def doremi_runs(d: Domains, p: Any, noise_share: float = 0.0) -> DoremiResult:
+    """Reference on the natural mixture, Group DRO proxy, then main models on learned vs natural weights (per seed)."""
+    train, held = doremi_split(d, p, noise_share)
+    baseline = natural_weights(train)
     cfg = lm_config(p, d.vocab_size)
 
     def build(path: Path) -> None:
         reference = doremi.tiny_llama(**cfg, seed=p.seed)
-        doremi.train_lm(reference, train, uniform, p.doremi_steps, p.batch_size, p.learning_rate, p.seed)
+        doremi.train_lm(reference, train, baseline, p.doremi_steps, p.batch_size, p.learning_rate, p.seed)
         proxy = doremi.tiny_llama(**cfg, seed=p.seed + 1)
         avg, history = doremi.train_proxy_doremi(
             proxy, reference, train, p.doremi_steps, p.batch_size, p.learning_rate, p.seed, p.step_size, p.smoothing
@@ -629,6 +752,8 @@ def doremi_runs(d: Domains, p: Any) -> DoremiResult:
         p.seed,
         p.step_size,
         p.smoothing,
+        doremi.LR_SCHEDULE,
+        "natural reference; an absent domain keeps its excess loss",
     )
     weights, _ = cache.file_entry(
         cache.entry_path("data_selection", "doremi-weights", *key, suffix=".json"), build, cache.read_json
@@ -639,10 +764,56 @@ def doremi_runs(d: Domains, p: Any) -> DoremiResult:
             train_and_score(p, d.vocab_size, train, w, held, s, p.doremi_steps, f"doremi-{mixture}", track=True)
             for s in range(p.seed + 10, p.seed + 10 + p.doremi_seeds)
         ]
-        for mixture, w in (("baseline", uniform), ("DoReMi", learned))
+        for mixture, w in (("baseline", baseline), ("DoReMi", learned))
     }
     counts = [np.full(n, p.block_size - 1, float) for n in held.blocks_per_domain()]
-    return DoremiResult(uniform, learned, np.asarray(weights["trajectory"]), runs, counts)
+    return DoremiResult(baseline, learned, np.asarray(weights["trajectory"]), runs, counts, noise_share)
+
+
+def doremi_sweep(d: Domains, p: Any) -> dict[float, DoremiResult]:
+    """One DoReMi run (reference, proxy, main models) per noise share: the domains' heterogeneity swept."""
+    return {float(s): doremi_runs(d, p, float(s)) for s in p.noise_shares}
+
+
+def sweep_table(d: Domains, sweep: dict[float, DoremiResult], seed: int) -> pd.DataFrame:
+    """Per noise share: the noise domain's weight under both mixtures and the main models' geometric-mean and
+    worst-domain perplexity ratios DoReMi / baseline over the text domains, with their intervals."""
+    rows = []
+    text = range(len(d.names))
+    for share, res in sweep.items():
+        mean, worst = doremi_contrast(res, text, seed), doremi_contrast(res, text, seed, worst=True)
+        rows.append(
+            {
+                "noise share": share,
+                "noise weight, DoReMi": float(res.learned[-1]) if share > 0 else 0.0,
+                "mean ratio": mean.estimate,
+                "mean low": mean.low,
+                "mean high": mean.high,
+                "worst ratio": worst.estimate,
+                "worst low": worst.low,
+                "worst high": worst.high,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def sweep_words(sweep: pd.DataFrame) -> str:
+    """Whether the sign of DoReMi's gain (ratio below 1) changes along the noise-share sweep."""
+    parts = [
+        f"noise share {r['noise share']:.2f}: DoReMi gives the noise domain {r['noise weight, DoReMi']:.2f}, mean "
+        f"ratio {r['mean ratio']:.3f} [{r['mean low']:.3f}, {r['mean high']:.3f}]"
+        for _, r in sweep.iterrows()
+    ]
+    signs = {
+        ("gain" if r["mean high"] < 1 else "loss" if r["mean low"] > 1 else "no clear sign")
+        for _, r in sweep.iterrows()
+    }
+    verdict = (
+        "the sign of the gain changes along the sweep"
+        if {"gain", "loss"} <= signs
+        else f"the sign does not change along the sweep ({', '.join(sorted(signs))})"
+    )
+    return "Along the sweep of the noise domain's share: " + "; ".join(parts) + f". So {verdict}."
 
 
 def domain_nll(res: DoremiResult, mixture: str, j: int) -> np.ndarray:
@@ -712,31 +883,34 @@ def doremi_contrast(res: DoremiResult, domains: Sequence[int], seed: int, worst:
 
 
 def steps_to_baseline(res: DoremiResult, p: Any) -> tuple[stats.Interval, pd.DataFrame]:
-    """Share of the baseline's steps the DoReMi model needs to reach the baseline's final mean held-out log perplexity.
-
-    A seed that never reaches it within the budget counts as one evaluation interval past the budget (a lower bound)."""
+    """Share of the baseline's steps the DoReMi model needs to reach the baseline's final mean held-out log perplexity,
+    per seed, with censoring handled explicitly: a seed that never gets there within the budget is only known to
+    need more than 100 %. Its share enters the estimate and the lower end at 100 % (a lower bound), and the upper
+    end is unbounded as soon as one seed is censored, so a censored run can never make the row hold."""
     rows = []
     for s, (base, dore) in enumerate(zip(res.runs["baseline"], res.runs["DoReMi"])):
         target = float(np.mean(base["eval"][-1]))
         curve = np.asarray(dore["eval"]).mean(1)
         steps = doremi.steps_to_reach(dore["eval_step"], curve, target)
         reached = bool(np.isfinite(steps))
-        share = steps / p.doremi_steps if reached else (p.doremi_steps + p.eval_every) / p.doremi_steps
         rows.append(
             {
                 "seed": s,
                 "baseline final log ppl": target,
                 "steps to reach": steps,
-                "share of steps": share,
+                "share of steps": steps / p.doremi_steps if reached else 1.0,
                 "reached": reached,
             }
         )
     frame = pd.DataFrame(rows)
     iv = stats.seed_summary(frame["share of steps"].to_numpy())
+    censored = len(frame) - int(frame.reached.sum())
     models = f"{len(frame)} trained main model{'s' if len(frame) > 1 else ''} per mixture, one proxy run"
     how = "no interval" if len(frame) == 1 else "t interval over seeds"
-    method = f"share of the baseline's steps; {models}, {how}; {len(frame) - int(frame.reached.sum())} censored"
-    return stats.Interval(iv.estimate, iv.low, iv.high, method), frame
+    method = f"share of the baseline's steps; {models}, {how}; {censored} censored at the budget (known only > 100 %)"
+    if censored == len(frame):
+        return stats.Interval(1.0, 1.0, math.inf, method), frame
+    return stats.Interval(iv.estimate, iv.low, math.inf if censored else iv.high, method), frame
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -784,11 +958,15 @@ def _why_doremi(key: str, table: pd.DataFrame | None, steps: pd.DataFrame | None
 # why a DSIR row is not held, when it is not: what would tell (each such row is miniature, so the verdict layer
 # names the regime as its cause until a sweep of the pool, model and quality measure says otherwise)
 DSIR_ABLATIONS = {
-    "dsir_vs_random": "comparing at equal tokens, with the target's own domain removed from the pool,",
-    "dsir_vs_heuristic": "a heuristic classifier with tuned regularisation and masked ineligible documents",
-    "kl_tracks": "KL reduction measured on held-out target text over more method variants",
-    "resampling_vs_topk": "a placebo pair of top-k selections (the noise floor of this ratio)",
-    "outliers": "a bootstrap by item set against one shared background, with and without prompt templates,",
+    "dsir_vs_random": "pretraining a larger model on each selection and fine-tuning it on a labelled target task (the "
+    "paper's measure),",
+    "dsir_vs_heuristic": "fastText with its autotuning at the paper's pool size in place of the cross-validated "
+    "logistic regression",
+    "kl_tracks": "the paper's eight method variants (expert selection included) scored by downstream accuracy",
+    "resampling_vs_topk": "a pool in which the selection is a small fraction of the eligible documents (the paper "
+    "keeps 51.2M of 1.6B examples)",
+    "outliers": "Min-K% detection AUC per set beside these weights (the link itself, not only the weights)",
+    "outliers_plain": "Min-K% detection AUC per set with the templates stripped",
 }
 
 NARROW_BY = {
@@ -796,7 +974,8 @@ NARROW_BY = {
     "dsir_vs_heuristic": "LM seeds and held-out target text",
     "kl_tracks": "method × size settings",
     "resampling_vs_topk": "LM seeds and held-out target text",
-    "outliers": "contaminant items",
+    "outliers": "contaminant sets",
+    "outliers_plain": "contaminant sets",
     "worst": "main-model seeds and held-out blocks",
     "average": "main-model seeds and held-out blocks",
     "downweighted": "main-model seeds and held-out blocks",
@@ -830,16 +1009,29 @@ def verdict_rows(
 
 
 def selection_view(selection: pd.DataFrame) -> pd.DataFrame:
-    """One row per target, size and method: target share, KL reduction, perplexity."""
-    cols = ["target", "selected", "method", "target share", "kl_reduction", "perplexity"]
-    return selection[cols].rename(columns={"kl_reduction": "KL reduction"}).round(3)
+    """One row per target, size and method (means over the selection draws): documents, tokens, KL reduction on
+    held-out target text, and held-out perplexity."""
+    cols = ["documents", "tokens", "kl_reduction", "perplexity"]
+    view = selection.groupby(["target", "selected", "method"], sort=False)[cols].mean().reset_index()
+    return view.rename(columns={"kl_reduction": "KL reduction"}).round(3)
 
 
 def weights_summary(weights: pd.DataFrame) -> pd.DataFrame:
-    """Mean, spread and count of the per-n-gram log weights in each regime."""
-    g = weights.groupby("regime", sort=False).log_weight_per_ngram
+    """Mean per-n-gram log weight of each set, with and without its prompt template (one column each)."""
+    view = weights.pivot_table(
+        index=["regime", "set"], columns="templates", values="log_weight_per_ngram", aggfunc="mean", sort=False
+    )
+    view.columns = [f"mean log weight, templates {c}" for c in view.columns]
+    items = weights[weights.templates == "with"].groupby(["regime", "set"], sort=False).size().rename("items")
+    return view.join(items).reset_index().round(3)
+
+
+def gap_words(gap: stats.Interval, plain: stats.Interval) -> str:
+    """What the contamination link says, with and without the prompt templates."""
     return (
-        pd.DataFrame({"items": g.size(), "mean": g.mean(), "sd": g.std(), "median": g.median()}).reset_index().round(3)
+        f"Outlier sets carry {gap.estimate:+.3f} [{gap.low:+.3f}, {gap.high:+.3f}] nats more log weight per n-gram "
+        f"than the in-distribution set with their prompt templates, and {plain.estimate:+.3f} "
+        f"[{plain.low:+.3f}, {plain.high:+.3f}] with the templates stripped (bootstrap by set)."
     )
 
 
@@ -850,21 +1042,28 @@ def _ratio(iv: stats.Interval) -> str:
 
 def dsir_words(
     selection: pd.DataFrame,
+    confound: pd.DataFrame,
     vs_random: stats.Interval,
     vs_heuristic: stats.Interval,
     vs_topk: stats.Interval,
+    equal_docs: stats.Interval,
     kl: stats.Interval,
 ) -> str:
     """What the DSIR table and intervals say."""
-    share = selection.groupby("method")["target share"].mean()
+    draws = selection.seed.nunique()
+    settings = selection.groupby(["target", "selected"]).ngroups
+    r = confound["r(log weight, length)"]
+    tokens = confound["tokens, DSIR / random at k documents"]
     return (
-        f"Averaged over targets and sizes, DSIR's selections are {share['DSIR']:.0%} target-domain documents, "
-        f"heuristic classification's {share['heuristic classification']:.0%}, random's {share['random']:.0%} "
-        f"and top-k's {share['top-k (no noise)']:.0%}. DSIR's held-out target perplexity is "
-        f"{_ratio(vs_random)} times random's, {_ratio(vs_heuristic)} times heuristic classification's and "
-        f"{_ratio(vs_topk)} times top-k's (geometric means over targets and sizes). Across the "
-        f"{len(selection) // max(1, selection.target.nunique())} method × size settings of each target, the rank "
-        f"correlation of KL reduction with −log perplexity is {_ratio(kl)}."
+        f"At equal tokens, DSIR's held-out target perplexity is {_ratio(vs_random)} times random selection's and "
+        f"{_ratio(vs_heuristic)} times heuristic classification's; against top-k DSIR (the same weights without the "
+        f"Gumbel noise) it is {_ratio(vs_topk)} (geometric means over {settings} target × size setting"
+        f"{'s' if settings > 1 else ''}, {draws} selection draws and LM seeds each). The length confound: over the "
+        f"pool, DSIR's summed log weight correlates with document length at r = {r.min():.2f} to {r.max():.2f}, so "
+        f"k documents chosen by DSIR hold {tokens.mean():.0%} of the tokens of k random ones; DSIR at k documents "
+        f"scores {_ratio(equal_docs)} times DSIR at equal tokens. Across the {len(selection) // settings} "
+        "selections of each target, the rank correlation of KL reduction (on held-out target text) with −log "
+        f"perplexity is {_ratio(kl)}."
     )
 
 
@@ -877,31 +1076,33 @@ def doremi_words(
     speed: stats.Interval,
     steps: pd.DataFrame,
 ) -> str:
-    """What the DoReMi weights, perplexities and steps say."""
+    """What the DoReMi weights, perplexities and steps say (the judged run of the sweep)."""
+    names = [domain_label(n) for n in d.names] + ([NOISE] if res.noise_share > 0 else [])
     order = np.argsort(-res.learned)
-    weights = ", ".join(f"{domain_label(d.names[j])} {res.learned[j]:.2f}" for j in order)
+    weights = ", ".join(f"{names[j]} {res.learned[j]:.2f} (natural {res.baseline[j]:.2f})" for j in order)
     down_words = (
-        f"on the domains it down-weights the ratio is {_ratio(down)}"
+        f"on the text domains it down-weights the ratio is {_ratio(down)}"
         if down is not None
-        else "no domain is down-weighted"
+        else "no text domain is down-weighted"
     )
     return (
-        f"The proxy's averaged weights are {weights} (uniform: {res.baseline[0]:.2f} each). Against the uniform "
-        f"baseline at the same steps, the main model's worst-domain perplexity ratio is {_ratio(worst)}, its "
-        f"geometric-mean ratio {_ratio(average)}, and {down_words}. " + _speed_words(speed, steps)
+        f"In the judged run (noise share {res.noise_share:.2f}) the proxy's averaged weights are {weights}. Against "
+        f"the baseline on the natural mixture at the same steps, the main model's worst-domain perplexity ratio over "
+        f"the text domains is {_ratio(worst)}, its geometric-mean ratio {_ratio(average)}, and {down_words}. "
+        + _speed_words(speed, steps)
     )
 
 
 def _speed_words(speed: stats.Interval, steps: pd.DataFrame) -> str:
-    """How many of the baseline's steps the DoReMi model needed; censored when no seed got there."""
+    """How many of the baseline's steps the DoReMi model needed; censored seeds said as such."""
     if not steps["reached"].any():
         return (
             "No seed reached the baseline's final mean log perplexity within the baseline's steps: DoReMi needs "
-            "more than 100 % of them, by how much these runs cannot say (censored at the budget; the verdict row "
-            "counts each seed as one evaluation past it)."
+            "more than 100 % of them, by how much these runs cannot say (every seed censored at the budget)."
         )
+    high = "unbounded" if not math.isfinite(speed.high) else f"{speed.high:.0%}"
     return (
         f"It reaches the baseline's final mean log perplexity after {speed.estimate:.0%} of the baseline's steps "
-        f"[{speed.low:.0%}, {speed.high:.0%}] ({int(steps.reached.sum())} of {len(steps)} seeds got there; a seed "
-        "that never does counts as one evaluation past the budget)."
+        f"[{speed.low:.0%}, {high}] ({int(steps.reached.sum())} of {len(steps)} seeds got there; a seed that never "
+        "does is censored: counted at 100 %, and it leaves the interval's upper end unbounded)."
     )

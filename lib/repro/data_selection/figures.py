@@ -29,7 +29,8 @@ def selection(table: pd.DataFrame) -> plt.Figure:
 
 
 def contamination(weights: pd.DataFrame) -> plt.Figure:
-    """Histograms of the per-n-gram DSIR log weight of the Min-K% chapter's items, by regime."""
+    """Histograms of the per-n-gram DSIR log weight of the Min-K% chapter's items (prompt templates kept), by regime."""
+    weights = weights[weights.templates == "with"]
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.2))
     colors = method_colors(list(dict.fromkeys(weights.regime)))
     bins = np.linspace(weights.log_weight_per_ngram.min(), weights.log_weight_per_ngram.max(), 40)
@@ -49,7 +50,11 @@ def doremi(d: Domains, res: DoremiResult) -> plt.Figure:
     names = [domain_label(n) for n in d.names]
     colors = method_colors(names)
     x = np.arange(len(names))
-    axes[0].bar(x - 0.2, res.baseline, 0.4, color="0.7", label="baseline (uniform)")
+    if res.noise_share > 0:
+        names = [*names, "noise"]
+        colors = method_colors(names)
+        x = np.arange(len(names))
+    axes[0].bar(x - 0.2, res.baseline, 0.4, color="0.7", label="baseline (natural shares)")
     axes[0].bar(x + 0.2, res.learned, 0.4, color=[colors[n] for n in names], label="DoReMi (averaged)")
     axes[0].set_xticks(x, names, rotation=20)
     axes[0].set(title="(a) domain weights", ylabel="weight")
