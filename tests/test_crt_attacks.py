@@ -74,6 +74,13 @@ def test_exposure_null_mean_matches_the_max_of_ten_uniform_exposures() -> None:
     assert abs(null.mean() - exact) < 5 * sd / math.sqrt(draws)
 
 
+def test_chance_max_exposure_quantiles_match_the_simulated_null() -> None:
+    null = canary.exposure_null(np.random.default_rng(5).random(200_000), n_canaries=10, n_draws=20_000, seed=6)
+    for q in (0.05, 0.5, 0.95, 1 - 0.05 / 4):
+        assert np.quantile(null, q) == pytest.approx(canary.chance_max_exposure(q), abs=0.15)
+    assert canary.chance_max_exposure(0.95) == pytest.approx(-math.log2(1 - 0.95**0.1))  # 7.61 bits
+
+
 def test_exposure_null_respects_exclude() -> None:
     scores = np.arange(50.0)  # candidate 49 is ranked 1, candidate 0 is ranked 50
     top = np.arange(40, 50)
@@ -249,3 +256,14 @@ def test_an_attack_refuses_a_group_outside_its_fold() -> None:
         ma.Attack(fold_a, (np.array([[0, 2]]), np.array([[2, 3]])), (np.array([[0, 1]]), np.array([[2, 3]])))
     with pytest.raises(ValueError, match="fold B holds a pair outside"):
         ma.Attack(fold_a, (np.array([[0]]), np.array([[2]])), (np.array([[1]]), np.array([[1]])))
+
+
+def test_resampled_accuracies_with_identity_draws_equal_the_attack() -> None:
+    rng = np.random.default_rng(8)
+    m, n = rng.normal(10, 1, 60), rng.normal(10.5, 1, 60)
+    for attack in (ma.individual_attack(60, 1), ma.group_attack(60, 6, 5, 1)):
+        identity = np.tile(np.arange(60), (2, 1))
+        assert np.allclose(ma.resampled_accuracies(attack, m, n, identity), ma.attack_accuracy(attack, m, n))
+        draws = rng.integers(0, 60, (3, 60))
+        direct = [ma.attack_accuracy(attack, m[d], n[d]) for d in draws]
+        assert np.allclose(ma.resampled_accuracies(attack, m, n, draws), direct)

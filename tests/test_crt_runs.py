@@ -50,3 +50,37 @@ def test_every_seed_trains_at_gamma_zero_and_fig2_gamma_only_the_first_seed_swee
     by_seed = {s: {(r.model, r.trainer, r.gamma, r.dedup) for r in plan if r.seed == s} for s in (0, 1, 2)}
     assert by_seed[1] == by_seed[2] and ("LSTM", "CRT", 0.3, "mask") in by_seed[0] - by_seed[1]
     assert ("LSTM", "CRT", 0.1, "remove") in by_seed[2] and ("GPT-2", "D_pub only", None, "mask") in by_seed[2]
+
+
+def test_crt_trains_on_at_most_one_copy_of_each_canary(data: runs.Data, smoke) -> None:
+    assert (runs.canary_copies_in_crt(data, 0.0) == 0).all()  # a perfect policy redacts the one copy dedup keeps
+    for dedup in ("mask", "remove"):
+        assert (runs.canary_copies_in_crt(data, 1.0, dedup) == 1).all()  # a blind policy: one copy, the first
+    assert (runs.canary_copies_missed(data, 1.0) == smoke.canary_copies).all()  # where redaction alone sees them all
+
+
+def test_the_papers_close_to_zero_exposure_fails_a_two_sided_band_and_passes_the_one_sided_rule() -> None:
+    from repro.crt.claims import claims
+    from repro.verdict import Rule
+
+    register = claims(resolve({"profile": "default"}, experiment.SPEC))
+    crt = register["attack:crt_exposure"]
+    est = crt.paper_estimate
+    assert est[0] == 0.0 and 1.5 < est[1] < 2.0 and 9.0 < est[2] < 10.5  # 7 tests: the upper 1 - 0.05/7 point
+    assert Rule.in_null().decide(*est) == "not held"  # the old two-sided rule: the paper's 0 is 'below its band'
+    assert crt.on_paper_numbers() == "held"
+    assert "Bonferroni over the 7" in crt.rule.text
+
+
+def test_mia_words_count_a_gamma_free_trainer_once_per_attack() -> None:
+    import pandas as pd
+
+    rows = [
+        {"model": "LSTM", "trainer": t, "gamma": g, "attack": a, "accuracy": acc, "null_upper": 0.55,
+         "null_low": 0.45, "null_high": 0.56, "gamma_free": t == "non-private"}
+        for t, acc in (("non-private", 0.7), ("CRT", 0.5))
+        for g in (0.0, 0.1, 0.5)
+        for a in ("individual", "group")
+    ]  # fmt: skip
+    words = experiment.mia_words(pd.DataFrame(rows))
+    assert "LSTM non-private: 2 of 2" in words and "LSTM CRT: 0 of 6" in words

@@ -117,3 +117,11 @@ def max_exposure(scores: np.ndarray, canary_indices: Sequence[int] | np.ndarray)
         raise ValueError("canary_indices is empty: pass the position of at least one canary")
     ranks = np.array([rank_of(s, int(i)) for i in idx])
     return float(np.max(exposure(ranks, s.size)))
+
+
+def chance_max_exposure(q: float, n_canaries: int = 10) -> float:
+    """The q-quantile of the max exposure over `n_canaries` canaries a model never saw, ranks uniform among many
+    candidates: P(max ≤ x) = (1 − 2^−x)^n, so x = −log2(1 − q^(1/n))."""
+    if not 0 < q < 1 or n_canaries < 1:
+        raise ValueError(f"need 0 < q < 1 and n_canaries >= 1, got q={q}, n_canaries={n_canaries}")
+    return float(-np.log2(1 - q ** (1 / n_canaries)))

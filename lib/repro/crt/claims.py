@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..verdict import Claim, Regime, Rule
+from .canary import chance_max_exposure
 from .runs import MODELS
 
 NAMES = {"LSTM": "LSTM", "GPT-2": "GPT-2 (from scratch)"}  # the models as the page names them (default profile)
@@ -52,6 +53,46 @@ CONTRIBUTION_5 = (
 )
 FIG6 = "For example, with (ϵ = 1.0, γ = 0.1), we reduce the ϵ to 0.12."
 
+FIG5_GROUP = (
+    "In addition, Non-private and S-DP models show even worse protection under the group attack than the individual "
+    "one in view of a higher inference accuracy at certain γ."
+)
+FIG2_ORDER = (
+    "CRT-GPT and DPSGD-GPT in general, perform better than S-DP-LSTM, CRT-LSTM and, DPSGD-LSTM on the test sets."
+)
+A5_ADDRESS = "For CustomerSim, we choose customer addresses as the secrets."
+
+ALPHA = 0.05  # every attack test: one-sided at 5 %, split over the γ values a 'no leak at every γ' claim decides
+
+
+def leak_band() -> str:
+    """The band a 'leaks' (above-null) rule compares with: one-sided, at each γ it decides (all must leak)."""
+    return "its null's upper 95 % point (one-sided), at each model and γ it decides"
+
+
+def no_leak_band(k: int) -> str:
+    """The band a 'no leak' rule compares with: one-sided, Bonferroni over the k values of γ it decides."""
+    if k == 1:
+        return "its null's upper 95 % point (one-sided)"
+    return f"its null's upper 1 − {ALPHA:g}/{k} point (one-sided, Bonferroni over the {k} (model, γ) tests)"
+
+
+def bonferroni_ks(p: Mapping[str, Any]) -> list[int]:
+    """Every family size a 'no leak' claim of the register corrects for."""
+    return sorted({attack_tests(p, short, which) for short in ATTACK_MODELS for which in ("zero", "positive", "all")})
+
+
+def no_leak_level(k: int) -> float:
+    """The quantile of the null a 'no leak' rule over k values of γ compares with."""
+    return 1 - ALPHA / k
+
+
+def chance_exposure(k: int) -> tuple[float, float, float]:
+    """The paper's 'exposure close to 0' against the null of one model that never saw its 10 canaries, at the level a
+    'no leak' rule over k values of γ uses: (0, the null's lower 5 % point, its upper point)."""
+    return 0.0, chance_max_exposure(ALPHA), chance_max_exposure(no_leak_level(k))
+
+
 EXPOSURE = "the seed-mean max exposure over the 10 canaries"
 CHANCE_EXPOSURE = "exposure 0: a canary the model never saw (read here as the null band of 10 unseen canaries)"
 
@@ -91,69 +132,133 @@ def perfect_policy(what: str) -> Regime:
     return Regime("policy miss rate γ", 0.0, 0.0, kind="paper", tolerance=what)
 
 
-def _model_claims(p: Mapping[str, Any], model: str) -> dict[str, Claim]:
-    """The claims of one model trained from scratch (or distilgpt2 at `paper`), keyed by claim id."""
-    m, lstm = model_name(p, model), model == "LSTM"
-    exposure_scale, attack_scale = scale(p, model, copies=True), scale(p, model)
+def both_models(p: Mapping[str, Any], copies: bool = False) -> Regime:
+    """The regime of an attack claim about both models (the paper's sentences name CRT-LSTM and CRT-GPT together)."""
+    lstm, gpt2 = scale(p, "LSTM", copies), scale(p, "GPT-2", copies)
+    full = lstm.kind == gpt2.kind == "paper"
+    tolerance = "the paper's corpus size, model size and epochs" if full else ""
+    paper, ours = f"LSTM {lstm.paper}; GPT {gpt2.paper}", f"LSTM {lstm.ours}; GPT-2 {gpt2.ours}"
+    return Regime(lstm.variable, paper, ours, kind="paper" if full else "miniature", tolerance=tolerance)
+
+
+ATTACK_MODELS = {"mask": MODELS, "sdp": ("LSTM",), "crt": MODELS, "np": MODELS}  # the models each trainer's rows judge
+
+
+def attack_tests(p: Mapping[str, Any], short: str, gammas: str) -> int:
+    """How many (model, γ) tests a claim about `short`'s trainer at γ = 0 / γ > 0 / every γ decides."""
+    grids = {"LSTM": p["gammas"], "GPT-2": p["gpt_gammas"]}
+    pick = {"zero": lambda g: g == 0, "positive": lambda g: g > 0, "all": lambda g: True}[gammas]
+    return sum(1 for m in ATTACK_MODELS[short] for g in grids[m] if pick(g))
+
+
+def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
+    """The attack claims, each about both models (S-DP: the LSTM, as in the paper), keyed by claim id."""
+    both, both_copies = both_models(p), both_models(p, copies=True)
+    k = attack_tests(p, "crt", "all")
+    leak = lambda what: Rule.above_null(what, leak_band())
     out = {
         "memorizes": Claim(
-            f"{m}: the non-private model memorizes the canaries (positive control of the exposure test)",
+            "the non-private LSTM and GPT-2 memorize the canaries (positive control of the exposure test)",
             "Fig. 3's premise; Selective DP's No-DP LSTM",
             "19.93 (rank 1, Selective DP)",
-            Rule.above_null(EXPOSURE),
+            leak(f"{EXPOSURE}, for each model"),
+            ours=True,
+        ),
+        "np_mia": Claim(
+            "the non-private LSTM's and GPT-2's individual, group and address MIAs detect their members (positive "
+            "control of each attack)",
+            "Figs. 4/5's premise; our check",
+            "above 0.5",
+            leak("each MIA's accuracy, for each model"),
             ours=True,
         ),
         "crt_exposure": Claim(
-            f"{m}: CRT's exposure stays at chance at every γ",
+            "CRT-LSTM's and CRT-GPT-2's exposure stays at chance at every γ",
             "§5.3, Fig. 3 (plot only)",
             "≈ 0",
-            Rule.in_null(f"{EXPOSURE}, at every γ"),
+            Rule.not_above_null(f"{EXPOSURE}, for any model and γ", no_leak_band(k)),
             quote=FIG3_CRT,
             comparator=CHANCE_EXPOSURE,
-            regime=exposure_scale,
+            regime=both_copies,
+            paper_values={"CRT exposure, every γ (text: close to 0)": 0.0},
+            paper_estimate=chance_exposure(k),
         ),
     }
     perfect = perfect_policy(
         "a perfect policy redacts every canary copy from what plain SGD sees, whatever the corpus or model size"
     )
     rising = "the same trainer at γ = 0, exposure ≈ 0 (read here as the null band of 10 unseen canaries)"
-    mia_rising = "the 0.5 random-guess line at γ = 0 (read here as the attack's permutation null band)"
-    for t, short, zero_quote, rise_quote, theirs in (
-        ("non-private + mask", "mask", FIG3_MASK_ZERO, FIG3_MASK_RISE, True),
-        ("S-DP", "sdp", FIG3_SDP, FIG3_SDP, lstm),  # the paper runs S-DP on the LSTM only
+    mia_rising = "the 0.5 random-guess line at γ = 0 (read here as the attack's one-sided permutation null)"
+    for t, short, zero_quote, rise_quote, who in (
+        ("non-private + mask", "mask", FIG3_MASK_ZERO, FIG3_MASK_RISE, "LSTM and GPT-2"),
+        ("S-DP", "sdp", FIG3_SDP, FIG3_SDP, "LSTM"),  # the paper runs S-DP on the LSTM only
     ):
+        zero_k = attack_tests(p, short, "zero")
+        regimes = (
+            {"exposure": both_copies, "attack": both}
+            if short == "mask"
+            else {"exposure": scale(p, "LSTM", copies=True), "attack": scale(p, "LSTM")}
+        )
         for kind, what, fig, paper, rule, regime, quote, comparator in (
-            ("zero", "exposure is at chance with a perfect policy (γ = 0)", "Fig. 3", "≈ 0", Rule.in_null(EXPOSURE),
-             perfect, zero_quote, CHANCE_EXPOSURE),
+            ("zero", "exposure is at chance with a perfect policy (γ = 0)", "Fig. 3", "≈ 0",
+             Rule.not_above_null(f"{EXPOSURE}, for any model", no_leak_band(zero_k)), perfect, zero_quote,
+             CHANCE_EXPOSURE),
             ("rise", "exposure rises as soon as γ > 0", "Fig. 3", "sharp rise",
-             Rule.above_null(f"{EXPOSURE}, at every γ > 0"), exposure_scale, rise_quote, rising),
-            ("group", "group MIA rises above chance for γ > 0", "Fig. 5", "rises",
-             Rule.above_null("the group MIA accuracy, at every γ > 0"), attack_scale, FIG45_RISE, mia_rising),
+             leak(f"{EXPOSURE}, at every γ > 0 and model"), regimes["exposure"], rise_quote, rising),
+            ("individual", "individual MIA rises above chance for γ > 0", "Fig. 4", "surges above 0.5",
+             leak("the individual MIA accuracy, at every γ > 0 and model"), regimes["attack"], FIG45_RISE,
+             mia_rising),
+            ("group", "group MIA rises above chance for γ > 0", "Fig. 5", "surges above 0.5",
+             leak("the group MIA accuracy, at every γ > 0 and model"), regimes["attack"], FIG45_RISE, mia_rising),
         ):  # fmt: skip
-            words = {"quote": quote, "comparator": comparator} if theirs else {"ours": True}
-            if theirs and short == "sdp" and kind == "zero":  # the sentence is about γ > 0; γ = 0 is read off Fig. 3
+            words: dict[str, Any] = {"quote": quote, "comparator": comparator}
+            if short == "sdp" and kind == "zero":  # the sentence is about γ > 0; γ = 0 is read off Fig. 3
                 words["paraphrase"] = True
+            if kind == "zero":
+                words |= {"paper_values": {"exposure at γ = 0 (text: great protection)": 0.0}}
+                words |= {"paper_estimate": chance_exposure(zero_k)}
             source = f"§5.3, {fig} (plot only)"
-            out[f"{short}_{kind}"] = Claim(f"{m}: {t} {what}", source, paper, rule, regime=regime, **words)
-    for attack, fig in (("individual", "Fig. 4"), ("group", "Fig. 5")):
+            out[f"{short}_{kind}"] = Claim(f"{who} {t}: {what}", source, paper, rule, regime=regime, **words)
+    out["group_vs_individual"] = Claim(
+        "non-private + mask (LSTM, GPT-2) and S-DP (LSTM): the group MIA beats the individual MIA at some γ > 0",
+        "§5.3, Figs. 4 and 5 (plot only)",
+        "higher at certain γ",
+        Rule.above(
+            0.0,
+            "group − individual MIA accuracy at the (trainer, model, γ > 0) cell of highest lower end, "
+            "Bonferroni over the cells",
+        ),
+        quote=FIG5_GROUP,
+        comparator="the individual MIA on the same models",
+        regime=both,
+    )
+    for attack, fig, quote in (("individual", "Fig. 4", FIG45_CRT), ("group", "Fig. 5", FIG45_CRT),
+                               ("address", "Fig. 4, Appendix A.5", f"{A5_ADDRESS} … {FIG45_CRT}")):  # fmt: skip
         out[f"crt_{attack}"] = Claim(
-            f"{m}: CRT's {attack} MIA stays at chance at every γ",
+            f"CRT-LSTM's and CRT-GPT-2's {attack} MIA stays at chance at every γ",
             f"§5.3, {fig} (plot only)",
             "≈ 0.5",
-            Rule.in_null(f"the {attack} MIA accuracy, at every γ"),
-            quote=FIG45_CRT,
-            comparator="the 0.5 random-guess line (read here as the attack's permutation null band)",
-            regime=attack_scale,
+            Rule.not_above_null(f"the {attack} MIA accuracy, for any model and γ", no_leak_band(k)),
+            quote=quote,
+            comparator="the 0.5 random-guess line (read here as the attack's one-sided permutation null)",
+            regime=both,
+            paper_values={f"CRT {attack} MIA accuracy, every γ (text: aligns with 0.5)": 0.5},
+            paper_estimate=(0.5, 0.5, 0.5),
         )
-    out |= perplexity_claims(
+    return out
+
+
+def _model_claims(p: Mapping[str, Any], model: str) -> dict[str, Claim]:
+    """The perplexity claims of one model trained from scratch (or distilgpt2 at `paper`), keyed by claim id."""
+    m, lstm = model_name(p, model), model == "LSTM"
+    return perplexity_claims(
         m,
         "Abstract; Fig. 2 (plot only)" if lstm else "§5.2, Fig. 2 (plot only)",
         ABSTRACT_PPL if lstm else FIG2_GPT_CLOSE,
         f"Non-private-{'LSTM' if lstm else 'GPT'}",
         f"DPSGD-{'LSTM' if lstm else 'GPT'}",
-        attack_scale,
+        scale(p, model),
     )
-    return out
 
 
 def perplexity_claims(
@@ -194,11 +299,29 @@ def arm_regime(p: Mapping[str, Any]) -> Regime:
 def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     """The chapter's claims with their rules, keyed 'model:claim id' ('arm:…', 'accounting:…'); planned before any
     number exists."""
-    out = {f"{model}:{key}": claim for model in MODELS for key, claim in _model_claims(p, model).items()}
+    out = {f"attack:{key}": claim for key, claim in _attack_claims(p).items()}
+    out |= {f"{model}:{key}": claim for model in MODELS for key, claim in _model_claims(p, model).items()}
     arm = perplexity_claims(
         ARM_NAME, "§5.2, Fig. 2, CRT-GPT (plot only)", FIG2_GPT_CLOSE, "Non-private-GPT", "DPSGD-GPT", arm_regime(p)
     )
     out |= {f"arm:{key}": claim for key, claim in arm.items()}
+    gpt_regime = Regime(
+        "GPT-2 · dialogues",
+        f"distilgpt2 pretrained · {PAPER_DIALOGUES:,}",
+        f"{model_name(p, 'GPT-2')} · {p['n_dialogues']:,}",
+        kind="paper" if p["profile"] == "paper" and p["n_dialogues"] >= PAPER_DIALOGUES else "miniature",
+        tolerance="the paper's pretrained GPT-2 and corpus size" if p["profile"] == "paper" else "",
+    )
+    for trainer, key in (("CRT", "crt"), ("DPSGD", "dpsgd")):
+        out[f"fig2:{key}_gpt_vs_lstm"] = Claim(
+            f"Fig. 2: {trainer}-GPT's perplexity is below {trainer}-LSTM's",
+            "§5.2, Fig. 2 (plot only)",
+            "GPT better",
+            Rule.below(1.0, f"{trainer}-GPT / {trainer}-LSTM perplexity per word on non-secret test tokens"),
+            quote=FIG2_ORDER,
+            comparator=f"{trainer}-LSTM, by test perplexity",
+            regime=gpt_regime,
+        )
     accounting = Regime(
         "accounting inputs",
         "q = 0.1, 100 steps, δ = 8e-5, ε′ = 1, γ = 0.1",

@@ -205,3 +205,15 @@ def attack_null(
         swap = rng.random((min(chunk, n_permutations - lo), m.size)) < 0.5
         out.append(_accuracies(attack, np.where(swap, n, m), np.where(swap, m, n)))
     return np.concatenate(out)
+
+
+def resampled_accuracies(
+    attack: Attack, member_scores: np.ndarray, nonmember_scores: np.ndarray, pair_draws: np.ndarray
+) -> np.ndarray:
+    """attack_accuracy with the pairs resampled: row r puts pair pair_draws[r, i] in position i (folds and groups stay
+    fixed), the bootstrap of a world whose pairs are the observed ones, for the attack's power and intervals."""
+    m, n = _pair_scores(attack, member_scores, nonmember_scores)
+    draws = np.asarray(pair_draws, dtype=np.int64)
+    if draws.ndim != 2 or draws.shape[1] != attack.n_pairs:
+        raise ValueError(f"pair_draws must be (rows, {attack.n_pairs}), got {draws.shape}")
+    return _accuracies(attack, m[draws], n[draws])

@@ -98,6 +98,19 @@ def build_data(p: Any) -> Data:
     )
 
 
+def canary_copies_in_crt(data: Data, gamma: float, dedup: str = "mask") -> np.ndarray:
+    """For each canary, how many of its copies CRT trains on with the digits in the clear (D_pub or D_pri): at most
+    one under either reading of deduplication, and that one only when π misses it."""
+    split = data.split(gamma, dedup)
+    seen = {c: 0 for c in data.canaries}
+    for s, tokens, removed in zip(data.sentences, split.tokens, split.removed):
+        if "id" in s.labels and not removed:
+            digits = "".join(t for t, label in zip(tokens, s.labels) if label == "id")
+            if digits in seen:
+                seen[digits] += 1
+    return np.array([seen[c] for c in data.canaries])
+
+
 def canary_copies_missed(data: Data, gamma: float) -> np.ndarray:
     """For each canary, how many of its inserted copies π at γ leaves unredacted."""
     policy = data.policy(gamma)
@@ -313,7 +326,8 @@ def attack_designs(data: Data, n_groups: int, seed: int) -> dict[str, membership
 
 
 def mia_scores(model: torch.nn.Module, enc: Encoder, designs: dict, n_null: int, seed: int) -> dict[str, dict]:
-    """Accuracy and permutation null of every MIA design on one model (score = sentence perplexity)."""
+    """Accuracy and permutation null of every MIA design on one model, with the per-pair scores (sentence
+    perplexity) of members and non-members."""
     ppl = {part: np.exp(language_model.sentence_nll(model, enc.ids(part))) for part in ("members", "nonmembers")}
     for part in ("address-members", "address-nonmembers"):
         ppl[part] = np.exp(language_model.sentence_nll(model, enc.ids(part))) if enc.ids(part) else np.zeros(0)
@@ -324,6 +338,8 @@ def mia_scores(model: torch.nn.Module, enc: Encoder, designs: dict, n_null: int,
         out[name] = {
             "accuracy": membership_attacks.attack_accuracy(design, m, n),
             "null": membership_attacks.attack_null(design, m, n, n_null, seed),
+            "members": m,
+            "nonmembers": n,
         }
     return out
 
