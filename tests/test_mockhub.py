@@ -318,7 +318,7 @@ def check_mink_contamination(result: dict) -> None:
     assert [r["set"] for r in rows(result, "datasets")] == ["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"]
     training = rows(result, "training")
     for experiment in ("size_outlier", "size_indist"):  # two sizes, two different corpora (no collapse)
-        sizes = [r["corpus_tokens"] for r in training if r["experiment"] == experiment]
+        sizes = [r["corpus_tokens"] for r in training if r["experiment"] == experiment and r["seed"] == 0]
         assert len(sizes) == len(set(sizes)) == 2, experiment
     wikimia = rows(result, "wikimia")
     assert {r["dataset"] for r in wikimia} == {f"WikiMIA-{n}" for n in (32, 64, 128, 256)}
@@ -333,9 +333,11 @@ def check_data_selection(result: dict) -> None:
     assert domains == list(mockhub.PILE_SETS)
     assert all(r["tokens"] > r["documents"] > 0 for r in rows(result, "domains"))
     selection = rows(result, "selection")
-    assert len(selection) == 2 * 2 * 4  # targets x sizes x methods
+    assert len(selection) == 2 * 2 * 5  # targets x sizes x methods (means over the selection draws)
     assert {r["target"] for r in selection} == {"Wikipedia (en)", "PubMed Abstracts"}
-    assert all(0 <= r["target share"] <= 1 and r["perplexity"] > 1 for r in selection)
+    assert all(r["documents"] > 0 and r["perplexity"] > 1 for r in selection)
+    assert len(rows(result, "selection_draws")) == 2 * 2 * 5 * 2  # ... x draws
+    assert [r["noise share"] for r in rows(result, "doremi_sweep")] == [0.0]  # the Pile's own domains only
     doremi = rows(result, "doremi_domains")
     assert [r["domain"] for r in doremi] == domains
     assert sum(r["DoReMi weight"] for r in doremi) == pytest.approx(1.0)
