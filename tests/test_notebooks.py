@@ -292,28 +292,48 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     fits = {r["method"]: r for r in table(smoke_results, "deepgini_apfd", "scaling_fit")}
     assert fits["DeepGini"]["x_deepgini"] == 1.0
     retraining = table(smoke_results, "deepgini_apfd", "retraining")
+    rivals = {r["pair"]: r for r in table(smoke_results, "deepgini_apfd", "retraining_rival") if r["chosen"]}
     for model in ("lenet1", "lenet5"):
         methods = {r["method"] for r in retraining if r["model"] == model}
-        assert {"none", "DeepGini", "random"} < methods and len(methods) == 4  # plus the best coverage method
-    assert all(0 <= r["held_out_accuracy"] <= 1 and 0 <= r["pool_accuracy"] <= 1 for r in retraining)
+        # DeepGini, the coverage rival, random and the control (training images only), and the model before
+        assert methods == {"none", "DeepGini", "random", "training images only", rivals[f"digits {model}"]["method"]}
+        # the rival orders at least the tests of the largest percentage by coverage, not by its tie-break
+        assert rivals[f"digits {model}"]["pool_tests_ordered"] >= rivals[f"digits {model}"]["needed"]
+    # the iterative protocol runs on the first pair of each dataset (iterative_pairs = 1), the one-shot on all
+    assert {(r["model"], r["protocol"]) for r in retraining if r["method"] != "none"} == {
+        ("lenet1", "one-shot"),
+        ("lenet1", "iterative"),
+        ("lenet5", "one-shot"),
+    }
+    scores = ("held_out_accuracy", "pool_accuracy", "clean_accuracy", "fresh_fgsm_accuracy", "held_out FGSM")
+    assert all(0 <= r[c] <= 1 for r in retraining for c in scores)
     diffs = table(smoke_results, "deepgini_apfd", "retraining_differences")
     assert {r["percent"] for r in diffs} == {5, 10} and all(r["seeds"] == 2 for r in diffs)
     picks = table(smoke_results, "deepgini_apfd", "retraining_picks")
     assert {r["percent"] for r in picks} == {5, 10, 100}  # every percentage, and the whole pool
-    assert all(r["inputs"] >= r["source_images"] > 0 for r in picks)
-    assert all(abs(sum(v for k, v in r.items() if k.startswith("share ")) - 1) < 1e-9 for r in picks)
+    pool_picks = [r for r in picks if r["method"] != "training images only"]
+    assert all(r["inputs"] >= r["source_images"] > 0 and r["mean_loss"] > 0 for r in pool_picks)
+    assert all(abs(sum(v for k, v in r.items() if k.startswith("share ")) - 1) < 1e-9 for r in pool_picks)
+    assert all(r["inputs"] == 0 for r in picks if r["method"] == "training images only")
+    cost = table(smoke_results, "deepgini_apfd", "cost")
+    assert all(abs(r["seconds"] - r["forward_s"] - r["method_s"]) < 1e-12 and r["forward_s"] > 0 for r in cost)
+    assert not any(r["method"].startswith("KMNC(") and int(r["method"][5:-5]) > 1000 for r in cost)
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
-    # per set: 2 claims; then coverage saturation, retraining vs coverage (the paper's) and vs random (ours), cost
-    assert len(verdict) == 2 * 2 + 4
+    # per set: coverage, softmax, surprise (ours); then saturation, retraining iterative vs coverage (the paper's),
+    # one-shot vs coverage and iterative vs random (ours), and the two cost claims
+    assert len(verdict) == 3 * 2 + 1 + 3 + 2
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
-    assert [r["origin"] for r in verdict].count("ours") == 1  # retraining against random
+    assert [r["origin"] for r in verdict].count("ours") == 4
     assert all("1 trained model per pair" in r["test"] for r in verdict if "APFD(" in r["rule"])
+    assert all("units:" in r["test"] for r in verdict if "on each pair" in r["rule"])
 
 
 def test_mink_chapter_tables(smoke_results) -> None:
     detection = table(smoke_results, "mink_contamination", "detection")
     runs = {r["run"] for r in detection}
-    assert {"base", "main", "lr", "frequency", "size_outlier 64", "size_outlier 256", "size_indist 256"} <= runs
+    # two seeds per condition (the frequency run has one); Fig. 5a's smallest size is the main run itself
+    seeded = ("main", "lr", "size_outlier 400", "size_indist 64", "size_indist 256")
+    assert runs == {"base", "frequency", *seeded, *(f"{c} s1" for c in seeded)}
     assert all(r["auc_low"] <= r["auc"] <= r["auc_high"] and 0 <= r["tpr_at_5fpr"] <= 1 for r in detection)
     main = [r for r in detection if r["run"] == "main"]
     assert {"Min-K%", "Min-K%++", "PPL", "Zlib", "Lowercase", "Ref"} <= {r["method"] for r in main}
