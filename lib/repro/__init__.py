@@ -4,6 +4,10 @@ from .numerics import pin_cpu_numerics
 
 pin_cpu_numerics()  # before anything below can import NumPy or torch: same CPU kernels on every machine
 
+from .progress import install as _report_progress  # noqa: E402
+
+_report_progress()  # in a runner's kernel, before any module binds tqdm: bars report to the runner, not the page
+
 from .notebook import start  # noqa: E402
 from .params import Param, ParameterError  # noqa: E402
 from .results import publish  # noqa: E402

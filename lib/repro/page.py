@@ -19,13 +19,18 @@ def quiet_cells() -> None:
 
 
 def plain_progress_bars() -> None:
-    """Progress bars as text on stderr (shown while running, dropped from the page) instead of empty widgets."""
-    import tqdm.auto
-    import tqdm.autonotebook
+    """Progress bars as text on stderr (dropped from the page) instead of empty widgets; under the runner they
+    report to its status file instead and write nothing to the notebook (`repro.progress`)."""
+    import os
+
+    from . import progress
+
+    if os.environ.get(progress.STATUS_VAR):
+        progress.install()
+        return
     import tqdm.std
 
-    tqdm.auto.tqdm = tqdm.std.tqdm
-    tqdm.autonotebook.tqdm = tqdm.std.tqdm
+    progress.use_tqdm(tqdm.std.tqdm)
 
 
 def legible_figures() -> None:

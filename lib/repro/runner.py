@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from . import atomic, cache, frontpage
+from . import atomic, cache, frontpage, progress
 from .data import FASHION_MNIST_DIR
 from .notebook import MOCK_HUB_VAR, PREPARE_ONLY_VAR
 from .params import PROFILES, ParameterError
@@ -333,8 +333,9 @@ def _environ(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def _execute(nb: Any, out_path: Path, params: dict[str, Any], stem: str, **env: str) -> Any:
-    """Execute `nb` with papermill into `out_path`, its kernel files in runtime_dir(stem); ParameterError -> exit 2."""
+def _execute(nb: Any, out_path: Path, params: dict[str, Any], stem: str, show: bool = True, **env: str) -> Any:
+    """Execute `nb` with papermill into `out_path`, its kernel files in runtime_dir(stem); ParameterError -> exit 2.
+    `show`: show its progress on stderr (`repro.progress.Monitor`)."""
     import nbformat
     import papermill as pm
 
@@ -344,15 +345,19 @@ def _execute(nb: Any, out_path: Path, params: dict[str, Any], stem: str, **env: 
     nbformat.write(nb, src)
     runtime = runtime_dir(stem)
     runtime.mkdir(parents=True, exist_ok=True)
+    status = out_path.with_suffix(".progress.json")
+    monitor = progress.Monitor(stem, nb, status)
+    if show:
+        monitor.start()
     try:
-        with _environ(JUPYTER_RUNTIME_DIR=str(runtime), **env):
+        with _environ(JUPYTER_RUNTIME_DIR=str(runtime), **{progress.STATUS_VAR: str(status)}, **env):
             return pm.execute_notebook(
                 str(src),
                 str(out_path),
                 parameters=params,
                 kernel_name="python3",
                 cwd=str(project_root()),
-                progress_bar=sys.stderr.isatty(),
+                progress_bar=False,  # the monitor shows the cell, its section and the long step's bar
                 log_output=False,
                 extra_arguments=["--IPKernelApp.log_level=ERROR"],
                 kernel_manager_class=TrackedKernelManager,
@@ -363,7 +368,9 @@ def _execute(nb: Any, out_path: Path, params: dict[str, Any], stem: str, **env: 
         code = EXIT_BAD_INPUT if err.ename in ("ParameterError", "MissingDataError") else 1
         raise RunError(f"{err.ename}: {err.evalue}", code) from None
     finally:
+        monitor.stop()
         src.unlink(missing_ok=True)
+        status.unlink(missing_ok=True)
         shutil.rmtree(runtime, ignore_errors=True)
 
 
@@ -376,7 +383,9 @@ def prepare_only(name: str, profile: str, overrides: dict[str, Any]) -> dict[str
         clear_leftovers(source.stem)
         out = scratch_dir() / f"{source.stem}.{profile}.prepare.ipynb"
         try:
-            executed = _execute(nb, out, {"profile": profile, **overrides}, source.stem, **{PREPARE_ONLY_VAR: "1"})
+            executed = _execute(
+                nb, out, {"profile": profile, **overrides}, source.stem, show=False, **{PREPARE_ONLY_VAR: "1"}
+            )
         finally:
             out.unlink(missing_ok=True)
     return {r["parameter"]: r["value"] for r in collect(executed).get("params", [])}
