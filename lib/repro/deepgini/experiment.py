@@ -616,7 +616,7 @@ def _spec() -> dict:
         "retrain_epochs": Param(int, 3, smoke=3, paper=5, low=1, high=50, help="epochs per retraining run"),
         "retrain_seeds": Param(int, 3, smoke=2, low=1, high=20, help="repeats of the retraining experiment"),
         "iterative_pairs": Param(
-            int, 1, paper=2, low=0, high=10, help="pairs per dataset also retrained under the iterative protocol"
+            int, 1, low=0, high=10, help="pairs per dataset also retrained under the iterative protocol"
         ),
         "fresh_eps": Param(
             float, 0.05, low=0.001, high=1.0, help="L∞ step of the fresh FGSM against each retrained model"
