@@ -84,3 +84,39 @@ def test_mia_words_count_a_gamma_free_trainer_once_per_attack() -> None:
     ]  # fmt: skip
     words = experiment.mia_words(pd.DataFrame(rows))
     assert "LSTM non-private: 2 of 2" in words and "LSTM CRT: 0 of 6" in words
+
+
+def test_factorial_data_distinct_contexts_and_a_policy_blind_to_the_canary_format(smoke) -> None:
+    from repro.crt import redaction
+
+    blind = runs.build_data(smoke, distinct=True, missed_kinds=("id",))
+    copies = smoke.canary_copies
+    canary_texts = [s.text for s in blind.sentences if "id" in s.labels]
+    assert len(canary_texts) == len(set(canary_texts)) == copies * len(blind.canaries)  # no two copies alike
+    assert (runs.canary_copies_missed(blind, 0.0) == copies).all()  # π misses the format even at γ = 0
+    assert (runs.canary_copies_in_crt(blind, 0.0) == copies).all()  # dedup cannot collapse distinct contexts
+    same = runs.build_data(smoke, missed_kinds=("id",))
+    assert (runs.canary_copies_in_crt(same, 0.0) == 1).all()  # ... but collapses identical copies to one
+    assert (runs.canary_copies_in_crt(same, 0.0, "none") == copies).all()  # unless dedup is off
+    split = redaction.crt_split(same.sentences, same.policy(0.0), "none")
+    assert not split.duplicate.any() and len(split.part(True)) + len(split.part(False)) == len(same.sentences)
+
+
+def test_the_split_trainer_without_d_pri_is_plain_training_on_d_pub() -> None:
+    from repro.crt import trainers
+
+    rng = np.random.default_rng(0)
+    public = [list(rng.integers(4, 30, int(n))) for n in rng.integers(3, 9, 40)]
+    cfg = trainers.TrainConfig(epochs=2, lr=1.0, batch=8, seed=3)
+    models = []
+    for train in (
+        lambda m: trainers.train_split_plain(m, public, [], cfg),
+        lambda m: trainers.train_nonprivate(m, public, cfg),
+    ):
+        torch.manual_seed(0)
+        models.append(train(language_model.LSTMLM(30, 8, 8)))
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.equal(a, b)
+    torch.manual_seed(0)
+    with_private = trainers.train_split_plain(language_model.LSTMLM(30, 8, 8), public, public[:10], cfg)
+    assert not torch.equal(next(with_private.parameters()), next(models[0].parameters()))

@@ -220,8 +220,13 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
         if row["naive_measured"]:  # the tree gives the naive scores; the speed ratio is a report
             assert row["max_abs_score_diff"] < 1e-3 and row["ratio"] > 0, row
     verdict = tables["verdict"]
-    assert len(verdict) == len(tables["claims"]) == 25  # 22 of the paper's claims, 3 checks of our own
-    assert sum(r["origin"] == "ours" for r in verdict) == 3
+    assert len(verdict) == len(tables["claims"]) == 27  # 22 of the paper's claims, 5 checks of our own
+    assert sum(r["origin"] == "ours" for r in verdict) == 5
+    # the factorial: contexts x dedup x D_pri arm, π blind to the canaries' format; dedup keeps one identical copy
+    factorial = {(r["canaries"], r["dedup"], r["trainer"]): r for r in tables["factorial"]}
+    assert len(factorial) == 12
+    assert factorial["same sentence", "dedup on", "plain SGD"]["copies_in_d_pri"] == 1
+    assert factorial["distinct contexts", "dedup on", "plain SGD"]["copies_in_d_pri"] == params["canary_copies"]
     # one-sided attack tests: the upper points lie inside the two-sided band's top, Bonferroni's above the 95 % one
     for r in exposure + mia:
         assert r["null_low"] <= r["null_upper"] <= r["null_high"] <= r["null_upper_k4"], r

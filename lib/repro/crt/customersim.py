@@ -183,19 +183,30 @@ def corpus(n_dialogues: int, seed: int) -> list[list[Turn]]:
     return [dialogue(rng) for _ in range(n_dialogues)]
 
 
-def canary_turn(digits: str) -> Turn:
-    """The canary utterance 'My ID is: <digits>.' with its digits labelled as a secret."""
-    return make_turn("USR", [("My ID is: ", None), (digits, "id"), (".", None)])
+CANARY_ENDINGS = (
+    "today", "again", "here", "now", "still", "too", "indeed", "anyway", "sir", "madam",
+    "thanks", "please", "okay", "right", "then", "once", "twice", "so", "yes", "friend",
+)  # fmt: skip
 
 
-def insert_canaries(dialogues: list[list[Turn]], canaries: list[str], copies: int, seed: int) -> list[list[Turn]]:
-    """Copy of `dialogues` with each canary inserted `copies` times, at random turns of random dialogues."""
+def canary_turn(digits: str, ending: str = "") -> Turn:
+    """The canary utterance 'My ID is: <digits>.' (or '... <digits> <ending>.') with its digits labelled a secret."""
+    return make_turn("USR", [("My ID is: ", None), (digits, "id"), (f" {ending}." if ending else ".", None)])
+
+
+def insert_canaries(
+    dialogues: list[list[Turn]], canaries: list[str], copies: int, seed: int, distinct: bool = False
+) -> list[list[Turn]]:
+    """Copy of `dialogues` with each canary inserted `copies` times, at random turns of random dialogues; with
+    `distinct`, copy i ends in CANARY_ENDINGS[i], so that no two copies are the same sentence (dedup keeps them all)."""
+    if distinct and copies > len(CANARY_ENDINGS):
+        raise ValueError(f"at most {len(CANARY_ENDINGS)} distinct canary contexts, got {copies} copies")
     rng = random.Random(seed)
     out = [list(d) for d in dialogues]
     for digits in canaries:
-        for _ in range(copies):
+        for i in range(copies):
             d = out[rng.randrange(len(out))]
-            d.insert(rng.randint(1, len(d)), canary_turn(digits))
+            d.insert(rng.randint(1, len(d)), canary_turn(digits, CANARY_ENDINGS[i] if distinct else ""))
     return out
 
 

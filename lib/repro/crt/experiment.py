@@ -26,12 +26,14 @@ from .runs import (
     MODELS,
     N_CANARIES,
     PERPLEXITIES,
+    SPLIT_PLAIN,
     STEPPERS,
     Data,
     Encoder,
     Run,
     Trainer,
     attack_designs,
+    build_data,
     canary_copies_in_crt,
     canary_copies_missed,
     canary_scores,
@@ -153,14 +155,20 @@ def model_factory(p: Any, data: Data, vocabs: dict[str, Any]):
     return new_model
 
 
-def score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: Encoder, designs: dict) -> dict:
-    """Exposure with its null, the three MIAs with their nulls and the per-sentence test NLL of one model."""
+def exposure_score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: Encoder) -> dict:
+    """Max exposure over the real canaries and its null (10 fake canaries from the same scored candidates)."""
     stepper, batch = STEPPERS[run.model]
     cand = canary_scores(stepper(model), enc, CANARY_DIGITS, batch)
     real = [canary.canary_index(c) for c in data.canaries]
     return {
         "exposure": canary.max_exposure(cand, real),
         "exposure_null": canary.exposure_null(cand, N_CANARIES, p.n_null, run.seed, exclude=real),
+    }
+
+
+def score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: Encoder, designs: dict) -> dict:
+    """Exposure with its null, the three MIAs with their nulls and the per-sentence test NLL of one model."""
+    return exposure_score(p, data, run, model, enc) | {
         "mia": mia_scores(model, enc, designs, p.n_null, run.seed),
         "nll": test_nll(model, enc),
     }
@@ -183,6 +191,81 @@ def run_all(p: Any, data: Data) -> Chapter:
             lambda found: torch.load(found, weights_only=False),
         )
     return Chapter(p, data, encoders, models, scores)
+
+
+# --- the factorial: what protects the canaries ---------------------------------------------------------------
+
+FACTORIAL_CONTEXTS = {"same sentence": False, "distinct contexts": True}
+FACTORIAL_DEDUP = {"dedup on": "mask", "dedup off": "none"}
+FACTORIAL_ARMS = {"DP-SGD (CRT)": "CRT", "plain SGD": SPLIT_PLAIN[0], "dropped": SPLIT_PLAIN[1]}
+FACTORIAL_MISSES = ("id",)  # π misses the canaries' format every time
+
+
+def factorial_table(ch: Chapter) -> pd.DataFrame:
+    """The LSTM at Fig. 2's γ, one seed, on data whose π misses every canary (the ID format): canary copies in the
+    same sentence or in distinct contexts × deduplication on / off × D_pri trained with DP-SGD, plain SGD or dropped.
+    Per cell: the unredacted canary copies in D_pri, exposure and its null. Dropping D_pri trains on the same D_pub
+    whatever the canaries' contexts (canary sentences are never public), so that arm is trained once per dedup."""
+    p, g, vocab = ch.p, ch.gamma2, ch.encoders["LSTM"].vocab
+    factory = model_factory(p, ch.data, {"LSTM": vocab, "GPT-2": vocab})
+    rows: list[dict] = []
+    for context, distinct in FACTORIAL_CONTEXTS.items():
+        data = build_data(p, distinct, FACTORIAL_MISSES)
+        enc = Encoder(data, vocab)
+        trainer = Trainer(p, data, {"LSTM": enc}, factory)
+        for dedup_name, dedup in FACTORIAL_DEDUP.items():
+            copies = float(canary_copies_in_crt(data, g, dedup).mean())
+            for arm, t in FACTORIAL_ARMS.items():
+                same = [r for r in rows if r["trainer"] == arm == "dropped" and r["dedup"] == dedup_name]
+                if same:
+                    rows.append(same[0] | {"canaries": context, "copies_in_d_pri": copies})
+                    continue
+                run = Run("LSTM", t, g, p.seed, dedup)
+                model, info = trainer(run)
+                spec = {"model": trainer.spec(run), "n_null": p.n_null}
+                sc, _ = cache.file_entry(
+                    cache.entry_path("crt", f"factorial-scores-{run.label}-{dedup}", spec, suffix=".pt"),
+                    lambda tmp, run=run, model=model: torch.save(exposure_score(p, data, run, model, enc), tmp),
+                    lambda found: torch.load(found, weights_only=False),
+                )
+                rows.append(
+                    {
+                        "model": "LSTM",
+                        "trainer": arm,
+                        "canaries": context,
+                        "dedup": dedup_name,
+                        "gamma": g,
+                        "attack": "exposure",
+                        "seeds": 1,
+                        "gamma_free": False,
+                        "copies_in_d_pri": copies,
+                        "d_pri": len(enc.ids("private", g, dedup)),
+                        "exposure": sc["exposure"],
+                        **null_columns(np.asarray(sc["exposure_null"]), [2]),
+                        "epsilon": info["epsilon"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def factorial_words(table: pd.DataFrame) -> str:
+    """Which component protects the canaries, read off the factorial."""
+    out = []
+    for context in FACTORIAL_CONTEXTS:
+        parts = []
+        for dedup in FACTORIAL_DEDUP:
+            c = table[(table.canaries == context) & (table.dedup == dedup)].set_index("trainer")
+            parts.append(
+                f"{dedup} leaves {c.copies_in_d_pri.iloc[0]:.1f} copies per canary in D_pri, and exposure is "
+                + ", ".join(f"{c.exposure[a]:.1f} bits with {a}" for a in FACTORIAL_ARMS)
+                + f" (null point {c.null_upper.mean():.1f})"
+            )
+        out.append(f"With the canary copies in the {context}, " + "; ".join(parts) + ".")
+    return (
+        "When π misses the canaries' format, CRT's protection has two parts. "
+        + " ".join(out)
+        + " Deduplication protects copies that repeat one sentence; only DP-SGD on D_pri protects copies that differ."
+    )
 
 
 # --- tables -------------------------------------------------------------------------------------------------
@@ -557,6 +640,7 @@ def verdict_rows(
     exposure: pd.DataFrame,
     mia: pd.DataFrame,
     power: pd.DataFrame,
+    factorial: pd.DataFrame | None,
     arm: dict | None,
     fig6: pd.DataFrame,
 ) -> list[dict]:
@@ -568,11 +652,11 @@ def verdict_rows(
     memorize = lambda m, g: unexplained(f"a sweep of {NAMES[m]}'s epochs and canary copies")
     rows.append(_band_row(c["memorizes"], _cells(exposure, "non-private", "np", "zero"), "exposure", 1, memorize))
     rows.append(_band_row(c["np_mia"], _cells(mia, "non-private", "np", "zero"), "accuracy", 1, chance))
-    factorial = lambda m, g: unexplained(
-        f"training {NAMES[m]} CRT with D_pri dropped, or with plain SGD on D_pri, with and without dedup (γ = {g:g})"
+    separate = lambda m, g: unexplained(
+        f"more seeds of {NAMES[m]} CRT at γ = {g:g} (table factorial separates dedup, D_pri dropped and plain SGD)"
     )
     k = attack_tests(p, "crt", "all")
-    rows.append(_band_row(c["crt_exposure"], _cells(exposure, "CRT", "crt", "all"), "exposure", k, factorial))
+    rows.append(_band_row(c["crt_exposure"], _cells(exposure, "CRT", "crt", "all"), "exposure", k, separate))
     sweep = lambda m, g: unexplained(
         f"a sweep of the canary copies {NAMES[m]} sees, from 1 up to {p.canary_copies} ({_missed_words(ch, g)})"
     )
@@ -588,6 +672,11 @@ def verdict_rows(
     for attack in ATTACKS:
         frame = _cells(mia, "CRT", "crt", "all", attack)
         rows.append(_band_row(c[f"crt_{attack}"], frame, "accuracy", k, chance))
+    if factorial is not None:
+        distinct = factorial[factorial.canaries == "distinct contexts"]
+        leak = lambda m, g: unexplained("more epochs or copies of the plain-SGD arm")
+        rows.append(_band_row(c["plain_leaks"], distinct[distinct.trainer == "plain SGD"], "exposure", 1, leak))
+        rows.append(_band_row(c["dp_protects"], distinct[distinct.trainer == "DP-SGD (CRT)"], "exposure", 2, chance))
     groups = utility_runs(ch)
     for model in MODELS:
         m = {key.split(":", 1)[1]: v for key, v in planned.items() if key.startswith(f"{model}:")}

@@ -114,6 +114,7 @@ class RegexPolicy:
 
     gamma: float = 0.0
     seed: int = 0
+    missed_kinds: tuple[str, ...] = ()  # formats π misses every time (a real policy's blind spot), beside γ
 
     def detections(self, text: str) -> list[tuple[int, int, str]]:
         """Every regex match (start, end, type), before any miss; earlier patterns win overlaps."""
@@ -132,8 +133,8 @@ class RegexPolicy:
         """Per-token flags: True where π detects a secret it does not miss."""
         flags = np.zeros(len(sentence.tokens), dtype=bool)
         offsets = np.asarray(sentence.starts)
-        for s, e, _ in self.detections(sentence.text):
-            if not self.missed(sentence.key, s):
+        for s, e, kind in self.detections(sentence.text):
+            if kind not in self.missed_kinds and not self.missed(sentence.key, s):
                 flags |= (offsets >= s) & (offsets < e)
         return flags
 
@@ -170,9 +171,11 @@ def crt_split(sentences: Sequence[Sentence], policy: RegexPolicy, dedup: str = "
 
     dedup="mask" is Algorithm 1 with A.6 (a later duplicate becomes [MASK] and so goes to D_pri); dedup="remove" is
     Section 4's "remove identical sequences" (a later duplicate is dropped from both sets)."""
-    if dedup not in DEDUP_READINGS:
-        raise ValueError(f"dedup must be one of {DEDUP_READINGS}, got {dedup!r}")
+    if dedup not in (*DEDUP_READINGS, "none"):
+        raise ValueError(f"dedup must be one of {DEDUP_READINGS} or 'none', got {dedup!r}")
     deduped, dup = deduplicate([s.tokens for s in sentences])
+    if dedup == "none":  # the factorial's arm without deduplication: every sentence kept as it is
+        deduped, dup = [list(s.tokens) for s in sentences], np.zeros(len(sentences), dtype=bool)
     tokens = [toks if d else redact(toks, policy.flags(s)) for toks, d, s in zip(deduped, dup, sentences)]
     private = np.array([MASK in t or conservative_flag(s) for t, s in zip(tokens, sentences)], dtype=bool)
     removed = dup.copy() if dedup == "remove" else np.zeros(len(tokens), dtype=bool)

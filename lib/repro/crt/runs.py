@@ -23,6 +23,7 @@ MODELS = ("LSTM", "GPT-2")
 TRAINERS = ("non-private", "non-private + mask", "S-DP", "DPSGD", "CRT")
 CONTROL = "D_pub only"
 PRIVATE_TRAINERS = ("S-DP", "DPSGD", "CRT")
+SPLIT_PLAIN = ("CRT, plain SGD on D_pri", "CRT, D_pri dropped")  # the factorial's arms beside CRT's DP-SGD
 ATTACKS = ("individual", "group", "address")
 VERSION = 3  # bump when training or scoring changes
 
@@ -54,6 +55,8 @@ class Data:
     pairs: list[tuple[Sentence, Sentence]]
     address_pairs: list[tuple[Sentence, Sentence]]
     seed: int
+    variant: str = ""  # "" for the chapter's data; the factorial's variants name what differs
+    missed_kinds: tuple[str, ...] = ()  # formats π misses every time
 
     def split(self, gamma: float, dedup: str = "mask") -> CRTSplit:
         """Algorithm 1's D_pub / D_pri at γ under one deduplication reading."""
@@ -61,15 +64,16 @@ class Data:
 
     def policy(self, gamma: float) -> RegexPolicy:
         """π at miss rate γ (nested in γ)."""
-        return self.policies.get(gamma) or RegexPolicy(gamma=gamma, seed=self.seed)
+        return self.policies.get(gamma) or RegexPolicy(gamma=gamma, seed=self.seed, missed_kinds=self.missed_kinds)
 
 
-def build_data(p: Any) -> Data:
-    """Train and test dialogues (canaries inserted into the training ones), sentences and the MIA pairs."""
+def build_data(p: Any, distinct: bool = False, missed_kinds: tuple[str, ...] = ()) -> Data:
+    """Train and test dialogues (canaries inserted into the training ones), sentences and the MIA pairs. The
+    factorial's variants: canary copies in `distinct` contexts, a policy that misses the formats `missed_kinds`."""
     rng = np.random.default_rng(p.seed)
     canaries = [f"{rng.integers(0, 10**6):06d}" for _ in range(N_CANARIES)]
     train = customersim.insert_canaries(
-        customersim.corpus(p.n_dialogues, p.seed), canaries, p.canary_copies, p.seed + 1
+        customersim.corpus(p.n_dialogues, p.seed), canaries, p.canary_copies, p.seed + 1, distinct
     )
     sentences = redaction.split_sentences(train)
     test = redaction.split_sentences(customersim.corpus(p.n_test, p.seed + 2), prefix="test")
@@ -91,10 +95,12 @@ def build_data(p: Any) -> Data:
         canaries,
         sentences,
         test,
-        {g: RegexPolicy(gamma=g, seed=p.seed) for g in p.gammas},
+        {g: RegexPolicy(gamma=g, seed=p.seed, missed_kinds=missed_kinds) for g in p.gammas},
         [pairs[i] for i in order[: p.n_mia]],
         address,
         p.seed,
+        " · ".join([*(["distinct contexts"] if distinct else []), *(f"π misses {k}" for k in missed_kinds)]),
+        missed_kinds,
     )
 
 
@@ -170,7 +176,7 @@ def config(p: Any, run: Run) -> trainers.TrainConfig:
         cfg = trainers.TrainConfig(
             epochs=p.epochs, lr=p.lr, dp_lr=p.dp_lr, target_epsilon=p.target_epsilon, delta=DELTA, seed=run.seed
         )
-        return replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch) if run.trainer == "CRT" else cfg
+        return replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch) if run.trainer in ("CRT", *SPLIT_PLAIN) else cfg
     return trainers.TrainConfig(
         epochs=p.gpt_epochs,
         lr=p.gpt_lr,
@@ -222,13 +228,14 @@ class Trainer:
     def spec(self, run: Run) -> dict:
         """Everything that determines a trained model."""
         keys = (*DATA_PARAMS, *OWN_PARAMS[run.model])
-        return {
+        spec = {
             "run": run.__dict__,
             "params": {k: self.p[k] for k in keys},
             "cfg": config(self.p, run).__dict__,
             "vocab": vocab_key(self.encoders[run.model].vocab),
             "version": VERSION,
         }
+        return spec | ({"variant": self.data.variant} if self.data.variant else {})
 
     def path(self, run: Run):
         """The cache file of one run."""
@@ -276,6 +283,10 @@ class Trainer:
         elif run.trainer == "DPSGD":
             _, eps = trainers.train_dpsgd(model, enc.ids("raw"), cfg, on_epoch=on_epoch)
             info.update(epsilon=eps, epsilon_dp=eps)
+        elif run.trainer in SPLIT_PLAIN:
+            public, private_ids = enc.ids("public", g, run.dedup), enc.ids("private", g, run.dedup)
+            private_ids = private_ids if run.trainer == SPLIT_PLAIN[0] else []
+            trainers.train_split_plain(model, public, private_ids, cfg, on_epoch=on_epoch)
         else:
             public, private_ids = enc.ids("public", g, run.dedup), enc.ids("private", g, run.dedup)
             _, eps_dp, eps_conf = trainers.train_crt(model, public, private_ids, cfg, g, on_epoch=on_epoch)
@@ -294,8 +305,9 @@ class Trainer:
             "S-DP": (n_raw, n_raw, cfg.dp_batch),
             "DPSGD": (0, n_raw, cfg.dp_batch),
         }
-        if run.trainer == "CRT":
+        if run.trainer in ("CRT", *SPLIT_PLAIN):
             pub, pri = len(enc.ids("public", run.gamma, run.dedup)), len(enc.ids("private", run.gamma, run.dedup))
+            pri = 0 if run.trainer == SPLIT_PLAIN[1] else pri
             public, private = -(-pub // cfg.batch), -(-pri // cfg.dp_batch)
         else:
             n_pub, n_pri, batch = per_epoch[run.trainer]

@@ -205,3 +205,23 @@ def train_crt(
         _report(on_epoch, epoch, engine.module, _confidentiality(engine, cfg.delta, gamma))
     engine.finish()
     return model, engine.epsilon(cfg.delta), _confidentiality(engine, cfg.delta, gamma)
+
+
+def train_split_plain(
+    model: nn.Module,
+    public: Sequence[Sequence[int]],
+    private: Sequence[Sequence[int]],
+    cfg: TrainConfig,
+    on_epoch: EpochHook | None = None,
+) -> nn.Module:
+    """CRT's schedule without DP: each epoch, one SGD epoch on D_pub, then one plain SGD epoch on D_pri in batches of
+    `dp_batch` (an empty `private` drops D_pri). The factorial's arms that separate DP-SGD from the split."""
+    gen = torch.Generator().manual_seed(cfg.seed)
+    opt = _optimizer(model, cfg.lr, cfg)
+    model.train()
+    for epoch in tqdm(range(cfg.epochs), desc="split", leave=False):
+        for data, size in ((public, cfg.batch), (private, cfg.dp_batch)):
+            for idx in _batches(len(data), size, gen):
+                _sgd_step(model, opt, sample_loss(model, pad([data[i] for i in idx])), cfg.clip)
+        _report(on_epoch, epoch, model, None)
+    return model
