@@ -161,8 +161,8 @@ page.say(
 # - **DPSGD**: Opacus DP-SGD on every sentence;
 # - **CRT**: each epoch, one plain epoch on D_pub, then one DP-SGD epoch on D_pri, never
 #   mixing the two in a batch;
-# - **D_pub only**, a control: plain training on D_pub alone, which shows how much of CRT's
-#   utility the DP part adds.
+# - **D_pub only**, a control: plain training on D_pub alone with CRT's public budget (its
+#   epochs and batch), which shows how much of CRT's utility the DP part adds.
 #
 # Appendix A.3 gives CRT-LSTM twice the epochs of the non-private LSTM and a batch of 10.
 # We keep that ratio: CRT-LSTM runs `crt_epochs` epochs with public batches of

@@ -120,3 +120,9 @@ def test_the_split_trainer_without_d_pri_is_plain_training_on_d_pub() -> None:
     torch.manual_seed(0)
     with_private = trainers.train_split_plain(language_model.LSTMLM(30, 8, 8), public, public[:10], cfg)
     assert not torch.equal(next(with_private.parameters()), next(models[0].parameters()))
+
+
+def test_the_d_pub_control_gets_crts_public_budget(smoke) -> None:
+    for model in runs.MODELS:
+        crt, control = (runs.config(smoke, runs.Run(model, t, 0.1, 0)) for t in ("CRT", runs.CONTROL))
+        assert (crt.epochs, crt.batch, crt.lr) == (control.epochs, control.batch, control.lr)

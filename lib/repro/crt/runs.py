@@ -171,12 +171,15 @@ class Encoder:
 
 
 def config(p: Any, run: Run) -> trainers.TrainConfig:
-    """Optimisation settings of one run: the LSTM's CRT gets the paper's doubled epochs and smaller public batch."""
+    """Optimisation settings of one run: the LSTM's CRT gets the paper's doubled epochs and smaller public batch, and so
+    do the runs it is compared with on D_pub (the D_pub-only control and the factorial's arms): the same public
+    budget."""
     if run.model == "LSTM":
         cfg = trainers.TrainConfig(
             epochs=p.epochs, lr=p.lr, dp_lr=p.dp_lr, target_epsilon=p.target_epsilon, delta=DELTA, seed=run.seed
         )
-        return replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch) if run.trainer in ("CRT", *SPLIT_PLAIN) else cfg
+        crt_like = run.trainer in ("CRT", CONTROL, *SPLIT_PLAIN)
+        return replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch) if crt_like else cfg
     return trainers.TrainConfig(
         epochs=p.gpt_epochs,
         lr=p.gpt_lr,
