@@ -29,6 +29,7 @@
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: a named set of the values below
 seed = None  # every random draw derives from it
+seeds = None  # training seeds per condition: each seed its own insertion positions and data order
 source = None  # local: offline stand-ins and SmolLM2 / hub: the paper's sets and model
 base_name = None  # Hub id of the base model (source hub)
 small_ref_name = None  # Hub id of a smaller reference model for Ref; empty for none
@@ -44,12 +45,10 @@ block_size = None  # tokens per training sequence
 batch_size = None  # sequences per optimizer step
 ks = None  # Min-K% fractions of the k sweep
 size_sets = None  # sets of the corpus-size experiment (Fig. 5a)
-size_members = None  # members per set in the corpus-size experiments
 size_background = None  # background tokens of each outlier corpus size (Fig. 5a)
 indist_background = None  # background tokens of each in-distribution corpus size (Fig. 5b)
 indist_members = None  # members (and non-members) of the in-distribution control (Fig. 5b)
 freq_set = None  # set of the occurrences experiment (Fig. 5c)
-freq_rate = None  # Poisson mean of each member's number of copies (Fig. 5c)
 freq_background = None  # background tokens of the occurrences experiment
 n_neighbors = None  # Neighbor attack perturbations per text; 0 skips it
 max_length = None  # tokens scored per text
@@ -78,10 +77,12 @@ P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
 # and the regime it is tested in: the variable the effect depends on (here how much background text
 # surrounds the inserted items, or the corpus sizes of Figure 5), the paper's value and ours. Two rows
 # are checks of our own, which the paper does not report: the base-model control and the gain over
-# the base model. Every interval is a 95 % bootstrap over the scored texts (resampled within each
-# set and within members and non-members; paired where two scores are compared) of one trained
-# model per run, so it leaves out training randomness; the control is judged against a
-# label-permutation null.
+# the base model. Every condition is trained `seeds` times, each seed with its own insertion
+# positions and data order, on the same members. Every interval covers both randomnesses: the
+# scored texts are bootstrapped (within each set and within members and non-members; one resample
+# for every seed and both sides of a comparison, so it is paired) and combined with the spread over
+# the seeds in a t interval (`stats.hierarchical_interval`). The occurrences row reads one run
+# (a contrast within it), and the control is judged against a label-permutation null.
 
 # %%
 CLAIMS = claims(P)
@@ -133,8 +134,13 @@ for s in study.splits:
 # ## 2. Continued pretraining
 #
 # The corpus is the background with every member inserted as one contiguous block at a
-# random document boundary. Documents are joined with the end-of-text token and cut into
-# `block_size`-token sequences. Each run is one epoch at a constant learning rate through the
+# random document boundary. Documents are joined with the end-of-text token and laid into
+# `block_size`-token sequences **in corpus order**, and the `Trainer` visits them in that order
+# (a sequential sampler), as one pass over a pretraining stream would: a member's place in the
+# corpus is when it is trained. No member is cut between two sequences: one that does not fit in
+# the rest of a sequence opens the next, and the following background text fills the gap. The
+# last sequence is padded and its padding masked out of the loss, so no document is trained twice.
+# Each run is one epoch at a constant learning rate through the
 # Hugging Face `Trainer` (AdamW, no warm-up, no decay): in float32 on a CPU, whatever the CPU, so
 # the tables do not depend on which machine built them (bf16 mixed precision on a GPU at
 # `paper`). Scoring is in float32. Each trained checkpoint is cached under
@@ -192,6 +198,7 @@ page.say(
     f"over {int(training.set_index('run').loc['main', 'steps'])} optimizer steps: a much more saturated regime, "
     "in which the model sees the inserted items with little background text between them."
 )
+page.say(ex.share_words(datasets))
 
 # %%
 table3 = publish("table3_auc", ex.versus_paper(study, auc, "auc", C.PAPER_AUC))
@@ -218,8 +225,9 @@ table7 = publish("table7_tpr", ex.versus_paper(study, auc, "tpr_at_5fpr", C.PAPE
 # %% [markdown]
 # ## 4. The learning rate (Table 4)
 #
-# The same corpus is trained once more at the lower learning rate; both runs are scored on the
-# same texts, so the difference per set is paired.
+# Each seed's corpus is trained once more at the lower learning rate; both runs of a seed are
+# scored on the same texts, so the difference per set is paired, and the seeds' spread enters the
+# interval.
 
 # %%
 table4 = publish("table4_lr", ex.lr_table(study, auc))
@@ -234,25 +242,42 @@ table4 = publish("table4_lr", ex.lr_table(study, auc))
 # - **in-distribution** (5b): news paragraphs inserted into news. The paper finds that AUC
 #   *falls* with size, because the members drown among texts like them.
 #
-# Every size is a separate run from the base model, scored on the same texts.
+# Every size is a separate run from the base model per seed, scored on the same texts; the smallest
+# outlier size is the main run itself (the same members in a larger background make the second).
+# The table gives the mean over the seeds with the lowest and the highest seed.
 #
 # ## 6. Number of occurrences (Figure 5c)
 #
-# Each member of `freq_set` is inserted a Poisson(`freq_rate`) number of times, at least once,
+# Each member of `freq_set` is inserted a Poisson number of times (mean `FREQ_RATE` = 1.5), at least once,
 # each copy at its own random position. AUC is computed for the members seen once, twice, and
 # so on, each time against all non-members. The trend is tested over all buckets at once: the
 # AUC of the members seen two or more times minus that of the members seen once.
 
 # %%
-sizes = publish("sizes", ex.size_table(auc), view=ex.size_view(auc))
+sizes = publish("sizes", ex.size_table(study, auc), view=ex.size_view(study, auc))
 occurrences = publish("occurrences", ex.occurrence_table(study))
 figures.figure5(sizes, occurrences, C.paper_name(P.freq_set))
 plt.show()
 
 # %% [markdown]
-# Whether later training erases earlier members (forgetting within the epoch) cannot be read
-# from these runs: the `Trainer` visits the training sequences in random order, so a member's
-# place in the corpus does not say when it was trained. A run in corpus order would tell.
+# The paper's own points nearest ours in contamination share are Fig. 5a's two smallest corpora
+# (0.17M and 0.27M tokens: about 60 % and 38 % contaminants, if the sizes count the whole corpus),
+# not Table 3's 27M tokens. Min-K% per set at our two sizes beside them (Fig. 5a values read off
+# the figure):
+
+# %%
+publish("matched", ex.matched_table(study, auc))
+
+# %% [markdown]
+# Does later training erase earlier members (forgetting within the epoch)? The runs visit the
+# corpus in order, so each member's training step is known. Per condition, Spearman's ρ between
+# the share of the epoch that follows a member's step and how far its loss fell against the base
+# model (mean over the seeds, members resampled): forgetting would make ρ negative.
+
+# %%
+forgetting = ex.forgetting_table(study)
+publish("forgetting", forgetting, view=forgetting.drop(columns="test"))
+page.say(ex.forgetting_words(forgetting))
 
 # %% [markdown]
 # ## 7. The k sweep
@@ -307,10 +332,10 @@ else:
 # - **Ref.** Our reference is the base model itself, an oracle; the paper's is a smaller model.
 # - **Neighbor and WikiMIA** need the Hub and run only at `paper`.
 # - **Fig. 5** has two sizes per regime at `default` (the paper has three to four).
-# - **One trained model per run.** Every interval resamples the scored texts of one trained model;
-#   training randomness (insertion positions, data order) is not in it.
-# - **Training order.** The `Trainer` shuffles the training sequences, so members are not trained
-#   in the order of the corpus, as they would be in one pass over a pretraining stream.
+# - **Seeds.** Each condition is trained `seeds` times (insertion positions and data order); the
+#   members and non-members are one split, shared by the seeds. The occurrences run is one seed.
+# - **Sequences.** `block_size`-token sequences in corpus order, one per step at `default`, with
+#   every member whole inside one sequence; the paper does not say how it cut or ordered its corpus.
 #
 # ## Verdict
 

@@ -191,17 +191,25 @@ def test_formats_and_trim_words() -> None:
     assert C.format_review("Great<br />phone.", 10) == "Review: Great phone."
 
 
-def test_token_blocks_wrap_the_tail() -> None:
+def test_pack_blocks_keep_items_whole_in_corpus_order_and_mask_the_tail() -> None:
     class Tok:
         eos_token_id = 0
 
         def __call__(self, docs, add_special_tokens=False):
             return {"input_ids": [[len(d)] * len(d) for d in docs]}
 
-    blocks = pretraining.token_blocks(Tok(), ["abc", "de"], 4)  # stream 3 3 3 0 2 2 0 -> 2 blocks, tail wraps
-    assert blocks.tolist() == [[3, 3, 3, 0], [2, 2, 0, 3]]
+    # "XY" (an inserted item, 3 tokens with EOS) would straddle blocks 1 and 2: it opens block 2 and the next
+    # background document fills the gap; the last block is padded and masked, not wrapped to the start
+    packed = pretraining.pack_blocks(Tok(), ["abcde", "XY", "fgh"], 4, keep_whole=["XY"])
+    assert packed.ids.tolist() == [[5, 5, 5, 5], [5, 0, 3, 3], [2, 2, 0, 3], [0, 0, 0, 0]]
+    assert packed.mask.tolist() == [[1] * 4, [1] * 4, [1] * 4, [1, 0, 0, 0]]
+    assert packed.block_of == [0, 2, 1]
+    assert int(packed.mask.sum()) == 6 + 3 + 4  # every token once: nothing trained twice, nothing dropped
+    same = pretraining.pack_blocks(Tok(), ["abcde", "XY", "fgh"], 4)  # without whole items: the plain stream
+    assert same.ids.tolist()[:3] == [[5, 5, 5, 5], [5, 0, 2, 2], [0, 3, 3, 3]] and same.block_of == [0, 1, 2]
+    assert pretraining._Blocks(packed.ids, packed.mask)[3]["labels"].tolist() == [0, -100, -100, -100]
     with pytest.raises(ValueError, match="fewer than one block"):
-        pretraining.token_blocks(Tok(), ["a"], 4)
+        pretraining.pack_blocks(Tok(), ["a"], 4)
 
 
 def large_files(folder: Path, limit: int = 20 * 2**20) -> list[Path]:
@@ -223,8 +231,9 @@ def test_cached_pretraining_trains_stores_and_reloads(tmp_path, monkeypatch) -> 
     docs = ["The quick brown fox jumps over the lazy dog."] * 6
     cfg = pretraining.PretrainConfig(learning_rate=1e-2, block_size=16, batch_size=2, seed=0)
     trained, stats = pretraining.cached_pretraining("t", base, docs, cfg)
-    assert not stats["cached"] and stats["train_tokens"] % 16 == 0
-    assert stats["steps"] == math.ceil(stats["train_tokens"] / 16 / 2)  # one epoch of 2-block batches
+    per_doc = len(tok(docs[0], add_special_tokens=False)["input_ids"]) + 1  # + end of text
+    assert not stats["cached"] and stats["train_tokens"] == 6 * per_doc  # every token once, none wrapped
+    assert stats["steps"] == math.ceil(math.ceil(stats["train_tokens"] / 16) / 2)  # one epoch of 2-block batches
     assert stats["tokens_per_second"] > 0
     before = next(tiny_lm(vocab=len(tok)).parameters())
     assert not torch.equal(next(trained.parameters()), before)  # it trained
@@ -335,7 +344,11 @@ def test_detector_pairs_are_paired_over_the_same_texts() -> None:
         splits.append(split)
         scores[("main", name)] = dets
     study = SimpleNamespace(
-        splits=splits, news=C.MemberSplit("news", [], []), scores=scores, params=SimpleNamespace(seed=0)
+        splits=splits,
+        news=C.MemberSplit("news", [], []),
+        scores=scores,
+        params=SimpleNamespace(seed=0),
+        runs={"main": SimpleNamespace(condition="main", seed=0)},  # one seed: the text bootstrap alone
     )
     pairs = ex.pairs_table(study).set_index("contrast")
     by_hand = np.mean([stats.fast_auc(s.labels, scores[("main", s.name)][ex.MK]) for s in splits]) - np.mean(
@@ -350,13 +363,22 @@ def test_detector_pairs_are_paired_over_the_same_texts() -> None:
     assert "within set and class" in row.test
 
 
-def test_share_of_the_epoch_after_each_insertion() -> None:
+def test_training_position_is_the_step_of_each_items_block() -> None:
     from types import SimpleNamespace
 
     from repro.mink import experiment as ex
 
-    docs = ["aa", "m1", "bbbb", "m2", "m1"]  # token counts 2, 2, 4, 2, 2 (+1 end-of-text each): 17 in all
-    study = SimpleNamespace(runs={"r": SimpleNamespace(docs=docs)}, n_tokens=len)
-    after = ex._after_insertion(study, "r", ["m1", "m2"])
-    # m1 first starts after 3 tokens, m2 after 3 + 3 + 5 = 11
-    assert after.tolist() == pytest.approx([1 - 3 / 17, 1 - 11 / 17])
+    class Tok:
+        eos_token_id = 0
+
+        def __call__(self, docs, add_special_tokens=False):
+            return {"input_ids": [[len(d)] * len(d) for d in docs]}
+
+    # the blocks of test_pack_blocks...: "XY" is in block 2 of 4, "fgh" starts in block 1
+    run = SimpleNamespace(docs=["abcde", "XY", "fgh", "XY"], blocks=["XY", "XY"])
+    study = SimpleNamespace(runs={"r": run}, tokenizer=Tok(), params=SimpleNamespace(block_size=4, batch_size=1))
+    after = ex.training_position(study, "r")
+    assert list(after) == ["XY"]  # a repeated item counts from its first copy
+    assert after["XY"] == pytest.approx(1 - 3 / 4)  # trained at step 3 of 4: a quarter of the epoch follows
+    study.params.batch_size = 2  # two blocks per optimizer step: step 2 of 2, nothing follows
+    assert ex.training_position(study, "r")["XY"] == pytest.approx(0.0)

@@ -336,7 +336,9 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
 def test_mink_chapter_tables(smoke_results) -> None:
     detection = table(smoke_results, "mink_contamination", "detection")
     runs = {r["run"] for r in detection}
-    assert {"base", "main", "lr", "frequency", "size_outlier 64", "size_outlier 256", "size_indist 256"} <= runs
+    # two seeds per condition (the frequency run has one); Fig. 5a's smallest size is the main run itself
+    seeded = ("main", "lr", "size_outlier 400", "size_indist 64", "size_indist 256")
+    assert runs == {"base", "frequency", *seeded, *(f"{c} s1" for c in seeded)}
     assert all(r["auc_low"] <= r["auc"] <= r["auc_high"] and 0 <= r["tpr_at_5fpr"] <= 1 for r in detection)
     main = [r for r in detection if r["run"] == "main"]
     assert {"Min-K%", "Min-K%++", "PPL", "Zlib", "Lowercase", "Ref"} <= {r["method"] for r in main}
@@ -346,39 +348,42 @@ def test_mink_chapter_tables(smoke_results) -> None:
     datasets = table(smoke_results, "mink_contamination", "datasets")
     assert [(r["members"], r["non-members"]) for r in datasets] == [(6, 12), (6, 12)]
     training = {r["run"]: r for r in table(smoke_results, "mink_contamination", "training")}
-    assert list(training) == [
-        "main",
-        "lr",
-        "size_outlier 64",
-        "size_outlier 256",
-        "size_indist 64",
-        "size_indist 256",
-        "frequency",
-    ]
+    assert sorted(training) == sorted([*seeded, *(f"{c} s1" for c in seeded), "frequency"])
     for r in training.values():
         assert r["train_tokens"] >= r["corpus_tokens"] > r["contaminant_tokens"] > 0
+        assert r["steps"] >= np.ceil(r["train_tokens"] / 128)  # one 128-token block per step at smoke
         assert r["contamination"] == pytest.approx(r["contaminant_tokens"] / r["corpus_tokens"], abs=1e-4)
         assert r["precision"] == "float32"  # CPU training is float32 on every CPU
     # a larger background with the same contaminants lowers the contamination share
-    assert training["size_outlier 256"]["contamination"] < training["size_outlier 64"]["contamination"]
+    assert training["size_outlier 400"]["contamination"] < training["main"]["contamination"]
+    for seed in ("", " s1"):  # each seed's main and lr runs train one corpus; seeds differ in insertion positions
+        assert training[f"main{seed}"]["corpus_tokens"] == training[f"lr{seed}"]["corpus_tokens"]
+    forgetting = table(smoke_results, "mink_contamination", "forgetting")
+    assert [r["condition"] for r in forgetting] == ["main", "size_outlier 400", "size_indist 64", "size_indist 256"]
+    assert all(-1 <= r["ci_low"] <= r["rho"] <= r["ci_high"] <= 1 and r["seeds"] == 2 for r in forgetting)
     pairs = {r["contrast"]: r for r in table(smoke_results, "mink_contamination", "pairs")}
     assert set(pairs) == {"Min-K% − PPL", "Min-K% − Zlib", "Min-K% − Lowercase", "Min-K%++ − Min-K%", "Ref − Min-K%"}
+    main_seeds = [r for r in detection if r["condition"] == "main"]  # the contrasts average the seeds
     mean_auc = {
-        m: np.mean([r["auc"] for r in main if r["method"] == m and (r["k"] is None or r["k"] == 0.2)])
+        m: np.mean([r["auc"] for r in main_seeds if r["method"] == m and (r["k"] is None or r["k"] == 0.2)])
         for m in ("Min-K%", "PPL", "Zlib")
     }
     for other in ("PPL", "Zlib"):  # each contrast is the difference of the mean AUCs, with its interval around it
         r = pairs[f"Min-K% − {other}"]
         assert r["difference"] == pytest.approx(mean_auc["Min-K%"] - mean_auc[other], abs=1e-9)
-        assert r["ci_low"] <= r["difference"] <= r["ci_high"] and "paired bootstrap" in r["test"]
+        assert r["ci_low"] <= r["difference"] <= r["ci_high"] and "paired AUC" in r["test"] and "2 seeds" in r["test"]
     gains = table(smoke_results, "mink_contamination", "gain_over_base")
     assert all(g["gain"] == pytest.approx(g["after training"] - g["base model"], abs=2e-3) for g in gains)
     lr = table(smoke_results, "mink_contamination", "table4_lr")
     assert all(r["ci_low"] <= r["difference"] <= r["ci_high"] for r in lr)
     sizes = table(smoke_results, "mink_contamination", "sizes")
     assert {(r["experiment"], r["background_tokens"]) for r in sizes} == {
-        (e, n) for e in ("size_outlier", "size_indist") for n in (64, 256)
+        ("size_outlier", 200),
+        ("size_outlier", 400),
+        ("size_indist", 64),
+        ("size_indist", 256),
     }
+    assert all(r["seeds"] == 2 and r["auc_low"] <= r["auc"] <= r["auc_high"] for r in sizes)
     sweep = table(smoke_results, "mink_contamination", "k_sweep")
     assert [r["k"] for r in sweep] == [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
     throughput = {r["what"]: r for r in table(smoke_results, "mink_contamination", "throughput")}
@@ -393,14 +398,17 @@ def test_mink_chapter_tables(smoke_results) -> None:
     assert all(r["regime"].startswith("miniature: ") for r in verdict if r["origin"] == "paper")
     # no table here measures why a row is not held: its cause is the regime (paper's rows) or unknown (ours)
     assert all(r["why"].startswith(("regime: ", "unknown: ")) for r in verdict if r["decision"] == "not held")
-    assert all("1 trained model" in r["test"] for r in verdict if "permutation" not in r["test"])
+    # between-run rows cover two trained models per condition; the occurrences row reads one run
+    tests = {r["claim"]: r["test"] for r in verdict if "permutation" not in r["test"]}
+    assert all(("2 seeds" in t) != ("1 trained model" in t) for t in tests.values())
+    assert [c for c, t in tests.items() if "1 trained model" in t] == ["More occurrences give a higher AUC"]
 
 
 def test_mink_main_run_separates_members(smoke_results) -> None:
     detection = table(smoke_results, "mink_contamination", "detection")
     # even a two-layer slice at lr 1e-4 separates members after one epoch, and the reference calibration helps most
     ref = [r["auc"] for r in detection if r["run"] == "main" and r["method"] == "Ref"]
-    assert min(ref) > 0.7
+    assert np.mean(ref) > 0.7  # one 128-token block per step: seven single steps at smoke
     t3 = table(smoke_results, "mink_contamination", "table3_auc")
     assert {"method", "who", "BoolQ", "TruthfulQA", "avg", "contamination %", "steps"} <= set(t3[0])
     paper = {r["method"]: r for r in t3 if r["who"] == "paper"}

@@ -1145,12 +1145,12 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "n_groups": 10,
     },
     "mink_contamination": {
+        "seeds": 2,
         "n_members": 4,
         "review_words": 30,
         "background_tokens": 200,
         "block_size": 32,
         "batch_size": 2,
-        "size_members": 4,
         "n_nonmembers": 6,
         "size_background": [64, 256],
         "indist_background": [64, 256],

@@ -150,17 +150,20 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         "size_outlier": Claim(
             "Outlier contaminants: AUC rises with corpus size",
             "Section 6.2, Fig. 5a (quoted; values read off the figure)",
-            "BoolQ ≈ 0.75 → 0.90, IMDB ≈ 0.78 → 0.98 (0.17M → 26M tokens)",
-            Rule.above(0.0, "AUC at the largest − AUC at the smallest corpus"),
+            "0.17M → 0.27M tokens (≈ 60 % → 38 % contaminants, the shares ours match): BoolQ .75 → .80, CSQA .65 → "
+            ".72, IMDB .78 → .90, TruthfulQA .62 → .70; → 26M: BoolQ .90, IMDB .98",
+            Rule.above(0.0, "AUC at the largest − AUC at the smallest corpus, mean over the sets"),
             quote="Despite the theory suggesting greater difficulty with more pretraining data, Figure 5a shows "
             "AUC scores counterintuitively increase with pre-training dataset size.",
             comparator="the same 200 examples per set in smaller corpora (0.17M, 0.27M, 2.6M, 26M tokens)",
             regime=_size_regime(p["size_background"], C.PAPER_SIZES, "Fig. 5a"),
             paper_values={
-                **{f"{s} 0.17M": C.PAPER_SMALLEST[s] for s in C.PAPER_LARGEST},
+                **{f"{s} 0.17M": v for s, v in C.PAPER_SMALLEST.items()},
+                **{f"{s} 0.27M": v for s, v in C.PAPER_SECOND.items()},
                 **{f"{s} 26M": v for s, v in C.PAPER_LARGEST.items()},
             },
-            paper_estimate=round(float(np.mean([v - C.PAPER_SMALLEST[s] for s, v in C.PAPER_LARGEST.items()])), 4),
+            # the rule's statistic on the pair of sizes whose contamination shares ours match
+            paper_estimate=round(float(np.mean([v - C.PAPER_SMALLEST[s] for s, v in C.PAPER_SECOND.items()])), 4),
         ),
         "size_indist": Claim(
             "In-distribution contaminants: AUC falls with corpus size",

@@ -196,7 +196,7 @@ def poisson_copies(n: int, rate: float, seed: int, at_least: int = 1) -> np.ndar
     return np.maximum(np.random.default_rng(seed).poisson(rate, size=n), at_least)
 
 
-def insert_blocks(background: Sequence[str], blocks: Sequence[str], seed: int) -> list[str]:
+def insert_blocks(background: Sequence[str], blocks: Sequence[str], seed: int | Sequence[int]) -> list[str]:
     """Background documents with each block inserted, as one contiguous document, at a random boundary."""
     rng = np.random.default_rng(seed)
     slots = rng.integers(0, len(background) + 1, size=len(blocks))
@@ -323,6 +323,9 @@ PAPER_MEMBERS = 200  # inserted examples per set (and as many held-out non-membe
 PAPER_SIZES = [170_000, 270_000, 2_600_000, 26_000_000]
 PAPER_SMALLEST = {"BoolQ": 0.75, "CommonsenseQA": 0.65, "IMDB": 0.78, "TruthfulQA": 0.62}
 PAPER_LARGEST = {"BoolQ": 0.90, "IMDB": 0.98}
+# Fig. 5a at 0.27M tokens (about 38 % contaminants), as issue 25 read them off the figure (not re-checked against
+# the figure here): with the 0.17M values, the paper's pair of sizes whose contamination shares ours match
+PAPER_SECOND = {"BoolQ": 0.80, "CommonsenseQA": 0.72, "IMDB": 0.90, "TruthfulQA": 0.70}
 PAPER_INDIST_SIZES = [770_000, 3_900_000, 7_600_000]  # Fig. 5b: 1k / 5k / 10k News August 2023 articles
 PAPER_INDIST_AUC = (0.64, 0.58, 0.52)  # Fig. 5b, read off the figure
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats as sps
 
 from .. import stats
 from ..params import Param
@@ -25,7 +26,9 @@ from . import detectors, pretraining
 
 HEADLINE_K = 0.2  # the paper's k for Min-K% (chosen on WikiMIA)
 N_BOOT = 2000
+FORGETTING_BOOT = 500  # member resamples of the forgetting table (three Spearman fits each)
 BENCH_REPEATS = 7  # interleaved repeats of the throughput benchmark; the minimum of each is kept
+FREQ_RATE = 1.5  # Poisson mean of the copies of each member of the occurrences run (Fig. 5c), floored at one
 MIN_OCCURRENCE_MEMBERS = 5  # a copies bucket with fewer members gets no AUC of its own
 WIKIMIA_REPO = "swj0419/WikiMIA"
 WIKIMIA_LENGTHS = (32, 64, 128, 256)  # its subsets by text length
@@ -51,8 +54,8 @@ def subsets_in_sets(p: dict) -> str | None:
 
 def member_counts(p: dict) -> str | None:
     """The sub-experiments draw their members from the main split."""
-    if max(p["size_members"], p["indist_members"]) > p["n_members"]:
-        return "parameter 'size_members': size_members and indist_members cannot exceed n_members"
+    if p["indist_members"] > p["n_members"]:
+        return "parameter 'indist_members': indist_members cannot exceed n_members"
     return None
 
 
@@ -69,6 +72,9 @@ CHECKS = [sets_of_source, subsets_in_sets, member_counts, rates_ordered]
 
 SPEC = {
     "seed": Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
+    "seeds": Param(
+        int, 3, smoke=2, low=1, high=20, help="training seeds per condition (insertion positions, data order)"
+    ),
     "source": Param(
         str, "local", paper="hub", choices=("local", "hub"), help="offline stand-ins or the paper's Hub data"
     ),
@@ -86,40 +92,39 @@ SPEC = {
         paper=["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"],
         help="downstream sets",
     ),
-    "n_members": Param(int, 60, smoke=6, paper=200, low=4, high=5000, help="members per set"),
-    "n_nonmembers": Param(int, 120, smoke=12, paper=200, low=4, high=20_000, help="non-members scored per set"),
+    "n_members": Param(int, 16, smoke=6, paper=200, low=4, high=5000, help="members per set"),
+    "n_nonmembers": Param(int, 32, smoke=12, paper=200, low=4, high=20_000, help="non-members scored per set"),
     "review_words": Param(int, 200, smoke=30, paper=400, low=10, high=2000, help="words kept per review or article"),
     "background_tokens": Param(
-        int, 30_000, smoke=200, paper=27_000_000, low=100, high=10**9, help="main corpus background"
+        int, 3200, smoke=200, paper=27_000_000, low=100, high=10**9, help="main corpus background"
     ),
     "learning_rate": Param(float, 1e-4, low=1e-7, high=1e-2, help="main learning rate"),
     "low_learning_rate": Param(float, 1e-5, low=1e-7, high=1e-2, help="ablation learning rate (Table 4)"),
-    "block_size": Param(int, 256, smoke=64, paper=512, low=16, high=4096, help="tokens per training sequence"),
-    "batch_size": Param(int, 4, smoke=2, paper=8, low=1, high=512, help="sequences per step"),
+    "block_size": Param(int, 1024, smoke=128, low=16, high=4096, help="tokens per training sequence"),
+    "batch_size": Param(int, 1, paper=8, low=1, high=512, help="sequences per step"),
     "ks": Param(list, [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], items=float, low=0.01, high=1.0, help="Min-K% fractions"),
     "size_sets": Param(
         list,
-        ["strategyqa", "amazon_reviews"],
+        ["strategyqa", "social_iqa", "amazon_reviews", "truthful_qa"],
         smoke=["strategyqa"],
-        paper=["BoolQ", "IMDB"],
+        paper=["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"],
         items=str,
         item_choices=(*C.STAND_INS, *C.HUB_SETS),
-        help="sets of the corpus-size experiment",
+        help="sets scored in the corpus-size experiment (Fig. 5a)",
     ),
-    "size_members": Param(int, 40, smoke=4, paper=200, low=4, high=5000, help="members per set in the size runs"),
     "size_background": Param(
         list,
-        [4800, 19_200],
-        smoke=[64, 256],
-        paper=[170_000, 2_600_000, 26_000_000],
+        [3200, 7800],
+        smoke=[200, 400],
+        paper=[170_000, 270_000, 2_600_000, 26_000_000],
         items=int,
         low=0,
         high=10**9,
-        help="background tokens per outlier corpus size (Fig. 5a)",
+        help="background tokens per outlier corpus size (Fig. 5a; background_tokens is the main run)",
     ),
     "indist_background": Param(
         list,
-        [4800, 19_200],
+        [1200, 2900],
         smoke=[64, 256],
         paper=C.PAPER_INDIST_SIZES,
         items=int,
@@ -128,13 +133,12 @@ SPEC = {
         help="background tokens per in-distribution corpus size (Fig. 5b)",
     ),
     "indist_members": Param(
-        int, 40, smoke=4, paper=100, low=4, high=5000, help="members of the in-distribution control"
+        int, 10, smoke=4, paper=100, low=4, high=5000, help="members of the in-distribution control"
     ),
     "freq_set": Param(
         str, "strategyqa", paper="BoolQ", choices=(*C.STAND_INS, *C.HUB_SETS), help="set of the occurrences experiment"
     ),
-    "freq_rate": Param(float, 1.5, low=0.1, high=20.0, help="Poisson mean of the copies per member"),
-    "freq_background": Param(int, 6000, smoke=100, paper=2_600_000, low=0, high=10**9, help="background of Fig. 5c"),
+    "freq_background": Param(int, 1100, smoke=100, paper=2_600_000, low=0, high=10**9, help="background of Fig. 5c"),
     "n_neighbors": Param(int, 0, paper=25, low=0, high=200, help="Neighbor perturbations per text (0 = skip)"),
     "max_length": Param(int, 256, smoke=64, paper=512, low=8, high=4096, help="tokens scored per text"),
     "score_batch": Param(int, 16, smoke=8, low=1, high=1024, help="texts per scoring batch"),
@@ -160,6 +164,13 @@ class Run:
     learning_rate: float
     background_tokens: int
     docs: list[str] = field(default_factory=list)
+    condition: str = ""  # the run's condition (its name without the seed)
+    seed: int = 0  # index of the training seed: insertion positions and the background's order
+
+
+def run_name(condition: str, seed: int) -> str:
+    """A run's name: its condition, with the seed index after the first seed ('main', 'main s1', ...)."""
+    return condition if seed == 0 else f"{condition} s{seed}"
 
 
 @dataclass
@@ -239,30 +250,27 @@ def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
     pool, news_articles = _pools(p)
     news, news_background = C.news_pools(news_articles, p.indist_members, p.seed)
     by_name = {s.name: s for s in splits}
-    size_splits = [
-        C.MemberSplit(n, by_name[n].members[: p.size_members], by_name[n].nonmembers[: p.size_members])
-        for n in p.size_sets
-    ]
+    size_splits = [by_name[n] for n in p.size_sets]  # Fig. 5a's runs insert every member; these sets are scored
     study = Study(p, base_path, tokenizer, base_model, splits, news, size_splits, np.zeros(0, int), {})
     freq = by_name[p.freq_set]
-    study.copies = C.poisson_copies(len(freq.members), p.freq_rate, p.seed)
+    study.copies = C.poisson_copies(len(freq.members), FREQ_RATE, p.seed)
 
     def take(docs: list[str], tokens: int, param: str, is_news: bool = False) -> list[str]:
         return C.take_tokens(docs, tokens, study.n_tokens, param=param, pool=background_name(p, is_news))
 
     members = [m for s in splits for m in s.members]
     main_bg = take(pool, p.background_tokens, "background_tokens")
-    runs = {
+    plan: dict[str, Run] = {
         "main": Run("main", main_bg, members, p.learning_rate, p.background_tokens),
         "lr": Run("lr", main_bg, members, p.low_learning_rate, p.background_tokens),
     }
-    size_members = [m for s in size_splits for m in s.members]
-    for tokens in p.size_background:
-        runs[f"size_outlier {tokens}"] = Run(
-            "size_outlier", take(pool, tokens, "size_background"), size_members, p.learning_rate, tokens
-        )
+    for tokens in p.size_background:  # the size equal to the main background is the main run itself
+        if tokens != p.background_tokens:
+            plan[f"size_outlier {tokens}"] = Run(
+                "size_outlier", take(pool, tokens, "size_background"), members, p.learning_rate, tokens
+            )
     for tokens in p.indist_background:
-        runs[f"size_indist {tokens}"] = Run(
+        plan[f"size_indist {tokens}"] = Run(
             "size_indist",
             take(news_background, tokens, "indist_background", True),
             news.members,
@@ -270,13 +278,47 @@ def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
             tokens,
         )
     repeated = [m for m, c in zip(freq.members, study.copies) for _ in range(c)]
-    runs["frequency"] = Run(
+    frequency = Run(
         "frequency", take(pool, p.freq_background, "freq_background"), repeated, p.learning_rate, p.freq_background
     )
-    for run in runs.values():
-        run.docs = C.insert_blocks(run.background, run.blocks, p.seed)
+    runs: dict[str, Run] = {}
+    for seed in range(p.seeds):  # every between-run condition is trained once per seed
+        for condition, run in plan.items():
+            runs[run_name(condition, seed)] = seeded(run, condition, seed, p.seed)
+    runs["frequency"] = seeded(frequency, "frequency", 0, p.seed)  # a contrast within one run: one seed
     study.runs = runs
     return study
+
+
+def seeded(run: Run, condition: str, seed: int, base_seed: int) -> Run:
+    """The run of one seed: its background in an order of that seed (the first seed keeps the pool's order) and
+    the items inserted at positions of that seed. The main and lr runs of a seed share one corpus (paired)."""
+    rng = np.random.default_rng([base_seed, seed])
+    background = run.background if seed == 0 else [run.background[i] for i in rng.permutation(len(run.background))]
+    docs = C.insert_blocks(background, run.blocks, [base_seed, seed])
+    return replace(run, background=background, docs=docs, condition=condition, seed=seed)
+
+
+def size_conditions(study: Study, experiment: str) -> list[str]:
+    """The conditions of a corpus-size experiment from the smallest background to the largest; for the outliers
+    (Fig. 5a) the size equal to the main background is the main condition."""
+    p = study.params
+    sizes = p.size_background if experiment == "size_outlier" else p.indist_background
+    main = p.background_tokens if experiment == "size_outlier" else None
+    return [("main" if t == main else f"{experiment} {t}") for t in sorted(sizes)]
+
+
+def conditions(study: Study, experiment: str | None = None) -> list[str]:
+    """The planned conditions (of one experiment), in plan order."""
+    runs = study.runs.values()
+    return list(dict.fromkeys(r.condition for r in runs if experiment in (None, r.experiment)))
+
+
+def runs_of(study: Study, condition: str) -> list[str]:
+    """The runs of one condition, one per seed in seed order; the base model is one model ('base')."""
+    if condition == "base":
+        return ["base"]
+    return [n for n, r in sorted(study.runs.items(), key=lambda kv: kv[1].seed) if r.condition == condition]
 
 
 def config(study: Study, name: str) -> pretraining.PretrainConfig:
@@ -288,7 +330,7 @@ def config(study: Study, name: str) -> pretraining.PretrainConfig:
 def export_commands(study: Study) -> list[str]:
     """Write every run's corpus beside the checkpoint cache; the `accelerate launch` lines that train them."""
     return [
-        pretraining.export_corpus(run.experiment, study.base_path, run.docs, config(study, name))
+        pretraining.export_corpus(run.experiment, study.base_path, run.docs, config(study, name), run.blocks)
         for name, run in study.runs.items()
     ]
 
@@ -319,12 +361,19 @@ def train(study: Study, name: str) -> Any:
     """Continued pretraining of one planned run (or its cached checkpoint); its statistics go to study.training."""
     run = study.runs[name]
     model, stats_ = pretraining.cached_pretraining(
-        run.experiment, study.base_path, run.docs, config(study, name), store=study.params.store_checkpoints
+        run.experiment,
+        study.base_path,
+        run.docs,
+        config(study, name),
+        store=study.params.store_checkpoints,
+        keep_whole=run.blocks,
     )
     corpus = sum(map(study.n_tokens, run.docs))
     contaminant = sum(map(study.n_tokens, run.blocks))
     study.training[name] = {
         "run": name,
+        "condition": run.condition,
+        "seed": run.seed,
         "experiment": run.experiment,
         "learning_rate": run.learning_rate,
         "background_tokens": run.background_tokens,
@@ -392,35 +441,40 @@ def neighbor_losses(study: Study, model: Any) -> dict[str, float]:
 
 
 def detect_main(study: Study) -> None:
-    """Train the main run and score every set with every detector, Lowercase and (at `paper`) Neighbor included."""
-    model = train(study, "main")
-    if study.params.n_neighbors:
-        study.neighbor_loss = neighbor_losses(study, model)
-    _score(study, model, "main", study.splits, refs=study.refs, lowercase=True, neighbor_loss=study.neighbor_loss)
-    del model
+    """Train the main run of every seed and score every set with every detector, Lowercase and (at `paper`, first
+    seed) Neighbor included."""
+    for name in runs_of(study, "main"):
+        model = train(study, name)
+        if study.params.n_neighbors and study.neighbor_loss is None:
+            study.neighbor_loss = neighbor_losses(study, model)
+        neighbor = study.neighbor_loss if name == "main" else None
+        _score(study, model, name, study.splits, refs=study.refs, lowercase=True, neighbor_loss=neighbor)
+        del model
 
 
 def detect_lr(study: Study) -> None:
-    """Train the same corpus at the lower learning rate and score every set (Table 4)."""
-    model = train(study, "lr")
-    _score(study, model, "lr", study.splits, refs=study.refs)
-    del model
+    """Train each seed's main corpus at the lower learning rate and score every set (Table 4)."""
+    for name in runs_of(study, "lr"):
+        model = train(study, name)
+        _score(study, model, name, study.splits, refs=study.refs, plus=False)
+        del model
 
 
 def detect_sizes(study: Study) -> None:
-    """Train and score every corpus size of the outlier (Fig. 5a) and in-distribution (Fig. 5b) experiments."""
-    for name, run in study.runs.items():
+    """Train and score every corpus size of the outlier (Fig. 5a) and in-distribution (Fig. 5b) experiments, each
+    seed in turn."""
+    for name, run in sorted(study.runs.items(), key=lambda kv: kv[1].seed):
         if run.experiment in ("size_outlier", "size_indist"):
             model = train(study, name)
             splits = study.size_splits if run.experiment == "size_outlier" else [study.news]
-            _score(study, model, name, splits, refs=study.refs)
+            _score(study, model, name, splits, refs=study.refs, plus=False)
             del model
 
 
 def detect_frequency(study: Study) -> None:
     """Train the repeated-insertion run and score its set (Fig. 5c)."""
     model = train(study, "frequency")
-    _score(study, model, "frequency", [study.freq_split], refs=study.refs)
+    _score(study, model, "frequency", [study.freq_split], refs=study.refs, plus=False)
     del model
 
 
@@ -435,8 +489,6 @@ def _split(study: Study, name: str) -> C.MemberSplit:
 
 def _split_of(study: Study, run: str, name: str) -> C.MemberSplit:
     """The split scored under one run."""
-    if run.startswith("size_outlier"):
-        return next(s for s in study.size_splits if s.name == name)
     return _split(study, name)
 
 
@@ -462,10 +514,13 @@ def auc_table(study: Study) -> pd.DataFrame:
         for det, s in scores.items():
             method, _, k = det.partition(" ")
             iv = stats.delong_interval(split.labels, s)
+            planned = study.runs.get(run)
             rows.append(
                 {
                     "experiment": run.split(" ")[0],
                     "run": run,
+                    "condition": planned.condition if planned else run,
+                    "seed": planned.seed if planned else 0,
                     "dataset": name,
                     "method": method,
                     "k": float(k) if k else np.nan,
@@ -490,20 +545,21 @@ SHORT = {"CommonsenseQA": "CSQA"}  # column headers of the paper-comparison tabl
 
 
 def versus_paper(study: Study, auc: pd.DataFrame, metric: str, paper: dict) -> pd.DataFrame:
-    """Ours (main run, k = 20 % for the Min-K% family) and the paper's value, one row each per method, sets as columns."""
-    main = headline(auc[auc.run == "main"])
+    """Ours (main runs, mean over the seeds; k = 20 % for the Min-K% family) and the paper's value, one row each per
+    method, sets as columns."""
+    main = headline(auc[auc.condition == "main"])
     order = main.groupby("method")[metric].mean().sort_values().index
     rows = []
     for method in order:
-        d = main[main.method == method]
+        d = main[main.method == method].groupby("dataset", sort=False)[metric].mean()
         ours: dict[str, Any] = {"method": method, "who": "ours"}
         theirs: dict[str, Any] = {"method": method, "who": "paper"}
-        for _, r in d.iterrows():
-            name = C.paper_name(r.dataset)
-            ours[SHORT.get(name, name)] = r[metric]
+        for dataset, value in d.items():
+            name = C.paper_name(str(dataset))
+            ours[SHORT.get(name, name)] = value
             j = C.PAPER_SETS.index(name) if name in C.PAPER_SETS else None
             theirs[SHORT.get(name, name)] = paper[method][j] if method in paper and j is not None else np.nan
-        ours["avg"] = d[metric].mean()
+        ours["avg"] = d.mean()
         rows.append(ours)
         if method in paper:
             values = [v for k, v in theirs.items() if k not in ("method", "who")]
@@ -512,19 +568,29 @@ def versus_paper(study: Study, auc: pd.DataFrame, metric: str, paper: dict) -> p
     return with_run(pd.DataFrame(rows), study).round(3)
 
 
-def _group(study: Study, run_terms: Sequence[tuple[float, str, str]], name: str, keep=None) -> tuple:
-    """(labels, terms) of one split for grouped_auc_contrast: each term (weight, run, detector)."""
-    split = _split_of(study, run_terms[0][1], name)
-    return split.labels, [(w, study.scores[(run, name)][det], keep) for w, run, det in run_terms]
+def seed_scores(study: Study, condition: str, name: str, det: str, seeds: int) -> np.ndarray:
+    """One detector's scores of split `name` under every seed of a condition, shape (seeds, texts); the base model
+    (one model) repeated for each seed."""
+    runs = runs_of(study, condition)
+    runs = runs * seeds if len(runs) == 1 else runs
+    return np.stack([study.scores[(run, name)][det] for run in runs])
 
 
 def set_contrast(
     study: Study, terms: Sequence[tuple[float, str, str]], names: Sequence[str], seed: int
 ) -> stats.Interval:
-    """Mean over `names` of a weighted sum of AUCs (run, detector) on each set's texts, paired bootstrap; the
-    method says that each run is one trained model."""
-    groups = [_group(study, terms, n) for n in names]
-    return one_model(stats.grouped_auc_contrast(groups, n_resamples=N_BOOT, seed=seed))
+    """Mean over `names` of a weighted sum of AUCs (condition, detector) on each set's texts, averaged over the
+    seeds of the conditions, with the hierarchical interval: texts resampled within set and class (the same
+    resample for every term and seed: paired) and the seeds' spread (each seed a trained model)."""
+    seeds = max(len(runs_of(study, c)) for _, c, _ in terms)
+    groups = [
+        (
+            _split_of(study, runs_of(study, terms[0][1])[0], n).labels,
+            [(w, seed_scores(study, c, n, det, seeds), None) for w, c, det in terms],
+        )
+        for n in names
+    ]
+    return stats.grouped_seeds_auc_contrast(groups, n_resamples=N_BOOT, seed=seed)
 
 
 def one_model(iv: stats.Interval) -> stats.Interval:
@@ -579,8 +645,10 @@ def lr_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
     p = study.params
     rows = []
     for i, s in enumerate(study.splits):
-        hi, lo = (auc[(auc.run == r) & (auc.dataset == s.name) & (auc.method == "Min-K%")] for r in ("main", "lr"))
-        hi, lo = (d[np.isclose(d.k, HEADLINE_K)].auc.iloc[0] for d in (hi, lo))
+        hi, lo = (
+            auc[(auc.condition == c) & (auc.dataset == s.name) & (auc.method == "Min-K%")] for c in ("main", "lr")
+        )
+        hi, lo = (d[np.isclose(d.k, HEADLINE_K)].auc.mean() for d in (hi, lo))  # mean over the seeds
         iv = set_contrast(study, [(1.0, "main", MK), (-1.0, "lr", MK)], [s.name], p.seed + i)
         paper = C.PAPER_LR.get(C.paper_name(s.name), (np.nan, np.nan))
         rows.append(
@@ -600,12 +668,31 @@ def lr_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{"contamination %": round(100 * t["contamination"], 1), "steps": t["steps"]}).round(3)
 
 
-def size_table(auc: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 5a and 5b as numbers: Min-K% and PPL AUC per corpus size, with contamination share and steps."""
-    d = headline(auc[auc.experiment.isin(["size_outlier", "size_indist"]) & auc.method.isin(["Min-K%", "PPL"])])
-    d = d.assign(set=d.dataset.map(C.paper_name), contamination=(100 * d.contamination).round(1))
-    cols = ["experiment", "set", "method", "background_tokens", "contamination", "steps", "auc", "auc_low", "auc_high"]
-    return d[cols].rename(columns={"contamination": "contamination %"}).round(3)
+def size_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 5a and 5b as numbers: Min-K% and PPL AUC per corpus size (mean over the seeds, with the lowest and
+    highest seed as auc_low and auc_high), with contamination share and steps; the main run is Fig. 5a's size
+    with the main background, scored on the size sets."""
+    names = {"size_outlier": [s.name for s in study.size_splits], "size_indist": [study.news.name]}
+    parts = [
+        auc[auc.condition.isin(size_conditions(study, e)) & auc.dataset.isin(n)].assign(experiment=e)
+        for e, n in names.items()
+    ]
+    d = pd.concat(parts, ignore_index=True)
+    d = headline(d[d.method.isin(["Min-K%", "PPL"])])
+    d = d.assign(set=d.dataset.map(C.paper_name), contamination=(100 * d.contamination))
+    t = (
+        d.groupby(["experiment", "set", "method", "background_tokens"], sort=False)
+        .agg(
+            contamination=("contamination", "mean"),
+            steps=("steps", "mean"),
+            seeds=("seed", "nunique"),
+            auc=("auc", "mean"),
+            auc_low=("auc", "min"),
+            auc_high=("auc", "max"),
+        )
+        .reset_index()
+    )
+    return t.rename(columns={"contamination": "contamination %"}).round(3)
 
 
 def occurrence_table(study: Study) -> pd.DataFrame:
@@ -652,15 +739,14 @@ def occurrence_trend(study: Study, det: str = MK) -> stats.Interval:
 
 def size_trend(study: Study, experiment: str, det: str = MK) -> stats.Interval:
     """Mean over the sets of AUC at the largest corpus minus AUC at the smallest, on the same texts (paired)."""
-    runs = [n for n, r in study.runs.items() if r.experiment == experiment]
-    runs.sort(key=lambda n: study.runs[n].background_tokens)
+    sizes = size_conditions(study, experiment)
     names = [s.name for s in study.size_splits] if experiment == "size_outlier" else [study.news.name]
-    return set_contrast(study, [(1.0, runs[-1], det), (-1.0, runs[0], det)], names, study.params.seed)
+    return set_contrast(study, [(1.0, sizes[-1], det), (-1.0, sizes[0], det)], names, study.params.seed)
 
 
 def k_sweep_table(auc: pd.DataFrame) -> pd.DataFrame:
     """Mean AUC over the sets of the main run for Min-K% and Min-K%++ at every k, PPL beside them."""
-    main = auc[auc.run == "main"]
+    main = auc[auc.condition == "main"]
     sweep = main[main.method.isin(["Min-K%", "Min-K%++"])].groupby(["k", "method"]).auc.mean().unstack().reset_index()
     return sweep.assign(PPL=main[main.method == "PPL"].auc.mean()).round(3)
 
@@ -676,6 +762,8 @@ def training_table(study: Study) -> pd.DataFrame:
     """One row per continued-pretraining run: sizes, contamination share, steps, precision, speed."""
     cols = [
         "run",
+        "condition",
+        "seed",
         "experiment",
         "learning_rate",
         "background_tokens",
@@ -720,6 +808,50 @@ def paper_scale(training: pd.DataFrame) -> dict[str, float]:
         "paper_days": C.PAPER_TOKENS / speed / 86400,
         "speed": speed,
     }
+
+
+def matched_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
+    """Min-K% AUC per set at our two Fig. 5a sizes (mean over the seeds) beside the paper's at the sizes whose
+    contamination shares ours match (Fig. 5a, 0.17M and 0.27M) and at Table 3's 27M tokens."""
+    sizes = size_table(study, auc)
+    mk = sizes[(sizes.experiment == "size_outlier") & (sizes.method == "Min-K%")]
+    small, large = mk.background_tokens.min(), mk.background_tokens.max()
+    rows = []
+    for name in mk.set.unique():
+        at = mk[mk.set == name].set_index("background_tokens")
+        j = C.PAPER_SETS.index(name) if name in C.PAPER_SETS else None
+        rows.append(
+            {
+                "set": SHORT.get(name, name),
+                "ours, smaller corpus": at.loc[small, "auc"],
+                "paper 0.17M": C.PAPER_SMALLEST.get(name, np.nan),
+                "ours, larger corpus": at.loc[large, "auc"],
+                "paper 0.27M": C.PAPER_SECOND.get(name, np.nan),
+                "paper 27M (Table 3)": C.PAPER_AUC["Min-K%"][j] if j is not None else np.nan,
+                "ours contamination %": f"{at.loc[small, 'contamination %']:.0f} → {at.loc[large, 'contamination %']:.0f}",
+            }
+        )
+    return pd.DataFrame(rows).round(3)
+
+
+def share_words(datasets: pd.DataFrame) -> str:
+    """What Section 6's '0.1 % of 27M tokens' implies per item, against our items' lengths, and the share that the
+    paper's 800 items at our mean lengths would make of 27M tokens and of Fig. 5a's 0.17M and 0.27M corpora."""
+    items = len(C.PAPER_SETS) * C.PAPER_MEMBERS
+    per_item = C.PAPER_CONTAMINATION * C.PAPER_TOKENS / items
+    mean = float(datasets["mean tokens"].mean())
+    tokens = items * mean
+    small, second = C.PAPER_SIZES[0], C.PAPER_SIZES[1]
+    return (
+        f"Taken at face value, 0.1 % of 27M tokens spread over {items} items is {per_item:.0f} tokens per item, "
+        f"while our items average {mean:.0f} tokens (from {datasets['mean tokens'].min():.0f} to "
+        f"{datasets['mean tokens'].max():.0f} per set) and BoolQ passages or IMDB reviews are longer still. "
+        f"{items} items of our mean length are {tokens / 1e3:.0f}k tokens: {100 * tokens / C.PAPER_TOKENS:.2f} % "
+        f"of 27M, but {100 * tokens / small:.0f} % of Fig. 5a's {small / 1e6:g}M-token corpus and "
+        f"{100 * tokens / second:.0f} % of its {second / 1e6:g}M one, if those sizes count the whole corpus. Our "
+        "main corpus is sized to that first share and the larger Fig. 5a corpus to the second: those are the "
+        "paper's points whose contamination ours matches."
+    )
 
 
 def throughput_table(study: Study) -> pd.DataFrame:
@@ -858,9 +990,8 @@ ABLATIONS = {
     "lr": "a sweep of learning rates between the two, with several seeds per rate",
     "occurrences": "a run inserting every member a fixed number of times (1, 2, 4), with several seeds",
     "size": (
-        "training in corpus order (the Trainer's sampler visits blocks at random, so no table here says when a "
-        "member was trained, and forgetting is untested), with a forgetting table on that order and more sizes "
-        "toward the paper's"
+        "more corpus sizes between ours and the paper's (0.17M–26M tokens), several seeds each; the forgetting "
+        "table measures only whether members trained early fade within one run"
     ),
     "minkpp": "Min-K%++ against Min-K% on WikiMIA with the same model (the paper's benchmark for it)",
 }
@@ -899,7 +1030,7 @@ def verdict_rows(study: Study, claim_set: dict[str, Claim], res: Results) -> lis
 def ref_words(res: Results) -> str:
     """Interpretation of the oracle Ref score against the reference-free ones."""
     ref = _pair(res, "Ref − Min-K%")
-    main = headline(res.auc[res.auc.run == "main"])
+    main = headline(res.auc[res.auc.condition == "main"])
     means = main.groupby("method").auc.mean()
     free = means.drop(["Ref", "Ref-small", "Neighbor"], errors="ignore")
     return (
@@ -960,12 +1091,13 @@ def pairs_view(pairs: pd.DataFrame, study: Study) -> pd.DataFrame:
     return with_run(pairs.drop(columns="test"), study).round(3)
 
 
-def size_view(auc: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 5a/5b numbers pivoted: one row per experiment, set and size; Min-K% with its interval, PPL beside."""
-    t = size_table(auc)
+def size_view(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 5a/5b numbers pivoted: one row per experiment, set and size; Min-K% (mean over the seeds) with
+    its lowest and highest seed, PPL beside."""
+    t = size_table(study, auc)
     keys = ["experiment", "set", "background_tokens", "contamination %", "steps"]
     mk = t[t.method == "Min-K%"].set_index(keys)[["auc", "auc_low", "auc_high"]]
-    mk.columns = ["Min-K%", "low", "high"]
+    mk.columns = ["Min-K%", "lowest seed", "highest seed"]
     ppl = t[t.method == "PPL"].set_index(keys)[["auc"]].rename(columns={"auc": "PPL"})
     return mk.join(ppl).reset_index().round(3)
 
@@ -982,20 +1114,99 @@ def throughput_words(throughput: pd.DataFrame) -> str:
     )
 
 
-def _after_insertion(study: Study, run: str, members: Sequence[str]) -> np.ndarray:
-    """Share of the run's corpus tokens that follow each member's (first) insertion."""
-    docs = study.runs[run].docs
-    lengths = np.array([study.n_tokens(doc) + 1 for doc in docs], float)  # + the end-of-text token
-    starts = np.cumsum(lengths) - lengths
-    first = {}
-    for i, doc in enumerate(docs):
+def training_position(study: Study, name: str) -> dict[str, float]:
+    """Share of the run's optimizer steps that come after the step training each inserted item (its first copy).
+
+    The blocks are visited in corpus order, one batch per step, so an item's step is the block holding it
+    (pretraining.pack_blocks, the same cut as in training) over the batch size."""
+    p, run = study.params, study.runs[name]
+    packed = pretraining.pack_blocks(study.tokenizer, run.docs, p.block_size, run.blocks)
+    steps = -(-len(packed.ids) // p.batch_size)
+    first: dict[str, int] = {}
+    for i, doc in enumerate(run.docs):
         first.setdefault(doc, i)
-    return np.array([1.0 - starts[first[m]] / lengths.sum() for m in members])
+    return {m: 1.0 - (packed.block_of[first[m]] // p.batch_size + 1) / steps for m in dict.fromkeys(run.blocks)}
+
+
+FORGETTING_RUNS = ("main", "size_outlier", "size_indist")
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rho (0 where either side is constant)."""
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return 0.0
+    return float(sps.spearmanr(x, y).statistic)
+
+
+def forgetting_table(study: Study) -> pd.DataFrame:
+    """Per condition: Spearman rho between the share of training after a member's step (the real training order)
+    and how much its loss fell against the base model (the Ref score: base loss minus loss after training), as the
+    mean over the seeds with the hierarchical interval (members resampled, the same members in every seed).
+
+    Forgetting within the epoch would make members trained early (more training after them) fall less: rho < 0."""
+    rows = []
+    for condition in [c for e in FORGETTING_RUNS for c in conditions(study, e)]:
+        names = runs_of(study, condition)
+        run = study.runs[names[0]]
+        splits = {"size_outlier": study.size_splits, "size_indist": [study.news]}.get(run.experiment, study.splits)
+        members = [m for s in splits for m in s.members]
+        positions = [training_position(study, n) for n in names]
+        after = np.array([[pos[m] for m in members] for pos in positions])
+        drop = np.array(
+            [np.concatenate([study.scores[(n, s.name)]["Ref"][: len(s.members)] for s in splits]) for n in names]
+        )
+        rng = np.random.default_rng(study.params.seed)
+        draws = np.array(
+            [
+                [_spearman(a[idx], d[idx]) for a, d in zip(after, drop)]
+                for idx in (rng.integers(0, len(members), len(members)) for _ in range(FORGETTING_BOOT))
+            ]
+        )
+        theta = np.array([_spearman(a, d) for a, d in zip(after, drop)])
+        iv = stats.hierarchical_interval(theta, draws, words="Spearman rho over members")
+        iv = replace(iv, low=max(iv.low, -1.0), high=min(iv.high, 1.0))  # a correlation's t interval, clipped
+        rows.append(
+            {
+                "condition": condition,
+                "members": len(members),
+                "seeds": len(names),
+                "steps": study.training[names[0]]["steps"],
+                "rho": iv.estimate,
+                "ci_low": iv.low,
+                "ci_high": iv.high,
+                "test": iv.method,
+            }
+        )
+    return pd.DataFrame(rows).round(3)
+
+
+def forgetting_words(forgetting: pd.DataFrame) -> str:
+    """What the forgetting table shows, condition by condition, from its intervals."""
+    below = forgetting[forgetting.ci_high < 0].condition.tolist()
+    above = forgetting[forgetting.ci_low > 0].condition.tolist()
+    parts = [
+        f"Across the {len(forgetting)} conditions the correlation runs from {forgetting.rho.min():.2f} to "
+        f"{forgetting.rho.max():.2f}."
+    ]
+    if below:
+        parts.append(
+            f"In {', '.join(below)} members trained early fell less than those trained late (interval below zero): "
+            "what training after them did is measurable as forgetting there."
+        )
+    if above:
+        parts.append(f"In {', '.join(above)} members trained early fell *more* (interval above zero).")
+    rest = len(forgetting) - len(below) - len(above)
+    if rest:
+        parts.append(
+            f"In {rest} condition{'s' if rest > 1 else ''} the interval includes zero: no trend with training "
+            "position is detected at this number of members and seeds."
+        )
+    return " ".join(parts)
 
 
 def nonmember_words(p: Any, auc: pd.DataFrame) -> str:
     """How much more non-members would narrow an AUC's interval (Hanley-McNeil), at this run's mean Min-K% AUC."""
-    a = float(headline(auc[(auc.run == "main") & (auc.method == "Min-K%")]).auc.mean())
+    a = float(headline(auc[(auc.condition == "main") & (auc.method == "Min-K%")]).auc.mean())
     se = {n: stats.hanley_mcneil_se(a, p.n_members, n) for n in (p.n_members, p.n_nonmembers, 500, 10**6)}
     return (
         f"Each set is scored on {p.n_nonmembers} non-members, against {p.n_members} members. At an AUC of {a:.2f} "

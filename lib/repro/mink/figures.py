@@ -26,7 +26,12 @@ def detection_bars(main: pd.DataFrame) -> plt.Figure:
     ax.axvspan(n_free - 0.5, len(order) - 0.5, color="0.9", zorder=0)
     ax.text(n_free - 0.4, 0.33, "oracle: the base model\nas reference", fontsize=8, va="bottom")
     ax.axhline(0.5, color="grey", lw=1, ls="--")
-    ax.set(ylim=(0.3, 1.02), ylabel="AUC", xlabel="", title="Members vs non-members after the main run (k = 20 %)")
+    ax.set(
+        ylim=(0.3, 1.02),
+        ylabel="AUC",
+        xlabel="",
+        title="Members vs non-members after the main run, first seed (k = 20 %)",
+    )
     ax.legend(fontsize=8, ncols=2, loc="upper left")
     fig.tight_layout()
     return fig
@@ -98,7 +103,7 @@ def k_sweep(main: pd.DataFrame) -> plt.Figure:
         )
         ax.errorbar(g.index, g.auc, yerr=Z95 * g.se, marker="o", capsize=3, color=colors[method], label=method)
     ax.axhline(d[d.method == "PPL"].auc.mean(), color=colors["PPL"], ls="--", label="PPL (k = 100 %)")
-    ax.set(xlabel="k (fraction of tokens)", ylabel="mean AUC over the sets", title="The k sweep (main run)")
+    ax.set(xlabel="k (fraction of tokens)", ylabel="mean AUC over the sets", title="The k sweep (main run, first seed)")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from .. import cache
@@ -33,8 +32,8 @@ class PretrainConfig:
     """One epoch of continued pretraining at a constant learning rate."""
 
     learning_rate: float = 1e-4
-    block_size: int = 256
-    batch_size: int = 4  # the global batch: split over the processes of a launched run (per_device_batch)
+    block_size: int = 1024  # long enough that every inserted item fits whole in one block (pack_blocks)
+    batch_size: int = 1  # the global batch: split over the processes of a launched run (per_device_batch)
     epochs: int = 1
     seed: int = 0
     bf16: bool = True  # bf16 mixed precision on a GPU with bf16 (paper); float32 on any CPU (training_precision)
@@ -92,28 +91,91 @@ def force_full_state_dict(trainer: Any) -> None:
         trainer.accelerator.state.fsdp_plugin.set_state_dict_type("FULL_STATE_DICT")
 
 
-class _Blocks(torch.utils.data.Dataset):
-    """Fixed-length blocks of one concatenated token stream (labels = inputs, as in causal-LM training)."""
+IGNORE = -100  # label of a padding position: no loss, no gradient
 
-    def __init__(self, blocks: torch.Tensor):
-        self.blocks = blocks
+
+class _Blocks(torch.utils.data.Dataset):
+    """Fixed-length blocks of one token stream in corpus order (labels = inputs; padding masked out of the loss)."""
+
+    def __init__(self, blocks: torch.Tensor, mask: torch.Tensor):
+        self.blocks, self.mask = blocks, mask
 
     def __len__(self) -> int:
         return len(self.blocks)
 
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        return {"input_ids": self.blocks[i], "labels": self.blocks[i]}
+        labels = self.blocks[i].masked_fill(self.mask[i] == 0, IGNORE)
+        return {"input_ids": self.blocks[i], "attention_mask": self.mask[i], "labels": labels}
 
 
-def token_blocks(tokenizer: Any, docs: Sequence[str], block_size: int) -> torch.Tensor:
-    """Documents tokenized, each closed by EOS, concatenated and cut into full blocks (the tail is kept, padded by wrap)."""
+@dataclass
+class Packed:
+    """A corpus cut into blocks: token ids, attention mask (0 = padding of the last block) and, per document, the
+    block that holds its first token (with a sequential sampler and batch 1, the optimizer step that trains it)."""
+
+    ids: torch.Tensor
+    mask: torch.Tensor
+    block_of: list[int]
+
+
+def pack_blocks(tokenizer: Any, docs: Sequence[str], block_size: int, keep_whole: Sequence[str] = ()) -> Packed:
+    """Documents tokenized, each closed by EOS, laid into `block_size` blocks in corpus order.
+
+    A document in `keep_whole` (the inserted items) never straddles two blocks: when it does not fit in the rest of
+    the current block it opens the next one, and the following background text fills the gap, so no token is padding
+    and every item keeps its context whole; an item longer than a block is split like the background. The last
+    block is padded and its padding masked (never wrapped to the start, which would train some documents twice)."""
     ids = tokenizer(list(docs), add_special_tokens=False)["input_ids"]
-    stream = np.fromiter((t for doc in ids for t in (*doc, tokenizer.eos_token_id)), dtype=np.int64)
-    if len(stream) < block_size:
-        raise ValueError(f"the corpus has {len(stream)} tokens, fewer than one block of {block_size}")
-    n = -(-len(stream) // block_size)
-    stream = np.resize(stream, n * block_size)  # the last block wraps to the start instead of being dropped
-    return torch.from_numpy(stream.reshape(n, block_size))
+    whole = set(keep_whole)
+    blocks: list[list[int]] = []
+    current: list[int] = []
+    waiting: list[tuple[int, list[int]]] = []  # whole items waiting for the next block, in corpus order
+    block_of = [0] * len(docs)
+
+    def close() -> None:
+        nonlocal current
+        blocks.append(current)
+        current = []
+        while waiting and len(current) + len(waiting[0][1]) <= block_size:
+            i, toks = waiting.pop(0)
+            block_of[i] = len(blocks)
+            current.extend(toks)
+
+    for i, (doc, toks) in enumerate(zip(docs, ids)):
+        toks = [*toks, tokenizer.eos_token_id]
+        if doc in whole and len(toks) <= block_size:
+            if waiting or len(current) + len(toks) > block_size:
+                waiting.append((i, toks))
+            else:
+                block_of[i] = len(blocks)
+                current.extend(toks)
+            continue
+        block_of[i] = len(blocks)
+        while toks:
+            take = block_size - len(current)
+            current.extend(toks[:take])
+            toks = toks[take:]
+            if len(current) == block_size:
+                close()
+    while waiting:  # items left after the last background token: each opens blocks until all are laid
+        if current:
+            close()
+        else:
+            i, toks = waiting.pop(0)
+            block_of[i] = len(blocks)
+            current.extend(toks)
+    if current:
+        blocks.append(current)
+    if not blocks or sum(map(len, blocks)) < block_size:
+        n = sum(map(len, blocks))
+        raise ValueError(f"the corpus has {n} tokens, fewer than one block of {block_size}")
+    pad = tokenizer.eos_token_id
+    out = torch.full((len(blocks), block_size), pad, dtype=torch.long)
+    mask = torch.zeros((len(blocks), block_size), dtype=torch.long)
+    for b, toks in enumerate(blocks):
+        out[b, : len(toks)] = torch.tensor(toks, dtype=torch.long)
+        mask[b, : len(toks)] = 1
+    return Packed(out, mask, block_of)
 
 
 def plain_progress(trainer: Any) -> None:
@@ -133,13 +195,16 @@ def continue_pretraining(
     output_dir: str | Path,
     progress: bool = True,
     save_to: Path | None = None,
+    keep_whole: Sequence[str] = (),
 ) -> dict[str, float]:
     """Train `model` in place for cfg.epochs over the token blocks of `docs` (Trainer, constant lr); returns stats.
 
+    The blocks are visited in corpus order (a sequential sampler), so a document's place in the corpus is when it is
+    trained; `keep_whole` documents (the inserted items) are never cut between two blocks (pack_blocks).
     save_to: where the Trainer writes the full checkpoint (it gathers FSDP shards under `accelerate launch`)."""
     from transformers import Trainer, TrainingArguments
 
-    blocks = token_blocks(tokenizer, docs, cfg.block_size)
+    packed = pack_blocks(tokenizer, docs, cfg.block_size, keep_whole)
     precision = training_precision(cfg.bf16)
     if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true"):
         os.environ["FSDP_STATE_DICT_TYPE"] = "FULL_STATE_DICT"  # read when the Trainer builds its FSDP plugin
@@ -153,6 +218,7 @@ def continue_pretraining(
         num_train_epochs=cfg.epochs,
         seed=cfg.seed,
         data_seed=cfg.seed,
+        train_sampling_strategy="sequential",  # corpus order: the insertion position is the training position
         save_strategy="no",
         report_to=[],
         logging_steps=10**9,
@@ -164,7 +230,7 @@ def continue_pretraining(
     )
     model.train()
     start = time.perf_counter()
-    trainer = Trainer(model=model, args=args, train_dataset=_Blocks(blocks))
+    trainer = Trainer(model=model, args=args, train_dataset=_Blocks(packed.ids, packed.mask))
     force_full_state_dict(trainer)
     plain_progress(trainer)
     result = trainer.train()
@@ -174,7 +240,7 @@ def continue_pretraining(
         trainer.accelerator.wait_for_everyone()
         trainer.save_model(str(save_to))  # every rank takes part (FSDP gathers); only the main process writes
         trainer.accelerator.wait_for_everyone()
-    tokens = int(blocks.numel()) * cfg.epochs
+    tokens = int(packed.mask.sum()) * cfg.epochs
     return {
         "train_tokens": tokens,
         "steps": int(result.global_step),
@@ -186,14 +252,22 @@ def continue_pretraining(
     }
 
 
-def checkpoint_dir(name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig) -> Path:
+LAYOUT = "corpus order, whole items, masked last block"  # how blocks are cut and visited (part of the cache key)
+
+
+def checkpoint_dir(
+    name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig, keep_whole: Sequence[str] = ()
+) -> Path:
     """Cache folder of a continued-pretraining run, keyed by base model, corpus text, config and the precision used.
 
     batch_size is the global batch, so the key holds whatever the number of processes; gradient checkpointing is
     left out (it recomputes the same activations), so checkpoints cached before that field existed keep their
     folders."""
     key = {k: v for k, v in asdict(cfg).items() if k != "gradient_checkpointing"}
-    return cache.entry_path("models/mink", name, str(base), list(docs), key, training_precision(cfg.bf16))
+    whole = sorted(set(keep_whole))
+    return cache.entry_path(
+        "models/mink", name, str(base), list(docs), key, training_precision(cfg.bf16), LAYOUT, whole
+    )
 
 
 def _load_checkpoint(target: Path) -> tuple[Any, dict[str, Any]] | None:
@@ -215,14 +289,19 @@ def _load_checkpoint(target: Path) -> tuple[Any, dict[str, Any]] | None:
 
 
 def cached_pretraining(
-    name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig, store: bool = True
+    name: str,
+    base: str | Path,
+    docs: Sequence[str],
+    cfg: PretrainConfig,
+    store: bool = True,
+    keep_whole: Sequence[str] = (),
 ) -> tuple[Any, dict[str, Any]]:
     """(model, stats) trained from `base` on `docs`, loaded from the cache when the same inputs ran before.
 
     store=False (smoke runs) trains without keeping a checkpoint."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target = checkpoint_dir(name, base, docs, cfg)
+    target = checkpoint_dir(name, base, docs, cfg, keep_whole)
     found = _load_checkpoint(target)
     if found is not None:
         return found
@@ -232,11 +311,19 @@ def cached_pretraining(
     if not store or not is_main_process():  # under accelerate, only rank 0 publishes the checkpoint
         with tempfile.TemporaryDirectory(prefix="pretrain-") as scratch:
             stats = continue_pretraining(
-                model, tokenizer, docs, cfg, scratch, save_to=Path(scratch) / "model" if store else None
+                model,
+                tokenizer,
+                docs,
+                cfg,
+                scratch,
+                save_to=Path(scratch) / "model" if store else None,
+                keep_whole=keep_whole,
             )
         return model, {**stats, "cached": False}
     with atomic_dir(target) as tmp:
-        stats = continue_pretraining(model, tokenizer, docs, cfg, Path(tmp) / "trainer", save_to=Path(tmp))
+        stats = continue_pretraining(
+            model, tokenizer, docs, cfg, Path(tmp) / "trainer", save_to=Path(tmp), keep_whole=keep_whole
+        )
         shutil.rmtree(Path(tmp) / "trainer", ignore_errors=True)
         write_json(Path(tmp) / "train_stats.json", stats)
         if not complete_checkpoint(Path(tmp)):  # never publish a folder the notebook could not load
@@ -244,11 +331,14 @@ def cached_pretraining(
     return model, {**stats, "cached": False}
 
 
-def export_corpus(name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig) -> str:
-    """Write one run's corpus beside the checkpoint cache; return the `accelerate launch` line that fills that cache."""
-    target = checkpoint_dir(name, base, docs, cfg)
+def export_corpus(
+    name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig, keep_whole: Sequence[str] = ()
+) -> str:
+    """Write one run's corpus (its documents and the items kept whole) beside the checkpoint cache; return the
+    `accelerate launch` line that fills that cache."""
+    target = checkpoint_dir(name, base, docs, cfg, keep_whole)
     corpus = target.parent / f"{target.name}.corpus.json"
-    write_json(corpus, list(docs))
+    write_json(corpus, {"docs": list(docs), "keep_whole": sorted(set(keep_whole))})
     return (
         f"accelerate launch -m repro.mink.pretraining --name {name} --base {base} --corpus {corpus} "
         f"--lr {cfg.learning_rate:g} --block-size {cfg.block_size} --batch-size {cfg.batch_size} --seed {cfg.seed}"
@@ -264,10 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="repro.mink.pretraining", description=__doc__.splitlines()[0])
     parser.add_argument("--name", required=True, help="experiment name (part of the cache folder)")
     parser.add_argument("--base", required=True, help="model path or Hub id")
-    parser.add_argument("--corpus", required=True, type=Path, help="JSON file: a list of document strings")
+    parser.add_argument(
+        "--corpus", required=True, type=Path, help="JSON file: {docs: document strings, keep_whole: items}"
+    )
     parser.add_argument("--lr", type=float, default=1e-4)
-    parser.add_argument("--block-size", type=int, default=512)
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--block-size", type=int, default=1024)
+    parser.add_argument("--batch-size", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--float32", action="store_true", help="train in float32 instead of bf16 mixed precision")
     parser.add_argument(
@@ -277,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         help=f"recompute activations (default: on above {LARGE_MODEL:,} parameters)",
     )
     args = parser.parse_args(argv)
-    docs = json.loads(args.corpus.read_text())
+    corpus = json.loads(args.corpus.read_text())
     cfg = PretrainConfig(
         args.lr,
         args.block_size,
@@ -287,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         not args.float32,
         args.gradient_checkpointing,
     )
-    cached_pretraining(args.name, args.base, docs, cfg)
+    cached_pretraining(args.name, args.base, corpus["docs"], cfg, keep_whole=corpus["keep_whole"])
     return 0
 
 
