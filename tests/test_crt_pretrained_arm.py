@@ -217,3 +217,12 @@ def test_vocab_marks_every_piece_of_a_flagged_word_and_mask_is_one_existing_toke
         assert 0 not in ids  # 0 is only ever padding
         text_ids = vocab.tokenizer(vocab.text(toks), add_special_tokens=False)["input_ids"]
         assert ids[1:-1] == [vocab.relabel(i) for i in text_ids]  # word by word = the rendered sentence at once
+
+
+def test_rendering_glues_punctuation_and_digits_and_equals_tokenizing_the_text_at_once(vocab) -> None:
+    assert vocab.text(["Hello", ",", "sure", "."]) == "Hello, sure."
+    assert vocab.text(["My", "ID", "is", ":", "1", "2"]) == "My ID is:12"
+    dialogues = customersim.insert_canaries(customersim.corpus(40, 3), ["123456"], 3, 4)
+    for s in redaction.split_sentences(dialogues):
+        text_ids = vocab.tokenizer(vocab.text(s.tokens), add_special_tokens=False)["input_ids"]
+        assert vocab.encode(s.tokens)[1:-1] == [vocab.relabel(i) for i in text_ids], s.text

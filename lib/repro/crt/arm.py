@@ -20,6 +20,7 @@ TRAINERS = ("non-private", "DPSGD", "CRT")
 SMOKE_LAYERS = 2  # smoke runs keep only SmolLM2's first decoder blocks
 LR = 5e-4  # Adam, plain and DP steps alike (the paper's GPT learning rate)
 GAMMA = 0.1
+RENDERING = 2  # SmolVocab's text rendering (2: punctuation glued to the previous word); part of the cache key
 PARAMS = ("arm_source", "arm_dialogues", "arm_epochs", "arm_test", "target_epsilon", "n_null")
 PARAMS += ("n_dialogues", "n_test", "canary_copies", "seed", "n_mia", "profile")
 
@@ -128,7 +129,7 @@ def _cached(name: str, spec: dict, build: Any) -> tuple[dict, bool]:
 def run(p: Any, data: Data) -> dict:
     """The arm's results and its D_pub-only control, from the cache when they exist (building them is the arm's
     whole cost)."""
-    spec = {k: p[k] for k in PARAMS} | {"version": VERSION, "gamma": GAMMA}
+    spec = {k: p[k] for k in PARAMS} | {"version": VERSION, "gamma": GAMMA, "rendering": RENDERING}
     result, cached = _cached("pretrained-arm", spec, lambda: _compute(p, data))
     control, _ = _cached("pretrained-arm-control", spec, lambda: _control(p, data))
     return result | {CONTROL: control, "cached": cached}
