@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from scipy import stats as sps
 
-from .. import stats
+from .. import metrics, stats
 from ..params import Param
 from ..training import device
 from ..verdict import Claim, judge, unexplained
@@ -26,6 +26,7 @@ from . import detectors, pretraining
 
 HEADLINE_K = 0.2  # the paper's k for Min-K% (chosen on WikiMIA)
 N_BOOT = 2000
+TPR_BOOT = 1000  # text resamples of the TPR contrasts (a ROC curve per seed, set and detector each)
 FORGETTING_BOOT = 500  # member resamples of the forgetting table (three Spearman fits each)
 BENCH_REPEATS = 7  # interleaved repeats of the throughput benchmark; the minimum of each is kept
 FREQ_RATE = 1.5  # Poisson mean of the copies of each member of the occurrences run (Fig. 5c), floored at one
@@ -942,6 +943,7 @@ class Results:
     occurrences: stats.Interval | None
     size_outlier: stats.Interval
     size_indist: stats.Interval
+    tpr: dict[str, stats.Interval] = field(default_factory=dict)  # Table 7's contrasts, keyed like the claims
 
 
 def results(
@@ -967,7 +969,45 @@ def results(
         occurrences=occurrence_trend(study) if has_occ else None,
         size_outlier=size_trend(study, "size_outlier"),
         size_indist=size_trend(study, "size_indist"),
+        tpr={
+            f"tpr{'1' if fpr == 0.01 else ''}_vs_{b.lower()}": tpr_contrast(study, MK, b, names, fpr, seed)
+            for fpr, others in ((0.05, ("PPL", "Zlib", "Lowercase")), (0.01, ("PPL",)))
+            for b in others
+        },
     )
+
+
+def _stratified(labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Indices of one bootstrap resample drawn within each class."""
+    return np.concatenate([rng.choice(idx, idx.size) for idx in (np.flatnonzero(labels == c) for c in (1, 0))])
+
+
+def tpr_contrast(study: Study, a: str, b: str, names: Sequence[str], fpr: float, seed: int) -> stats.Interval:
+    """Mean over the sets and the main runs' seeds of TPR at `fpr` (Table 7's statistic: the last threshold whose
+    FPR is below it) of detector a minus detector b, with the hierarchical interval: texts resampled within set and
+    class, the same resample for every seed and both detectors (paired)."""
+    runs, splits = runs_of(study, "main"), [_split(study, n) for n in names]
+
+    def per_seed(picks: Sequence[np.ndarray]) -> np.ndarray:
+        """Every seed's statistic on one resample (the texts `picks` of each set)."""
+        return np.array(
+            [
+                np.mean(
+                    [
+                        metrics.tpr_at_fpr(sp.labels[i], study.scores[(r, sp.name)][a][i], fpr)
+                        - metrics.tpr_at_fpr(sp.labels[i], study.scores[(r, sp.name)][b][i], fpr)
+                        for sp, i in zip(splits, picks)
+                    ]
+                )
+                for r in runs
+            ]
+        )
+
+    rng = np.random.default_rng(seed)
+    draws = np.stack([per_seed([_stratified(sp.labels, rng) for sp in splits]) for _ in range(TPR_BOOT)])
+    n = sum(len(sp.labels) for sp in splits)
+    words = f"paired TPR at {fpr:.0%} FPR over {n:,} texts (resampled within set and class)"
+    return stats.hierarchical_interval(per_seed([np.arange(len(sp.labels)) for sp in splits]), draws, words=words)
 
 
 def _pair(res: Results, label: str) -> stats.Interval:
@@ -1008,6 +1048,7 @@ def verdict_rows(study: Study, claim_set: dict[str, Claim], res: Results) -> lis
         "auc": res.detection,
         "detects": res.gain,
         **{key: _pair(res, label) for key, label in VERSUS.items()},
+        **res.tpr,
         "lr": res.lr,
         "occurrences": res.occurrences,
         "size_outlier": res.size_outlier,
@@ -1017,7 +1058,7 @@ def verdict_rows(study: Study, claim_set: dict[str, Claim], res: Results) -> lis
     for key, iv in intervals.items():
         if iv is None:  # no member was inserted both once and more often
             continue
-        ablation = ABLATIONS["size" if key.startswith("size") else key]
+        ablation = ABLATIONS["size" if key.startswith("size") else key.replace("tpr1_", "").replace("tpr_", "")]
         narrow = "members seen several times" if key == "occurrences" else SEEDS
         rows.append(judge(claim_set[key], iv.estimate, iv, why=unexplained(ablation), narrow_by=narrow))
     return rows
