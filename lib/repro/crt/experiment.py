@@ -816,8 +816,8 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
         f"{ch.p.canary_copies} copies unredacted, and the redaction-only trainer trains on all of them. CRT trains on "
         f"{seen:.2f} unredacted copies per canary: deduplication turns every later copy of the same sentence into a "
         "`<MASK>`, so CRT sees at most one copy of each canary, and that one only when π misses it. CRT's low "
-        "exposure is therefore owed to deduplication at least as much as to DP-SGD (the factorial that separates "
-        "them is not run here)."
+        "exposure here is therefore owed to deduplication at least as much as to DP-SGD; the factorial below "
+        "separates the two."
     )
     return "\n\n".join(out)
 
