@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from . import atomic, cache, frontpage, progress
+from . import atomic, cache, frontpage, progress, sessions
 from .data import FASHION_MNIST_DIR
 from .notebook import MOCK_HUB_VAR, PREPARE_ONLY_VAR
 from .params import PROFILES, ParameterError
@@ -488,17 +488,21 @@ def stage_book(profile: str) -> Iterator[dict[str, Any]]:
     for stem in stems:
         result = run(stem, profile)
         cache.clear_leftovers(executed, f"{stem}.")
-        stage_notebook(runs_dir() / profile / f"{stem}.ipynb", executed / f"{stem}.ipynb")
+        guide = sessions.render(stem, result)
+        stage_notebook(runs_dir() / profile / f"{stem}.ipynb", executed / f"{stem}.ipynb", guide)
         yield result
     frontpage.write(profile, stems)
 
 
-def stage_notebook(executed: Path, target: Path) -> None:
-    """Copy an executed notebook for the book with every code cell collapsed (papermill's injected cell too)."""
+def stage_notebook(executed: Path, target: Path, guide: str | None = None) -> None:
+    """Copy an executed notebook for the book with every code cell collapsed (papermill's injected cell too), and
+    the chapter's reading-group guide (markdown, `repro.sessions`) as its last cell."""
     import nbformat
 
     nb = nbformat.read(executed, as_version=4)
     collapse_code(nb)
+    if guide:
+        nb.cells.append(nbformat.v4.new_markdown_cell(guide))
     atomic.write_text(target, nbformat.writes(nb))
 
 
