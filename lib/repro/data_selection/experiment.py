@@ -800,8 +800,12 @@ def sweep_table(d: Domains, sweep: dict[float, DoremiResult], seed: int) -> pd.D
 def sweep_words(sweep: pd.DataFrame) -> str:
     """Whether the sign of DoReMi's gain (ratio below 1) changes along the noise-share sweep."""
     parts = [
-        f"noise share {r['noise share']:.2f}: DoReMi gives the noise domain {r['noise weight, DoReMi']:.2f}, mean "
-        f"ratio {r['mean ratio']:.3f} [{r['mean low']:.3f}, {r['mean high']:.3f}]"
+        (
+            f"noise share {r['noise share']:.2f}: DoReMi gives the noise domain {r['noise weight, DoReMi']:.2f}"
+            if r["noise share"] > 0
+            else "no noise domain"
+        )
+        + f", mean ratio {r['mean ratio']:.3f} [{r['mean low']:.3f}, {r['mean high']:.3f}]"
         for _, r in sweep.iterrows()
     ]
     signs = {
@@ -1059,7 +1063,8 @@ def dsir_words(
         f"{_ratio(vs_heuristic)} times heuristic classification's; against top-k DSIR (the same weights without the "
         f"Gumbel noise) it is {_ratio(vs_topk)} (geometric means over {settings} target × size setting"
         f"{'s' if settings > 1 else ''}, {draws} selection draws and LM seeds each). The length confound: over the "
-        f"pool, DSIR's summed log weight correlates with document length at r = {r.min():.2f} to {r.max():.2f}, so "
+        f"pool, DSIR's summed log weight correlates with document length at r = "
+        f"{f'{r.min():.2f}' if r.min() == r.max() else f'{r.min():.2f} to {r.max():.2f}'}, so "
         f"k documents chosen by DSIR hold {tokens.mean():.0%} of the tokens of k random ones; DSIR at k documents "
         f"scores {_ratio(equal_docs)} times DSIR at equal tokens. Across the {len(selection) // settings} "
         "selections of each target, the rank correlation of KL reduction (on held-out target text) with −log "
