@@ -313,6 +313,15 @@ def test_pins_apply_in_a_fresh_process():
     assert branch != "mkl branch 3", branch  # 3 would be MKL_CBWR_COMPATIBLE, 2.5x slower on LLM steps
 
 
+def test_openmp_threads_sleep_unless_the_user_says_otherwise():
+    """A fresh process (a notebook kernel too) gets OMP_WAIT_POLICY=PASSIVE from `import repro`; a user's value wins."""
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    probe = "import os, repro; print(os.environ['OMP_WAIT_POLICY'])"
+    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "PASSIVE\n"
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "ACTIVE\n"
+
+
 def test_a_user_setting_wins(monkeypatch):
     from repro import numerics
 

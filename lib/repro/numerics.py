@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["PINS", "pin_cpu_numerics"]
+__all__ = ["PINS", "THREADS", "pin_cpu_numerics"]
 
 PINS: dict[str, str] = {
     # torch's own (ATen) vectorized kernels: the AVX2 build instead of the AVX-512 one
@@ -39,8 +39,16 @@ PINS: dict[str, str] = {
 }
 
 
+# Not numerics but read the same way (when OpenMP starts, inherited by the kernels): idle OpenMP threads sleep
+# instead of spinning at their barriers. The numbers are the same; on a busy 2-core machine one tiny-LLaMA training
+# step took 3.19 s with OpenMP's default policy and 0.46 s with PASSIVE (load about 9), and a 256-512-256 MLP's Adam
+# step 34 and 59 ms against 3.8 and 4.0 ms (two alternating pairs of fresh processes, load about 5.5).
+THREADS: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def pin_cpu_numerics() -> dict[str, str]:
-    """Set every variable of PINS not already set (a user's value wins); return the values now in force."""
-    for name, value in PINS.items():
+    """Set every variable of PINS (and THREADS) not already set (a user's value wins); return PINS' values now in
+    force."""
+    for name, value in {**PINS, **THREADS}.items():
         os.environ.setdefault(name, value)
     return {name: os.environ[name] for name in PINS}
