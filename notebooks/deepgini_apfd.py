@@ -389,14 +389,12 @@ repro.publish("retraining_rival", rivals, view=dg.rival_view(rivals))
 repro.publish(
     "retraining_differences",
     diffs.drop(columns="test"),
-    view=diffs.pivot_table(index=["pair", "protocol", "method"], columns="percent", values="difference", sort=False)
-    .rename(columns=lambda p: f"DeepGini − method, {p} %")
-    .reset_index(),
+    view=dg.differences_view(diffs),
 )
 
 # %% [markdown]
 # The first table gives, per pair, the chosen coverage rival and the baselines of better APFD
-# passed over because they order too few pool tests (in brackets: how many they order). The second gives DeepGini minus each method, held-out accuracy.
+# passed over because they order too few pool tests (in brackets: how many they order). The second gives DeepGini minus each method in held-out accuracy, per protocol and percentage retrained.
 
 # %%
 fig = dg.retraining_figure(retrain)

@@ -1171,6 +1171,14 @@ def picks_words(picks: pd.DataFrame) -> str:
     )
 
 
+def differences_view(diffs: pd.DataFrame) -> pd.DataFrame:
+    """DeepGini − method per pair and method (rows) at each protocol and percentage (columns): one row per pair and
+    method, so the paper's eight pairs fit the page (24 rows where pair × protocol × method made 36)."""
+    wide = diffs.pivot_table(index=["pair", "method"], columns=["protocol", "percent"], values="difference", sort=False)
+    wide.columns = [f"{protocol}, {percent} %" for protocol, percent in wide.columns]
+    return wide.reset_index()
+
+
 def rival_view(rivals: pd.DataFrame) -> pd.DataFrame:
     """One row per pair: the chosen coverage rival, its APFD and pool tests ordered, and the better-APFD baselines
     passed over because they order fewer pool tests than the largest percentage retrains on."""
