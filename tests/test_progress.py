@@ -43,6 +43,25 @@ def test_disabled_bars_are_not_reported(tmp_path: Path, monkeypatch) -> None:
     assert not path.exists()
 
 
+def test_long_steps_open_bars_in_a_runner_kernel_or_a_terminal_only(tmp_path: Path, monkeypatch) -> None:
+    class Stream(io.StringIO):
+        def __init__(self, tty: bool) -> None:
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self) -> bool:
+            return self.tty
+
+    monkeypatch.delenv(progress.STATUS_VAR, raising=False)
+    monkeypatch.setattr("sys.stderr", Stream(False))
+    assert not progress.shown()  # a plain notebook kernel: every update would be saved
+    monkeypatch.setattr("sys.stderr", Stream(True))
+    assert progress.shown()
+    monkeypatch.setattr("sys.stderr", Stream(False))
+    monkeypatch.setenv(progress.STATUS_VAR, str(tmp_path / "status.json"))
+    assert progress.shown()  # the runner's kernel: the bar reports to the status file
+
+
 def notebook() -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = [

@@ -81,6 +81,12 @@ class ReportingTqdm(tqdm.std.tqdm):
         super().close()
 
 
+def shown() -> bool:
+    """Whether a long step should open a bar: at a terminal, or inside a runner's kernel (where the bar reports to the
+    status file and writes nothing to the notebook). Elsewhere, a plain notebook kernel would keep every update."""
+    return bool(os.environ.get(STATUS_VAR)) or sys.stderr.isatty()
+
+
 def _pre_run_cell(info: Any) -> None:
     with _lock:
         _state["cell"] = cell_key(getattr(info, "raw_cell", "") or "")

@@ -145,12 +145,12 @@ def _right_pad(rows: Sequence[Sequence[int]], pad: int) -> tuple[Any, Any]:
 
 
 def _progress(total: int, desc: str) -> Any:
-    """A text progress bar at a terminal; none in a notebook kernel (nothing reaches the saved notebook)."""
-    import sys
-
+    """A progress bar at a terminal or reported to the runner (`progress.shown`); none in a plain notebook kernel."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, leave=False, disable=total <= 1 or not sys.stderr.isatty())
+    from .. import progress
+
+    return tqdm(total=total, desc=desc, leave=False, disable=total <= 1 or not progress.shown())
 
 
 def generate(

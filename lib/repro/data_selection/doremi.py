@@ -216,10 +216,10 @@ def _step(model: Any, opt: torch.optim.Optimizer, loss: torch.Tensor, schedule: 
 
 
 def _bars(progress: bool) -> bool:
-    """Progress bars only at a terminal: in a notebook kernel every update would be kept in the saved notebook."""
-    import sys
+    """Progress bars at a terminal or reported to the runner; none in a plain notebook kernel (`progress.shown`)."""
+    from .. import progress as shown_progress
 
-    return progress and sys.stderr.isatty()
+    return progress and shown_progress.shown()
 
 
 def train_lm(

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 from scipy import stats as sps
 
-from .. import cache, stats
+from .. import cache, progress, stats
 from ..data import SQUAD_DOMAINS, squad_paragraphs
 from ..params import Param
 from ..verdict import Claim, judge, unexplained
@@ -460,8 +460,12 @@ def dsir_runs(
     """Every (target, method, size, seed): a fresh selection draw, its KL reduction on held-out target text, and the
     held-out NLL per block of one LM trained on it with that seed; the held-out blocks' token counts; and the
     length confound per target and size (`length_confound`)."""
+    from tqdm.auto import tqdm
+
     rows, nll, counts, confound = [], {}, {}, []
     seeds = range(p.seed, p.seed + p.dsir_seeds)
+    n_runs = len(p.targets) * len(p.select_sizes) * len(METHODS) * len(seeds)
+    bar = tqdm(total=n_runs, desc="DSIR selections", leave=False, disable=not progress.shown())
     for target in p.targets:
         t = split_target(d, p, target)  # sizes checked by check_blocks when the domains were loaded
         raw_feats, held_feats = fit_target(d, p, t)
@@ -481,6 +485,7 @@ def dsir_runs(
                     train_blocks = _blocks(d, [stream], p.block_size, ["selection"])
                     lm = train_and_score(p, d.vocab_size, train_blocks, [1.0], eval_blocks, s, p.dsir_steps, "dsir-lm")
                     per_seed.append(lm["nll"][0])
+                    bar.update()
                     rows.append(
                         {
                             "target": domain_label(target),
@@ -495,6 +500,7 @@ def dsir_runs(
                     )
                 nll[(target, method, k)] = np.asarray(per_seed)
             confound.append(length_confound(t, lengths, k, seeds, docs))
+    bar.close()
     return pd.DataFrame(rows), nll, counts, pd.DataFrame(confound).round(3)
 
 
