@@ -322,6 +322,30 @@ def test_openmp_threads_sleep_unless_the_user_says_otherwise():
     assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "ACTIVE\n"
 
 
+STEPS_PROBE = (
+    "import repro, torch\n"
+    "from repro.data_selection import doremi\n"
+    "torch.set_num_threads(2)\n"
+    "m = doremi.tiny_llama(512, d_model=32, n_layers=1, seq_len=64, seed=0)\n"
+    "opt = torch.optim.AdamW(m.parameters(), lr=1e-2)\n"
+    "ids = torch.randint(0, 512, (8, 64), generator=torch.Generator().manual_seed(0))\n"
+    "for _ in range(3):\n"
+    "    loss = doremi.per_token_loss(m, ids).mean(); opt.zero_grad(); loss.backward(); opt.step()\n"
+    "    print(loss.item().hex())\n"
+    "import os; print(os.environ['MALLOC_MMAP_THRESHOLD_'], repro.numerics.keep_freed_memory())\n"
+)
+
+
+@pytest.mark.skipif(platform.system() != "Linux", reason="glibc's malloc")
+def test_freed_memory_stays_in_the_heap_with_the_same_numbers():
+    """A fresh process gets the 1 GiB mmap and trim thresholds from `import repro` (glibc accepts them), a user's
+    value wins, and three tiny-LLaMA training steps give the same bits with glibc's defaults (128 KiB) and ours."""
+    ours = _python(STEPS_PROBE).splitlines()
+    glibc = _python(STEPS_PROBE, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072").splitlines()
+    assert ours[-1] == f"{2**30} True" and glibc[-1] == "131072 True"
+    assert ours[:3] == glibc[:3] and len(set(ours[:3])) == 3
+
+
 def test_a_user_setting_wins(monkeypatch):
     from repro import numerics
 
