@@ -51,7 +51,10 @@ block_size = None  # tokens per training sequence
 batch_size = None  # sequences per optimizer step
 learning_rate = None  # AdamW peak learning rate (the authors' warmup and cosine decay)
 dsir_steps = None  # optimizer steps of each DSIR selection's LM
-doremi_steps = None  # optimizer steps of the reference, proxy and main models
+proxy_steps = None  # optimizer steps of DoReMi's reference and proxy models
+proxy_seeds = None  # proxy runs per sweep point against one reference (DoReMi main model i uses run i's weights)
+doremi_rounds = None  # rounds of iterated DoReMi at the judged point (the main models use round 1)
+doremi_steps = None  # optimizer steps of each main model
 eval_every = None  # steps between held-out evaluations of the main models
 step_size = None  # DoReMi's exponentiated-gradient step size
 smoothing = None  # DoReMi's smoothing towards uniform weights
@@ -172,13 +175,15 @@ page.say(ex.gap_words(gap, gap_plain))
 # ## 4. DoReMi, and a regime where its mechanism can act
 #
 # A reference model is trained on the domains' natural token shares (the paper's reference and
-# baseline use The Pile's own weights). A proxy of the same size is then trained with Group DRO on
+# baseline use The Pile's own weights). Proxies of the same size are then trained with Group DRO on
 # uniformly drawn batches: at every step each domain's weight is multiplied by the exponential of
 # its clipped excess loss (proxy minus reference, per token), with step size `step_size` = 1 and
 # smoothing `smoothing` = 10⁻³ towards uniform; a domain absent from a batch keeps its previous
 # excess loss, and every model follows the authors' learning-rate schedule (6 % linear warmup,
-# cosine decay to a tenth), as in their code. The weights averaged over the proxy's run train the
-# main models; the baseline main models train on the natural shares for the same steps and tokens.
+# cosine decay to a tenth), as in their code. Each proxy run (`proxy_seeds` of them, against one
+# reference) averages its weights over its `proxy_steps` steps; DoReMi main model *i* trains on run
+# *i*'s weights, so the main models' seeds carry the proxy's randomness into the intervals. The
+# baseline main models train on the natural shares for the same steps and tokens.
 #
 # DoReMi's gains come from moving weight away from domains where more training buys nothing
 # (the proxy matches the reference) towards those where it still lags. Four SQuAD-shifts domains
@@ -194,6 +199,8 @@ SWEEP = ex.doremi_sweep(D, P)
 sweep = publish("doremi_sweep", ex.sweep_table(D, SWEEP, P.seed))
 page.say(ex.sweep_words(sweep))
 R = SWEEP[P.noise_shares[-1]]
+weights = publish("doremi_weights", ex.weights_table(D, R))
+page.say(ex.weights_words(weights, R))
 per_domain = publish("doremi_domains", ex.doremi_table(D, R, P.seed))
 figures.doremi(D, R)
 plt.show()
@@ -210,9 +217,10 @@ page.say(ex.doremi_words(D, R, worst, average, down, speed, steps))
 # %% [markdown]
 # ## What differs from the papers
 #
-# - **Scale.** Tiny LLaMA models (`lm_dim` wide, `lm_layers` layers) trained from scratch for a
-#   few hundred steps on a few thousand documents, against DSIR's BERT-base pretrained on 51.2M
-#   examples and DoReMi's 280M proxy and 8B main model on The Pile.
+# - **Scale.** Tiny LLaMA models (`lm_dim` wide, `lm_layers` layers, a `vocab_size`-token
+#   vocabulary, `block_size`-token sequences) trained from scratch for a few hundred to a thousand
+#   steps on a few thousand documents, against DSIR's BERT-base pretrained on 51.2M examples and
+#   DoReMi's 280M proxy and 8B main model on The Pile.
 # - **Data.** Four SQuAD-shifts domains instead of The Pile's 22; DSIR's targets are two of these
 #   domains (their own source left out of the pool) instead of Wikipedia + books and eight
 #   downstream datasets; quality is held-out target perplexity, not fine-tuned downstream accuracy.
@@ -228,8 +236,9 @@ page.say(ex.doremi_words(D, R, worst, average, down, speed, steps))
 # - **DoReMi.** The paper's update, step size, smoothing and the authors' absent-domain rule and
 #   learning-rate schedule; AdamW instead of Adafactor. Proxy, reference and main models have the
 #   same tiny size; a synthetic noise domain stands in for The Pile's low-quality domains, and the
-#   noise share is swept. One proxy run per sweep point (its randomness is not in the intervals);
-#   no iterated DoReMi.
+#   noise share is swept. The proxies share one reference model per sweep point, so the
+#   reference's own randomness is not in the intervals; iterated DoReMi's later rounds are
+#   reported as weights only (no main models train on them).
 #
 # ## Verdict
 

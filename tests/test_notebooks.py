@@ -443,6 +443,14 @@ def test_data_selection_chapter_tables(smoke_results) -> None:
     assert sum(r["DoReMi weight"] for r in doremi) + sweep[0]["noise weight, DoReMi"] == pytest.approx(1.0)
     assert sweep[0]["noise weight, DoReMi"] < 0.4 - 0.1
     assert all(r["ratio low"] <= r["ratio"] <= r["ratio high"] for r in doremi)
+    # two proxy runs against one reference and a second round; the mean of the runs is the table's DoReMi weight
+    runs = pd.DataFrame(table(smoke_results, "data_selection", "doremi_weights"))
+    assert list(runs.domain) == ["Wikipedia", "NYT", "Reddit", "Amazon", "noise"]
+    assert runs[["proxy run 1", "proxy run 2", "round 2"]].sum().to_numpy() == pytest.approx([1.0, 1.0, 1.0])
+    mean = runs[["proxy run 1", "proxy run 2"]].mean(axis=1).to_numpy()
+    assert mean[:4] == pytest.approx([r["DoReMi weight"] for r in doremi])
+    spread = (runs["proxy run 1"] - runs["proxy run 2"]).abs().to_numpy()
+    assert runs["spread (max - min)"].to_numpy() == pytest.approx(spread) and spread.max() > 0
     weights = pd.DataFrame(table(smoke_results, "data_selection", "contamination_weights"))
     assert weights.regime.nunique() == 2 and set(weights.templates) == {"with", "without"} and len(weights) > 200
     claims = table(smoke_results, "data_selection", "claims")

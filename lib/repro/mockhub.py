@@ -1083,6 +1083,7 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "block_size": 16,
         "batch_size": 4,
         "dsir_steps": 3,
+        "proxy_steps": 6,
         "doremi_steps": 6,
         "eval_every": 2,
     },

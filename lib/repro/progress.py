@@ -174,11 +174,11 @@ class Monitor(threading.Thread):
             bar = bars[-1]
             total = bar.get("total")
             count = f"{bar.get('n', 0)}/{total}" if total else f"{bar.get('n', 0)}"
-            parts.append(f"{bar.get('desc') or 'working'} {count}")
+            parts.append(f"{bar.get('desc') or 'steps'} {count}")
             if total:
                 done = max(0.0, min(1.0, bar.get("n", 0) / total))
                 parts.append("[" + "#" * round(20 * done) + "." * (20 - round(20 * done)) + "]")
-            stage = f"{heading} / {bar.get('desc') or 'working'}"
+            stage = f"{heading} / {bar.get('desc') or 'steps'}"
         parts.append(f"elapsed {_clock(time.monotonic() - self.began)}")
         return stage, " · ".join(parts)
 

@@ -98,7 +98,8 @@ def _doremi_regime(p: Mapping[str, Any]) -> Regime:
         "proxy → main model, domains, steps",
         "280M → 8B, 22 Pile domains of unequal quality, 200k steps",
         f"{p['lm_dim']}-wide {p['lm_layers']}-layer → same, {len(p['domains'])} text domains{noise}, "
-        f"{p['doremi_steps']:,} steps (noise shares swept: {', '.join(f'{x:g}' for x in p['noise_shares'])})",
+        f"{p['proxy_steps']:,} proxy and {p['doremi_steps']:,} main-model steps (noise shares swept: "
+        f"{', '.join(f'{x:g}' for x in p['noise_shares'])})",
     )
 
 

@@ -114,7 +114,7 @@ SPEC = {
     "doremi_seeds": Param(int, 3, smoke=1, paper=3, low=1, high=20, help="main-model seeds per DoReMi mixture"),
     "vocab_size": Param(
         int,
-        4096,
+        2048,
         smoke=512,
         paper=32_768,
         low=16,
@@ -123,14 +123,35 @@ SPEC = {
     ),
     "lm_dim": Param(int, 64, smoke=32, paper=768, low=8, high=8192, help="width of the tiny LLaMA models"),
     "lm_layers": Param(int, 2, smoke=1, paper=12, low=1, high=64, help="decoder layers of the tiny LLaMA models"),
-    "block_size": Param(int, 128, smoke=32, paper=1024, low=8, high=8192, help="tokens per training sequence"),
+    "block_size": Param(int, 64, smoke=32, paper=1024, low=8, high=8192, help="tokens per training sequence"),
     "batch_size": Param(int, 16, smoke=4, paper=64, low=1, high=4096, help="sequences per step"),
     "learning_rate": Param(
         float, 3e-3, paper=1e-3, low=1e-6, high=1.0, help="AdamW peak learning rate (warmup, cosine decay)"
     ),
-    "dsir_steps": Param(int, 100, smoke=4, paper=50_000, low=1, high=10**7, help="steps of each DSIR selection's LM"),
-    "doremi_steps": Param(int, 300, smoke=6, paper=200_000, low=2, high=10**7, help="steps of every DoReMi model"),
-    "eval_every": Param(int, 50, smoke=2, paper=5_000, low=1, high=10**7, help="steps between held-out evaluations"),
+    "dsir_steps": Param(int, 200, smoke=4, paper=50_000, low=1, high=10**7, help="steps of each DSIR selection's LM"),
+    "proxy_steps": Param(
+        int, 1000, smoke=8, paper=200_000, low=2, high=10**7, help="steps of DoReMi's reference and proxy models"
+    ),
+    "proxy_seeds": Param(
+        int,
+        3,
+        smoke=2,
+        paper=1,
+        low=1,
+        high=20,
+        help="proxy runs per sweep point against one reference (DoReMi main model i trains on run i's weights)",
+    ),
+    "doremi_rounds": Param(
+        int,
+        2,
+        smoke=2,
+        paper=1,
+        low=1,
+        high=5,
+        help="DoReMi rounds at the judged point (round r's reference trains on round r-1's weights; mains: round 1)",
+    ),
+    "doremi_steps": Param(int, 600, smoke=6, paper=200_000, low=2, high=10**7, help="steps of each main model"),
+    "eval_every": Param(int, 100, smoke=2, paper=5_000, low=1, high=10**7, help="steps between held-out evaluations"),
     "step_size": Param(float, 1.0, low=1e-4, high=100.0, help="DoReMi's exponentiated-gradient step size (paper: 1)"),
     "noise_shares": Param(
         list,
@@ -694,11 +715,13 @@ class DoremiResult:
     domains only (the noise domain is a training-pool domain, like the authors' separate evaluation domains)."""
 
     baseline: np.ndarray
-    learned: np.ndarray
-    trajectory: np.ndarray
+    learned: np.ndarray  # the mean over the proxy runs of round 1
+    trajectory: np.ndarray  # the first proxy run's weights per step
     runs: dict[str, list[dict]]  # mixture -> one result per seed
     counts: list[np.ndarray]  # scored tokens per held-out block, per text domain
     noise_share: float = 0.0
+    proxy_runs: list[np.ndarray] = field(default_factory=list)  # round 1's averaged weights, one per proxy run
+    rounds: list[np.ndarray] = field(default_factory=list)  # iterated DoReMi: each round's weights (round 1: mean)
 
 
 NOISE = "noise"  # the unlearnable domain: token ids drawn uniformly from the compact vocabulary
@@ -734,51 +757,134 @@ def natural_weights(blocks: doremi.DomainBlocks) -> np.ndarray:
     return n / n.sum()
 
 
-def doremi_runs(d: Domains, p: Any, noise_share: float = 0.0) -> DoremiResult:
-    """Reference on the natural mixture, Group DRO proxy, then main models on learned vs natural weights (per seed)."""
-    train, held = doremi_split(d, p, noise_share)
-    baseline = natural_weights(train)
-    cfg = lm_config(p, d.vocab_size)
+def proxy_weights(
+    p: Any, cfg: dict, train: doremi.DomainBlocks, reference_mixture: np.ndarray, n_proxies: int
+) -> list[dict[str, Any]]:
+    """One reference model on `reference_mixture` (seed p.seed), then `n_proxies` Group DRO proxies against it, proxy
+    i with initialisation seed p.seed + 1 + i and batch seed p.seed + i; each proxy's averaged weights and its
+    weights per step. Cached as one entry by its inputs."""
 
     def build(path: Path) -> None:
         reference = doremi.tiny_llama(**cfg, seed=p.seed)
-        doremi.train_lm(reference, train, baseline, p.doremi_steps, p.batch_size, p.learning_rate, p.seed)
-        proxy = doremi.tiny_llama(**cfg, seed=p.seed + 1)
-        avg, history = doremi.train_proxy_doremi(
-            proxy, reference, train, p.doremi_steps, p.batch_size, p.learning_rate, p.seed, p.step_size, p.smoothing
-        )
-        path.write_text(json.dumps({"learned": avg.tolist(), "trajectory": np.asarray(history).tolist()}))
+        doremi.train_lm(reference, train, reference_mixture, p.proxy_steps, p.batch_size, p.learning_rate, p.seed)
+        out = []
+        for i in range(n_proxies):
+            proxy = doremi.tiny_llama(**cfg, seed=p.seed + 1 + i)
+            avg, history = doremi.train_proxy_doremi(
+                proxy,
+                reference,
+                train,
+                p.proxy_steps,
+                p.batch_size,
+                p.learning_rate,
+                p.seed + i,
+                p.step_size,
+                p.smoothing,
+            )
+            out.append({"learned": avg.tolist(), "trajectory": np.asarray(history).tolist()})
+        path.write_text(json.dumps(out))
 
     key = (
         cfg,
         [b.numpy() for b in train.blocks],
-        p.doremi_steps,
+        list(map(float, reference_mixture)),
+        n_proxies,
+        p.proxy_steps,
         p.batch_size,
         p.learning_rate,
         p.seed,
         p.step_size,
         p.smoothing,
         doremi.LR_SCHEDULE,
-        "natural reference; an absent domain keeps its excess loss",
+        "an absent domain keeps its excess loss",
     )
-    weights, _ = cache.file_entry(
+    return cache.file_entry(
         cache.entry_path("data_selection", "doremi-weights", *key, suffix=".json"), build, cache.read_json
-    )
-    learned = np.asarray(weights["learned"])
+    )[0]
+
+
+def doremi_runs(d: Domains, p: Any, noise_share: float = 0.0, rounds: int = 1) -> DoremiResult:
+    """Reference on the natural mixture and `proxy_seeds` Group DRO proxies against it, then main models on learned
+    vs natural weights: DoReMi main model i trains on proxy run i's weights, so the seeds carry the proxy's randomness
+    too. With `rounds` > 1, iterated DoReMi: round r's reference trains on round r - 1's weights (one proxy each)."""
+    train, held = doremi_split(d, p, noise_share)
+    baseline = natural_weights(train)
+    cfg = lm_config(p, d.vocab_size)
+    first = proxy_weights(p, cfg, train, baseline, p.proxy_seeds)
+    proxy_runs = [np.asarray(w["learned"]) for w in first]
+    learned = np.mean(proxy_runs, axis=0)
+    history = [learned]
+    for _ in range(1, rounds):
+        history.append(np.asarray(proxy_weights(p, cfg, train, history[-1], 1)[0]["learned"]))
+    seeds = range(p.seed + 10, p.seed + 10 + p.doremi_seeds)
     runs = {
-        mixture: [
-            train_and_score(p, d.vocab_size, train, w, held, s, p.doremi_steps, f"doremi-{mixture}", track=True)
-            for s in range(p.seed + 10, p.seed + 10 + p.doremi_seeds)
-        ]
-        for mixture, w in (("baseline", baseline), ("DoReMi", learned))
+        "baseline": [
+            train_and_score(p, d.vocab_size, train, baseline, held, s, p.doremi_steps, "doremi-baseline", track=True)
+            for s in seeds
+        ],
+        "DoReMi": [
+            train_and_score(
+                p,
+                d.vocab_size,
+                train,
+                proxy_runs[i % len(proxy_runs)],
+                held,
+                s,
+                p.doremi_steps,
+                "doremi-DoReMi",
+                track=True,
+            )
+            for i, s in enumerate(seeds)
+        ],
     }
     counts = [np.full(n, p.block_size - 1, float) for n in held.blocks_per_domain()]
-    return DoremiResult(baseline, learned, np.asarray(weights["trajectory"]), runs, counts, noise_share)
+    trajectory = np.asarray(first[0]["trajectory"])
+    return DoremiResult(baseline, learned, trajectory, runs, counts, noise_share, proxy_runs, history)
 
 
 def doremi_sweep(d: Domains, p: Any) -> dict[float, DoremiResult]:
-    """One DoReMi run (reference, proxy, main models) per noise share: the domains' heterogeneity swept."""
-    return {float(s): doremi_runs(d, p, float(s)) for s in p.noise_shares}
+    """One DoReMi run (reference, proxies, main models) per noise share: the domains' heterogeneity swept; the judged
+    (last) share also runs `doremi_rounds` rounds of iterated DoReMi."""
+    shares = [float(s) for s in p.noise_shares]
+    return {s: doremi_runs(d, p, s, p.doremi_rounds if i == len(shares) - 1 else 1) for i, s in enumerate(shares)}
+
+
+def weights_table(d: Domains, res: DoremiResult) -> pd.DataFrame:
+    """Per training domain: its natural share, each proxy run's averaged weight (round 1, one reference), their spread,
+    and every later round of iterated DoReMi."""
+    names = [domain_label(n) for n in d.names] + ([NOISE] if res.noise_share > 0 else [])
+    runs = np.asarray(res.proxy_runs)
+    rows = []
+    for j, name in enumerate(names):
+        row = {"domain": name, "natural share": res.baseline[j]}
+        row |= {f"proxy run {i + 1}": runs[i, j] for i in range(len(runs))}
+        row["spread (max - min)"] = float(np.ptp(runs[:, j]))
+        row |= {f"round {r + 1}": w[j] for r, w in enumerate(res.rounds) if r > 0}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def weights_words(table: pd.DataFrame, res: DoremiResult) -> str:
+    """How much the learned weights move between proxy runs and between rounds of iterated DoReMi."""
+    n = len(res.proxy_runs)
+    widest = table.loc[table["spread (max - min)"].idxmax()]
+    runs = [c for c in table.columns if c.startswith("proxy run")]
+    out = (
+        f"Across {n} proxy run{'s' if n > 1 else ''} against one reference, the widest spread of a domain's weight is "
+        f"{widest['spread (max - min)']:.3f} ({widest.domain}: {widest[runs].min():.3f} to {widest[runs].max():.3f}); "
+        f"DoReMi main model i trains on run i's weights, so the intervals below carry this spread."
+        if n > 1
+        else "One proxy run: how much its weights would move with another seed is not measured here."
+    )
+    for r, w in enumerate(res.rounds[1:], start=2):
+        moved = float(np.abs(w - res.rounds[r - 2]).sum())
+        top = table.loc[np.argmax(np.abs(w - res.rounds[r - 2]))]
+        out += (
+            f" Iterated DoReMi's round {r}, whose reference trains on round {r - 1}'s weights, moves them by "
+            f"{moved:.3f} in total (L1), most on {top.domain} ({res.rounds[r - 2][top.name]:.3f} → {w[top.name]:.3f}); "
+            "the main models use round 1, as the authors' Pile script runs one round."
+        )
+    return out
 
 
 def sweep_table(d: Domains, sweep: dict[float, DoremiResult], seed: int) -> pd.DataFrame:
@@ -915,7 +1021,11 @@ def steps_to_baseline(res: DoremiResult, p: Any) -> tuple[stats.Interval, pd.Dat
     frame = pd.DataFrame(rows)
     iv = stats.seed_summary(frame["share of steps"].to_numpy())
     censored = len(frame) - int(frame.reached.sum())
-    models = f"{len(frame)} trained main model{'s' if len(frame) > 1 else ''} per mixture, one proxy run"
+    n_proxies = max(1, len(res.proxy_runs))
+    models = (
+        f"{len(frame)} trained main model{'s' if len(frame) > 1 else ''} per mixture, "
+        f"{n_proxies} proxy run{'s' if n_proxies > 1 else ''}"
+    )
     how = "no interval" if len(frame) == 1 else "t interval over seeds"
     method = f"share of the baseline's steps; {models}, {how}; {censored} censored at the budget (known only > 100 %)"
     if censored == len(frame):
