@@ -313,13 +313,22 @@ def test_pins_apply_in_a_fresh_process():
     assert branch != "mkl branch 3", branch  # 3 would be MKL_CBWR_COMPATIBLE, 2.5x slower on LLM steps
 
 
-def test_openmp_threads_sleep_unless_the_user_says_otherwise():
-    """A fresh process (a notebook kernel too) gets OMP_WAIT_POLICY=PASSIVE from `import repro`; a user's value wins."""
+def test_openmp_threads_sleep_on_a_busy_machine_unless_the_user_says_otherwise():
+    """`import repro` sets OMP_WAIT_POLICY=PASSIVE only when the one-minute load reaches the CPU count; a user's value
+    wins either way."""
+    from repro import numerics
+
+    assert numerics.busy(load=2.0, cpus=2) and numerics.busy(load=9.0, cpus=2)
+    assert not numerics.busy(load=1.9, cpus=2) and not numerics.busy(load=0.0, cpus=16)
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    probe = "import os, repro; print(os.environ['OMP_WAIT_POLICY'])"
-    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "PASSIVE\n"
+    probe = "import os, repro; print(os.environ.get('OMP_WAIT_POLICY'), repro.numerics.BUSY_AT_IMPORT)"
+    policy, was_busy = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True
+    ).stdout.split()
+    assert policy == ("PASSIVE" if was_busy == "True" else "None")
     env["OMP_WAIT_POLICY"] = "ACTIVE"
-    assert subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout == "ACTIVE\n"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout
+    assert out.split()[0] == "ACTIVE"
 
 
 STEPS_PROBE = (

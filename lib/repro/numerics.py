@@ -39,11 +39,28 @@ PINS: dict[str, str] = {
 }
 
 
-# Not numerics but read the same way (when OpenMP starts, inherited by the kernels): idle OpenMP threads sleep
-# instead of spinning at their barriers. The numbers are the same; on a busy 2-core machine one tiny-LLaMA training
-# step took 3.19 s with OpenMP's default policy and 0.46 s with PASSIVE (load about 9), and a 256-512-256 MLP's Adam
-# step 34 and 59 ms against 3.8 and 4.0 ms (two alternating pairs of fresh processes, load about 5.5).
+# Not numerics but read the same way (when OpenMP starts, inherited by the kernels): on a busy machine, idle OpenMP
+# threads sleep instead of spinning at their barriers (PASSIVE). The numbers are the same either way; the speed is not,
+# and which policy wins depends on the load. On this 2-core machine a tiny-LLaMA training step (vocabulary 2,048,
+# 16 x 64 tokens) took 25-27 ms with OpenMP's default policy and 39-48 ms with PASSIVE when idle, but 194-324 ms
+# against 50-70 ms beside two busy processes; earlier, at load about 9, 3.19 s against 0.46 s. So PASSIVE is set only
+# when the machine is busy as repro is first imported (the runner's process, whose kernels inherit the choice): a
+# one-minute load average of at least the number of CPUs.
 THREADS: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+BUSY_AT_IMPORT = False  # what `busy` said when `pin_cpu_numerics` ran
+
+
+def busy(load: float | None = None, cpus: int | None = None) -> bool:
+    """Whether the machine is busy: the one-minute load average (or `load`) is at least the CPU count (or `cpus`)."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:
+            return False
+    return load >= (cpus or os.cpu_count() or 1)
+
 
 # Not numerics either: glibc's malloc gives every block above its mmap threshold (at most 32 MiB by its own
 # adjustment) back to the system when it is freed, so a training step that allocates and frees its logits and their
@@ -51,7 +68,7 @@ THREADS: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE"}
 # every step. Keeping freed memory in the heap up to 1 GiB per block gives the same numbers (torch aligns every
 # buffer to 64 bytes either way). On this 2-core machine, idle, a tiny-LLaMA step (vocabulary 4,096, 16 x 128
 # tokens) took 103-124 ms with 33,000 page faults and 63-74 ms of system time per step against 63-71 ms with 400
-# faults and about 1 ms (two alternating triples of fresh processes); OMP_WAIT_POLICY made no difference there idle.
+# faults and about 1 ms (two alternating triples of fresh processes).
 # Read by glibc when a process starts (the runner's kernels inherit the variables); `keep_freed_memory` applies them
 # to the process that imports repro.
 MEMORY: dict[str, str] = {"MALLOC_MMAP_THRESHOLD_": str(2**30), "MALLOC_TRIM_THRESHOLD_": str(2**30)}
@@ -59,9 +76,11 @@ _MALLOPT = {"MALLOC_TRIM_THRESHOLD_": -1, "MALLOC_MMAP_THRESHOLD_": -3}  # glibc
 
 
 def pin_cpu_numerics() -> dict[str, str]:
-    """Set every variable of PINS (and THREADS) not already set (a user's value wins); return PINS' values now in
-    force."""
-    for name, value in {**PINS, **THREADS, **MEMORY}.items():
+    """Set every variable of PINS and MEMORY (and THREADS on a busy machine) not already set (a user's value wins);
+    return PINS' values now in force."""
+    global BUSY_AT_IMPORT
+    BUSY_AT_IMPORT = busy()
+    for name, value in {**PINS, **(THREADS if BUSY_AT_IMPORT else {}), **MEMORY}.items():
         os.environ.setdefault(name, value)
     keep_freed_memory()
     return {name: os.environ[name] for name in PINS}

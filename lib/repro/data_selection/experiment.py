@@ -128,7 +128,7 @@ SPEC = {
     "learning_rate": Param(
         float, 3e-3, paper=1e-3, low=1e-6, high=1.0, help="AdamW peak learning rate (warmup, cosine decay)"
     ),
-    "dsir_steps": Param(int, 200, smoke=4, paper=50_000, low=1, high=10**7, help="steps of each DSIR selection's LM"),
+    "dsir_steps": Param(int, 150, smoke=4, paper=50_000, low=1, high=10**7, help="steps of each DSIR selection's LM"),
     "proxy_steps": Param(
         int, 1000, smoke=8, paper=200_000, low=2, high=10**7, help="steps of DoReMi's reference and proxy models"
     ),
@@ -150,7 +150,7 @@ SPEC = {
         high=5,
         help="DoReMi rounds at the judged point (round r's reference trains on round r-1's weights; mains: round 1)",
     ),
-    "doremi_steps": Param(int, 600, smoke=6, paper=200_000, low=2, high=10**7, help="steps of each main model"),
+    "doremi_steps": Param(int, 400, smoke=6, paper=200_000, low=2, high=10**7, help="steps of each main model"),
     "eval_every": Param(int, 100, smoke=2, paper=5_000, low=1, high=10**7, help="steps between held-out evaluations"),
     "step_size": Param(float, 1.0, low=1e-4, high=100.0, help="DoReMi's exponentiated-gradient step size (paper: 1)"),
     "noise_shares": Param(

@@ -1122,9 +1122,15 @@ def tilt_words(res: Results) -> str:
 
 
 def with_run(frame: pd.DataFrame, study: Study, run: str = "main") -> pd.DataFrame:
-    """A table with its run's contamination share (%) and optimizer steps as the last columns."""
+    """A table with its run's contamination share (%) and optimizer steps as the last columns; rows of the paper's
+    own numbers (`who` == "paper") carry the paper's share (Table 3's 0.1 %) and no step count (not reported)."""
     t = study.training[run]
-    return frame.assign(**{"contamination %": round(100 * t["contamination"], 1), "steps": t["steps"]})
+    out = frame.assign(**{"contamination %": round(100 * t["contamination"], 1), "steps": float(t["steps"])})
+    if "who" in out:
+        theirs = out["who"] == "paper"
+        out.loc[theirs, "contamination %"] = 100 * C.PAPER_CONTAMINATION
+        out.loc[theirs, "steps"] = np.nan
+    return out
 
 
 def pairs_view(pairs: pd.DataFrame, study: Study) -> pd.DataFrame:
