@@ -414,7 +414,7 @@ def test_mink_main_run_separates_members(smoke_results) -> None:
     paper = {r["method"]: r for r in t3 if r["who"] == "paper"}
     assert paper["Min-K%"]["avg"] == pytest.approx(0.825)  # over the sets shown: BoolQ .91 + TruthfulQA .74
     # the paper's rows carry Table 3's contamination share, not our run's, and no step count
-    assert paper["Min-K%"]["contamination %"] == pytest.approx(0.1) and np.isnan(paper["Min-K%"]["steps"])
+    assert paper["Min-K%"]["contamination %"] == pytest.approx(0.1) and pd.isna(paper["Min-K%"]["steps"])
     assert {r["contamination %"] for r in t3 if r["who"] == "ours"} != {0.1}
     assert "Min-K%++" not in paper and "Ref" not in paper  # no paper row where the paper has no number
     ours = {r["method"]: r for r in t3 if r["who"] == "ours"}
