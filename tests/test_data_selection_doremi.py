@@ -201,3 +201,28 @@ def test_compact_vocabulary_keeps_the_most_frequent_ids_and_eos() -> None:
     # eos -> 0, then 5 -> 1, 7 -> 2 (ties keep id order), everything else -> the unknown id 3
     assert [m.tolist() for m in mapped["a"]] == [[1, 1, 2, 3], [1, 2]]
     assert [m.tolist() for m in mapped["b"]] == [[3, 3, 0]]
+
+
+def test_sweep_words_name_where_a_sign_appears_and_whether_it_reverses() -> None:
+    import pandas as pd
+
+    from repro.data_selection import experiment as ex
+
+    def point(share: float, low: float, high: float) -> dict:
+        return {
+            "noise share": share,
+            "noise weight, DoReMi": 0.05,
+            "mean ratio": (low + high) / 2,
+            "mean low": low,
+            "mean high": high,
+        }
+
+    none, gain, loss = point(0.0, 0.85, 1.12), point(0.4, 0.67, 0.82), point(0.2, 1.1, 1.3)
+    assert ex.sweep_words(pd.DataFrame([none, gain])).endswith(
+        "So a clear gain appears along the sweep (at noise share 0.40) where the other points show no clear sign; "
+        "its sign never reverses."
+    )
+    assert ex.sweep_words(pd.DataFrame([none, gain, loss])).endswith(
+        "So the sign of the gain reverses along the sweep."
+    )
+    assert ex.sweep_words(pd.DataFrame([gain])).endswith("(gain at every point).")

@@ -920,15 +920,22 @@ def sweep_words(sweep: pd.DataFrame) -> str:
         + f", mean ratio {r['mean ratio']:.3f} [{r['mean low']:.3f}, {r['mean high']:.3f}]"
         for _, r in sweep.iterrows()
     ]
-    signs = {
-        ("gain" if r["mean high"] < 1 else "loss" if r["mean low"] > 1 else "no clear sign")
+    sign_at = {
+        f"{r['noise share']:.2f}": "gain" if r["mean high"] < 1 else "loss" if r["mean low"] > 1 else "no clear sign"
         for _, r in sweep.iterrows()
     }
-    verdict = (
-        "the sign of the gain changes along the sweep"
-        if {"gain", "loss"} <= signs
-        else f"the sign does not change along the sweep ({', '.join(sorted(signs))})"
-    )
+    signs = set(sign_at.values())
+    if {"gain", "loss"} <= signs:
+        verdict = "the sign of the gain reverses along the sweep"
+    elif len(signs) > 1:
+        kind = "gain" if "gain" in signs else "loss"
+        at = [share for share, sign in sign_at.items() if sign == kind]
+        verdict = (
+            f"a clear {kind} appears along the sweep (at noise share {', '.join(at)}) where the other points show no "
+            "clear sign; its sign never reverses"
+        )
+    else:
+        verdict = f"the sign does not change along the sweep ({signs.pop()} at every point)"
     return "Along the sweep of the noise domain's share: " + "; ".join(parts) + f". So {verdict}."
 
 
@@ -1180,7 +1187,7 @@ def dsir_words(
         f"Gumbel noise) it is {_ratio(vs_topk)} (geometric means over {settings} target × size setting"
         f"{'s' if settings > 1 else ''}, {draws} selection draws and LM seeds each). The length confound: over the "
         f"pool, DSIR's summed log weight correlates with document length at r = "
-        f"{f'{r.min():.2f}' if r.min() == r.max() else f'{r.min():.2f} to {r.max():.2f}'}, so "
+        f"{f'{r.min():.2f}' if f'{r.min():.2f}' == f'{r.max():.2f}' else f'{r.min():.2f} to {r.max():.2f}'}, so "
         f"k documents chosen by DSIR hold {tokens.mean():.0%} of the tokens of k random ones; DSIR at k documents "
         f"scores {_ratio(equal_docs)} times DSIR at equal tokens. Across the {len(selection) // settings} "
         "selections of each target, the rank correlation of KL reduction (on held-out target text) with −log "
