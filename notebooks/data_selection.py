@@ -112,12 +112,15 @@ publish("domains", ex.domains_table(D))
 # documents of that domain are held out. The raw pool is the *other* domains: as in the paper,
 # whose targets are downstream datasets that The Pile does not hold, the target's own source is
 # left out, so that DSIR has to find target-like text rather than recognise the target domain.
-# Five arms each select from the pool:
+# Six arms each select from the pool:
 #
 # - **random**;
 # - **heuristic classification** as GPT-3 did it: a logistic classifier on hashed unigrams and
 #   bigrams (target vs pool, balanced, regularisation chosen by cross-validated log loss), keeping
 #   a document when a Pareto(9) draw exceeds one minus its target probability, in repeated rounds;
+# - **top-k heuristic**: the same classifier's most target-like documents first, without the
+#   Pareto noise (our own baseline: a classifier whose probabilities are squashed keeps fewer
+#   target-like documents under the Pareto rule than its ranking would);
 # - **DSIR**: the authors' `data-selection` package's hashed n-gram features (10,000 buckets),
 #   importance log-weights, and Gumbel top-k resampling without replacement;
 # - **top-k DSIR**: the largest weights without the noise, the paper's ablation;
@@ -144,9 +147,10 @@ plt.show()
 vs_random = ex.method_ratio(nll, counts, "DSIR", "random", P.targets, P.select_sizes, P.seed)
 vs_heuristic = ex.method_ratio(nll, counts, "DSIR", "heuristic classification", P.targets, P.select_sizes, P.seed)
 vs_topk = ex.method_ratio(nll, counts, "DSIR", "top-k DSIR", P.targets, P.select_sizes, P.seed)
+vs_topk_heuristic = ex.method_ratio(nll, counts, "DSIR", ex.TOPK_HEURISTIC, P.targets, P.select_sizes, P.seed)
 equal_docs = ex.method_ratio(nll, counts, ex.EQUAL_DOCS, "DSIR", P.targets, P.select_sizes, P.seed)
 kl = ex.kl_quality_correlation(selection, P.seed)
-page.say(ex.dsir_words(selection, confound, vs_random, vs_heuristic, vs_topk, equal_docs, kl))
+page.say(ex.dsir_words(selection, confound, vs_random, vs_heuristic, vs_topk, equal_docs, kl, vs_topk_heuristic))
 
 # %% [markdown]
 # ## 3. How much of an outlier is a contaminant? (our own analysis)

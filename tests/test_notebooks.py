@@ -428,8 +428,8 @@ def test_data_selection_chapter_tables(smoke_results) -> None:
     assert [r["domain"] for r in domains] == ["Wikipedia", "NYT", "Reddit", "Amazon"]
     assert sum(r["token share"] for r in domains) == pytest.approx(1.0, abs=2e-3)
     draws = pd.DataFrame(table(smoke_results, "data_selection", "selection_draws"))
-    methods = ["random", "heuristic classification", "DSIR", "top-k DSIR", "DSIR, equal documents"]
-    assert len(draws) == 1 * 1 * 5 * 2 and list(dict.fromkeys(draws.method)) == methods
+    methods = ["random", "heuristic classification", "top-k heuristic", "DSIR", "top-k DSIR", "DSIR, equal documents"]
+    assert len(draws) == 1 * 1 * 6 * 2 and list(dict.fromkeys(draws.method)) == methods
     tokens = draws.groupby("method").tokens.mean()
     # equal tokens: every arm but the equal-documents one stops within one document past the same budget, and
     # DSIR's k documents (the length confound) hold far fewer tokens than its equal-token selection

@@ -28,7 +28,8 @@ from . import doremi, dsir
 PILE_HUB = "monology/pile-uncopyrighted"  # The Pile without its copyrighted parts; `meta.pile_set_name` is the domain
 TOKENIZER_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"
 EQUAL_DOCS = "DSIR, equal documents"  # the old protocol: k documents whatever their length (the length confound)
-METHODS = ("random", "heuristic classification", "DSIR", "top-k DSIR", EQUAL_DOCS)
+TOPK_HEURISTIC = "top-k heuristic"  # the classifier's most target-like documents first, without the Pareto noise
+METHODS = ("random", "heuristic classification", TOPK_HEURISTIC, "DSIR", "top-k DSIR", EQUAL_DOCS)
 N_BOOT = 2000
 MIN_DOMAIN_DOCS = 8
 HELD_OUT_SHARE = 16  # DoReMi holds out 1/16 of each domain's documents
@@ -468,6 +469,8 @@ def select(t: DsirTarget, method: str, k: int, lengths: np.ndarray, rng: np.rand
         order = dsir.random_k(len(t.pool), n, rng, t.eligible)
     elif method == "heuristic classification":
         order = dsir.pareto_order(t.heuristic_probs, rng, t.eligible)
+    elif method == TOPK_HEURISTIC:
+        order = dsir.top_k(t.heuristic_probs, n, t.eligible)
     elif method == "DSIR":
         order = dsir.gumbel_top_k(t.log_weights, n, rng, t.eligible)
     else:
@@ -1175,6 +1178,7 @@ def dsir_words(
     vs_topk: stats.Interval,
     equal_docs: stats.Interval,
     kl: stats.Interval,
+    vs_topk_heuristic: stats.Interval | None = None,
 ) -> str:
     """What the DSIR table and intervals say."""
     draws = selection.seed.nunique()
@@ -1183,7 +1187,13 @@ def dsir_words(
     tokens = confound["tokens, DSIR / random at k documents"]
     return (
         f"At equal tokens, DSIR's held-out target perplexity is {_ratio(vs_random)} times random selection's and "
-        f"{_ratio(vs_heuristic)} times heuristic classification's; against top-k DSIR (the same weights without the "
+        f"{_ratio(vs_heuristic)} times heuristic classification's"
+        + (
+            f" ({_ratio(vs_topk_heuristic)} times the classifier's own top-k order, without the Pareto noise)"
+            if vs_topk_heuristic is not None
+            else ""
+        )
+        + f"; against top-k DSIR (the same weights without the "
         f"Gumbel noise) it is {_ratio(vs_topk)} (geometric means over {settings} target × size setting"
         f"{'s' if settings > 1 else ''}, {draws} selection draws and LM seeds each). The length confound: over the "
         f"pool, DSIR's summed log weight correlates with document length at r = "
