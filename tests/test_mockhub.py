@@ -333,10 +333,18 @@ def check_data_selection(result: dict) -> None:
     assert domains == list(mockhub.PILE_SETS)
     assert all(r["tokens"] > r["documents"] > 0 for r in rows(result, "domains"))
     selection = rows(result, "selection")
-    assert len(selection) == 2 * 2 * 5  # targets x sizes x methods (means over the selection draws)
+    assert len(selection) == 2 * 2 * 6  # targets x sizes x methods (means over the selection draws)
+    assert {r["method"] for r in selection} == {
+        "random",
+        "heuristic classification",
+        "top-k heuristic",
+        "DSIR",
+        "top-k DSIR",
+        "DSIR, equal documents",
+    }
     assert {r["target"] for r in selection} == {"Wikipedia (en)", "PubMed Abstracts"}
     assert all(r["documents"] > 0 and r["perplexity"] > 1 for r in selection)
-    assert len(rows(result, "selection_draws")) == 2 * 2 * 5 * 2  # ... x draws
+    assert len(rows(result, "selection_draws")) == 2 * 2 * 6 * 2  # ... x draws
     assert [r["noise share"] for r in rows(result, "doremi_sweep")] == [0.0]  # the Pile's own domains only
     doremi = rows(result, "doremi_domains")
     assert [r["domain"] for r in doremi] == domains
