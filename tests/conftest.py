@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
+
+# OpenMP threads sleep at their barriers in every test process and notebook kernel (they inherit it), whatever the
+# load when repro is first imported. A CI machine's load is unknown and may arrive after that moment; with OpenMP's
+# spinning default, a smoke run of rmd_near_ood beside two busy processes took 319 s against 107 s with PASSIVE
+# (idle: 83 s against 66 s), on this project's 2-core machine. The fresh-clone CI of 073ef2e, which left the choice
+# to the load at import, ran past its 90 minutes inside the book's smoke build.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))
@@ -23,6 +31,37 @@ def isolated_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return runs
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The machine facts that decide the suite's speed, at the top of every log (a slow CI says why)."""
+    try:
+        quota = Path("/sys/fs/cgroup/cpu.max").read_text().strip()
+    except OSError:
+        quota = "none"
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return [
+        f"cpus: {os.cpu_count()} (affinity {len(os.sched_getaffinity(0))}, cgroup cpu.max {quota}); load {load}",
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}",
+    ]
+
+
+_CONFIG: list[pytest.Config] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _CONFIG.append(config)
+
+
+def _say(line: str) -> None:
+    """A line in the terminal or CI log even while pytest captures output (where a long suite spends its time)."""
+    config = _CONFIG[-1] if _CONFIG else None
+    reporter = config and config.pluginmanager.get_plugin("terminalreporter")
+    capture = config and config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None:
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(line)
+
+
 class _LazyRuns(dict):
     """Smoke results by notebook, each notebook executed on first access (so `-k rmd` runs only that notebook)."""
 
@@ -31,7 +70,9 @@ class _LazyRuns(dict):
 
         if stem not in NOTEBOOKS:
             raise KeyError(stem)
+        start = time.monotonic()
         self[stem] = run(stem, "smoke")
+        _say(f"[smoke run of {stem}: {time.monotonic() - start:.0f} s]")
         return self[stem]
 
     def items(self):  # every notebook, in book order
