@@ -1089,6 +1089,8 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
     },
     "metrics_by_hand": {"toy_n": 200},
     "deepgini_apfd": {
+        # four of the paper's eight pairs: each of its four datasets and each of its four architectures once
+        "pairs": ["mnist:lenet1", "cifar10:vgg16", "fashion_mnist:resnet20", "svhn:lenet5"],
         "n_train": 100,
         "n_test": 100,
         "epochs": 1,
@@ -1100,7 +1102,7 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "scaling_sizes": [100, 200],
         "cost_repeats": 1,
         "naive_n": 50,
-        "retrain_percents": [10],
+        "retrain_percents": [3],
         "retrain_epochs": 1,
         "retrain_seeds": 2,
         "n_boot": 50,
