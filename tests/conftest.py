@@ -31,6 +31,11 @@ def isolated_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return runs
 
 
+def error_lines(stderr: str) -> list[str]:
+    """The runner's own error lines (the kernel may add its warnings, the runner its progress lines in a log)."""
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """The machine facts that decide the suite's speed, at the top of every log (a slow CI says why)."""
     try:

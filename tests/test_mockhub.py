@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import NOTEBOOKS, ROOT
+from conftest import NOTEBOOKS, ROOT, error_lines
 from repro import mockhub
 from repro.params import ParameterError
 
@@ -436,6 +436,6 @@ def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str,
         timeout=600,
     )
     assert done.returncode == 2, done.stderr[-2000:]
-    error = done.stderr.strip().splitlines()
+    error = error_lines(done.stderr)  # a progress line may come first when the run takes over 10 s
     assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'indist_background': 4,000 tokens")
     assert "the background half of News August 2023 has only" in error[0]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT
+from conftest import NOTEBOOKS, ROOT, error_lines
 from repro import atomic
 from repro.runner import run, toc_notebooks
 
@@ -31,11 +31,6 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess:
         env={**os.environ, **env},
         timeout=600,
     )
-
-
-def error_lines(stderr: str) -> list[str]:
-    """The runner's own error lines (the kernel may add its warnings)."""
-    return [line for line in stderr.splitlines() if line.startswith("error:")]
 
 
 def test_results_file_has_the_documented_shape(smoke_results, isolated_runs: Path) -> None:
