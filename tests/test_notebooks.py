@@ -460,6 +460,10 @@ def test_data_selection_chapter_tables(smoke_results) -> None:
     verdict = table(smoke_results, "data_selection", "verdict")
     assert {r["claim"] for r in verdict} <= {c["claim"] for c in claims} and len(verdict) >= len(claims) - 1
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
+    # the KL-reduction row's regime counts the selections it correlates over: every arm's draws, per target
+    kl = next(c for c in claims if c["claim"].startswith("KL reduction"))
+    per_target = len(draws) // draws.target.nunique()
+    assert f"= {per_target} selections ({draws.method.nunique()} methods × 1 size(s) × 2 draws)" in kl["regime"]
 
 
 def test_data_selection_saves_no_progress_bars(smoke_results, isolated_runs) -> None:
