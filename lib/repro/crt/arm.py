@@ -179,5 +179,7 @@ def words(result: dict) -> str:
         f"{t.loc['DPSGD', 'ppl_non-secret']:.2f} and CRT {t.loc['CRT', 'ppl_non-secret']:.2f} (ratio to non-private "
         f"{t.loc['CRT', 'ratio_to_non-private']:.2f}); a fine-tune on D_pub alone scores "
         f"{t.loc[CONTROL, 'ppl_non-secret']:.2f}. The fine-tunes were {source}; training them took "
-        f"{cost / 60:.1f} min on this machine, besides the frozen trunk's pass over every sentence."
+        f"{cost / 60:.1f} min on this machine, besides the frozen trunk's pass over every sentence. The arm is the "
+        "one artefact this chapter keeps between builds (in `data/crt`, keyed by its inputs): a cold build pays "
+        "that cost once, and later builds read it back."
     )
