@@ -49,18 +49,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
-_CONFIG: list[pytest.Config] = []
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    _CONFIG.append(config)
-
-
-def _say(line: str) -> None:
+def _say(config: pytest.Config, line: str) -> None:
     """A line in the terminal or CI log even while pytest captures output (where a long suite spends its time)."""
-    config = _CONFIG[-1] if _CONFIG else None
-    reporter = config and config.pluginmanager.get_plugin("terminalreporter")
-    capture = config and config.pluginmanager.get_plugin("capturemanager")
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
     if reporter is None or capture is None:
         return
     with capture.global_and_fixture_disabled():
@@ -70,6 +62,10 @@ def _say(line: str) -> None:
 class _LazyRuns(dict):
     """Smoke results by notebook, each notebook executed on first access (so `-k rmd` runs only that notebook)."""
 
+    def __init__(self, config: pytest.Config) -> None:
+        super().__init__()
+        self.config = config
+
     def __missing__(self, stem: str) -> dict:
         from repro.runner import run
 
@@ -77,7 +73,7 @@ class _LazyRuns(dict):
             raise KeyError(stem)
         start = time.monotonic()
         self[stem] = run(stem, "smoke")
-        _say(f"[smoke run of {stem}: {time.monotonic() - start:.0f} s]")
+        _say(self.config, f"[smoke run of {stem}: {time.monotonic() - start:.0f} s]")
         return self[stem]
 
     def items(self):  # every notebook, in book order
@@ -85,6 +81,6 @@ class _LazyRuns(dict):
 
 
 @pytest.fixture(scope="session")
-def smoke_results(isolated_runs: Path) -> dict[str, dict]:
+def smoke_results(isolated_runs: Path, pytestconfig: pytest.Config) -> dict[str, dict]:
     """Every notebook executed once at the smoke profile through the runner (lazily, on first access)."""
-    return _LazyRuns()
+    return _LazyRuns(pytestconfig)

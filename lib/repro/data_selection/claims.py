@@ -154,9 +154,8 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 "settings correlated, quality measure",
                 "8 selection methods; average downstream accuracy",
                 f"{methods * len(p['select_sizes']) * p['dsir_seeds']} selections ({methods} methods × "
-                f"{len(p['select_sizes'])} "
-                f"size(s) × {p['dsir_seeds']} draws) within each of {len(p['targets'])} target(s); held-out target "
-                "perplexity",
+                f"{len(p['select_sizes'])} size(s) × {p['dsir_seeds']} draws) within each of {len(p['targets'])} "
+                "target(s); held-out target perplexity",
             ),
             paper_values=DSIR_KL_R,
             paper_estimate=DSIR_KL_R["Pearson r over 8 methods (NeurIPS)"],
