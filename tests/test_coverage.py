@@ -198,3 +198,36 @@ def test_conv_neurons_are_spatial_means_of_feature_maps() -> None:
     with torch.no_grad():
         maps = model.blocks[0](torch.as_tensor(x).to(nets.device())).cpu()
     assert acts[:, :6] == pytest.approx(maps.mean(dim=(2, 3)).double().numpy(), abs=1e-6)
+
+
+def test_the_artifact_layer_set_adds_pre_pool_maps_and_the_softmax() -> None:
+    """LeNet-1 tracks 42 units as the artifact's Keras model exposes them (4 + 4 + 12 + 12 + 10), ours 16."""
+    x = np.random.default_rng(1).random((5, 1, 28, 28)).astype(np.float32)
+    lenet1 = nets.build("lenet1", (1, 28, 28), 10, seed=0).eval()
+    acts, layer = nets.neuron_activations(lenet1, x, layers="artifact")
+    assert np.bincount(layer).tolist() == [4, 4, 12, 12, 10]
+    ours, _ = nets.neuron_activations(lenet1, x)
+    assert ours.shape[1] == 16
+    assert acts[:, 4:8] == pytest.approx(ours[:, :4]) and acts[:, 20:32] == pytest.approx(ours[:, 4:])  # post-pool
+    with torch.no_grad():
+        pre = lenet1.blocks[0][:-1](torch.as_tensor(x).to(nets.device())).cpu().mean(dim=(2, 3)).double().numpy()
+    assert acts[:, :4] == pytest.approx(pre, abs=1e-6)
+    assert acts[:, -10:] == pytest.approx(nets.predict_proba(lenet1, x), abs=1e-6)
+    assert acts[:, -10:].sum(1) == pytest.approx(np.ones(5))
+    _, layer5 = nets.neuron_activations(nets.build("lenet5", (1, 28, 28), 10, seed=0).eval(), x, layers="artifact")
+    assert np.bincount(layer5).tolist() == [6, 6, 16, 16, 120, 84, 10]
+    with pytest.raises(ValueError, match="layers must be one of"):
+        nets.neuron_activations(lenet1, x, layers="keras")
+
+
+@pytest.mark.parametrize("shape", [(16, 4, 28, 28), (8, 12, 15, 13), (4, 3, 7, 6)])
+def test_the_fast_max_pool_equals_torch_max_pool_in_values_and_gradients(shape) -> None:
+    """MaxPool2 (two elementwise maxima) against nn.MaxPool2d(2): same outputs, same input gradients (odd sizes
+    floored) on inputs without ties; and same outputs after a ReLU, where a window of zeros is the common tie."""
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    for f in (lambda t: t, torch.relu):
+        ref = torch.nn.MaxPool2d(2)(f(x))
+        (g_ref,) = torch.autograd.grad((ref * torch.arange(ref.numel()).view_as(ref)).sum(), x)
+        out = nets.MaxPool2()(f(x))
+        (g_out,) = torch.autograd.grad((out * torch.arange(out.numel()).view_as(out)).sum(), x)
+        assert torch.equal(ref, out) and torch.equal(g_ref, g_out)

@@ -329,7 +329,17 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     assert len(verdict) == 3 * 2 + 1 + 3 + 2
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
     assert [r["origin"] for r in verdict].count("ours") == 4
-    assert all("1 trained model per pair" in r["test"] for r in verdict if "APFD(" in r["rule"])
+    # APFD rows cover the training run: 2 models per pair at smoke, t over models with each model's item bootstrap
+    apfd_rows = [r for r in verdict if "APFD(" in r["rule"]]
+    assert apfd_rows and all("2 trained models per pair" in r["test"] for r in apfd_rows)
+    assert all("items bootstrapped within each of 2 seeds" in r["test"] for r in apfd_rows)
+    more = table(smoke_results, "deepgini_apfd", "apfd_models")
+    assert len(more) == 2 * 2 * 3 and all(0 <= r["model 0"] <= 1 and 0 <= r["model 1"] <= 1 for r in more)
+    assert {r["method"] for r in more} >= {"DeepGini", "max-softmax"}
+    layers = {(r["test_set"], r["method"]): r for r in table(smoke_results, "deepgini_apfd", "layer_sets")}
+    units = layers["original", "units tracked"]
+    assert (units["ours"], units["artifact_layers"]) == (16, 42)  # digits LeNet-1: 4 + 12 against 4 + 4 + 12 + 12 + 10
+    assert all(0 <= r["artifact_layers"] <= 1 for k, r in layers.items() if k[1] != "units tracked")
     assert all("units:" in r["test"] for r in verdict if "on each pair" in r["rule"])
 
 

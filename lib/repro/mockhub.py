@@ -1105,6 +1105,7 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "retrain_percents": [3],
         "retrain_epochs": 1,
         "retrain_seeds": 2,
+        "models_per_pair": 1,  # the further models' path runs at smoke (2 models per pair)
         "n_boot": 50,
     },
     "rmd_near_ood": {

@@ -609,24 +609,24 @@ class _WeightedApfd:
         return float(1.0 - position_sum / (k * n) + 1.0 / (2 * n)) if k > 0 else math.nan
 
 
-def paired_bootstrap_apfd(
+def paired_apfd_draws(
     misclassified: Sequence[bool] | np.ndarray,
     scores_a: ArrayLike,
     scores_b: ArrayLike,
     *,
     n_resamples: int = 2000,
-    level: float = 0.95,
     seed: int = 0,
     stratify: bool = True,
-) -> Interval:
-    """Interval of APFD(a) - APFD(b): resample tests, each method orders the resample by its score (descending)."""
+) -> tuple[float, np.ndarray, str]:
+    """APFD(a) - APFD(b) on the full set, its paired bootstrap draws over tests (each method orders a resample by its
+    score, descending; the misclassified count fixed with stratify), and the method words."""
     flags = np.asarray(misclassified)
     if flags.dtype != bool and (flags.ndim != 1 or not np.isin(flags, (0, 1)).all()):
         raise ValueError("misclassified must hold booleans (True = misclassified test)")
     flags = flags.astype(bool)
     a = _finite_1d(scores_a, "scores_a")
     b = _finite_1d(scores_b, "scores_b")
-    _, n, _ = _bootstrap_setup((flags, a, b), n_resamples, level, None)
+    _, n, _ = _bootstrap_setup((flags, a, b), n_resamples, 0.95, None)
     if not flags.any():
         raise ValueError("APFD is undefined when no test is misclassified: the order reveals no fault")
     strata = flags if stratify and not flags.all() else None
@@ -638,7 +638,22 @@ def paired_bootstrap_apfd(
     method = _describe(n, n_resamples, True, None, "tests")
     if strata is not None:
         method += ", misclassified count fixed"
-    return _finish(apfd_a(ones) - apfd_b(ones), dist, level, method)
+    return apfd_a(ones) - apfd_b(ones), dist, method
+
+
+def paired_bootstrap_apfd(
+    misclassified: Sequence[bool] | np.ndarray,
+    scores_a: ArrayLike,
+    scores_b: ArrayLike,
+    *,
+    level: float = 0.95,
+    **draws,
+) -> Interval:
+    """Interval of APFD(a) - APFD(b): resample tests, each method orders the resample by its score (descending).
+    `draws`: n_resamples, seed, stratify of paired_apfd_draws."""
+    _check_level(level)
+    estimate, dist, method = paired_apfd_draws(misclassified, scores_a, scores_b, **draws)
+    return _finish(estimate, dist, level, method)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -196,7 +196,7 @@ def _apfd_claims(p: Mapping[str, Any], pairs: list[tuple[str, str]], each: str) 
             regime=Regime(
                 "trained models per comparison",
                 "32,200 models over 4 case studies, 8 test sets",
-                f"1 per pair ({len(pairs)})",
+                f"{p['models_per_pair']} per pair ({len(pairs)} pairs)",
             ),
         )
         out[f"beats_surprise|{test_set}"] = Claim(

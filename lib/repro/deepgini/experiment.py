@@ -220,15 +220,27 @@ def order_scores(order: np.ndarray) -> np.ndarray:
     return scores
 
 
-def apfd_difference(truth: np.ndarray, order_a: np.ndarray, order_b: np.ndarray, n_boot: int, seed: int):
-    """Normalized APFD(a) - APFD(b) with a paired bootstrap over tests (misclassified count fixed per resample)."""
+def apfd_difference(
+    truth: np.ndarray, order_a: np.ndarray, order_b: np.ndarray, n_boot: int, seed: int, replicas: list = ()
+):
+    """Normalized APFD(a) - APFD(b), paired bootstrap over each model's tests (misclassified count fixed per
+    resample). `replicas`: (truth, order_a, order_b) of further trained models of the pair, each on its own test
+    set; the interval is then a t interval over models with each model's item noise (stats.hierarchical_interval,
+    items per seed). With one model it is the bootstrap's percentile interval."""
     from .. import stats
     from ..metrics import apfd_bounds
 
-    iv = stats.paired_bootstrap_apfd(truth, order_scores(order_a), order_scores(order_b), n_resamples=n_boot, seed=seed)
-    worst, best = apfd_bounds(len(truth), int(truth.sum()))
-    scale = best - worst
-    return stats.Interval(iv.estimate / scale, iv.low / scale, iv.high / scale, iv.method + ", normalized")
+    estimates, draws = [], []
+    for flags, a, b in [(truth, order_a, order_b), *replicas]:
+        est, dist, method = stats.paired_apfd_draws(
+            flags, order_scores(a), order_scores(b), n_resamples=n_boot, seed=seed
+        )
+        worst, best = apfd_bounds(len(flags), int(flags.sum()))
+        estimates.append(est / (best - worst))
+        draws.append(dist / (best - worst))
+    return stats.hierarchical_interval(
+        estimates, np.stack(draws, axis=1), shared_items=False, words=f"normalized APFD difference, {method}"
+    )
 
 
 def tests_to_max_coverage(items, seed: int) -> tuple[float, int]:
@@ -299,7 +311,6 @@ def max_coverage_table(subjects: dict, methods: dict[str, str], test_set: str, p
     return pd.DataFrame(rows)
 
 
-APFD_TEST = "1 trained model per pair (items resampled)"
 APFD_NARROW = "test inputs"
 
 
@@ -459,7 +470,7 @@ def _retraining_row(claim: object, diffs: pd.DataFrame, picks: pd.DataFrame, pro
     return judge(claim, iv.estimate, iv, test=test, why=why, measured_by=measured, narrow_by="seeds")
 
 
-def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str) -> dict:
+def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str, n_models: int) -> dict:
     """One 'on every pair' APFD row: the rule applied to each unit (pair, comparator), the deciding unit shown."""
     from ..verdict import judge
 
@@ -472,7 +483,8 @@ def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str) -> dic
             f"{m} finds {_label(k)}'s misclassified tests earlier (normalized APFD {norm.loc[k, m]:.3f}, DeepGini "
             f"{norm.loc[k, 'DeepGini']:.3f})",
         )
-    test = f"deciding unit {_label(k)} vs {m}; {summary}; {APFD_TEST}: {iv.method}"
+    trained = f"{n_models} trained model{'s' if n_models > 1 else ''} per pair"
+    test = f"deciding unit {_label(k)} vs {m}; {summary}; {trained}: {iv.method}"
     return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="apfd", narrow_by=APFD_NARROW)
 
 
@@ -489,6 +501,7 @@ def verdict_rows(
     n_boot: int,
     seed: int,
     bench: pd.DataFrame | None = None,
+    replicas: dict | None = None,
 ) -> list[dict]:
     """Apply every claim's rule to each pair (or unit) and decide the claim; a row not held names its cause and the
     published table that measures it (apfd, max_coverage, retraining_picks), or the ablation that would tell."""
@@ -497,20 +510,26 @@ def verdict_rows(
 
     norm = apfd_frame.pivot_table(index=["dataset", "model", "test_set"], columns="method", values="apfd_normalized")
     baselines = paper_baselines(methods)
-    diff = lambda k, a, b: apfd_difference(truth[k], orders[(*k, a)], orders[(*k, b)], n_boot, seed)
+    replicas = replicas or {}
+    n_models = 1 + min((len(v) for v in replicas.values()), default=0)
+
+    def diff(k: tuple, a: str, b: str):
+        more = [(flags, o[a], o[b]) for flags, o in replicas.get(k, [])]
+        return apfd_difference(truth[k], orders[(*k, a)], orders[(*k, b)], n_boot, seed, more)
+
     rows = []
     for key, claim in claim_set.items():
         kind, *rest = key.split("|")
         keys = [k for k in norm.index if rest and k[2] == rest[0]]
         if kind == "beats_coverage":
             ivs = {(k, norm.loc[k, baselines].idxmax()): None for k in keys}
-            rows.append(_apfd_row(claim, {(k, b): diff(k, "DeepGini", b) for k, b in ivs}, norm, "coverage"))
+            rows.append(_apfd_row(claim, {(k, b): diff(k, "DeepGini", b) for k, b in ivs}, norm, "coverage", n_models))
         elif kind == "beats_surprise":
             ivs = {(k, norm.loc[k, ["LSA", "DSA"]].idxmax()): None for k in keys}
-            rows.append(_apfd_row(claim, {(k, b): diff(k, "DeepGini", b) for k, b in ivs}, norm, "surprise"))
+            rows.append(_apfd_row(claim, {(k, b): diff(k, "DeepGini", b) for k, b in ivs}, norm, "surprise", n_models))
         elif kind == "softmax_match":
             ivs = {(k, m): diff(k, m, "DeepGini") for k in keys for m in ("max-softmax", "entropy", "margin")}
-            rows.append(_apfd_row(claim, ivs, norm, "softmax"))
+            rows.append(_apfd_row(claim, ivs, norm, "softmax", n_models))
         elif kind == "max_coverage":
             judged = maxcov[maxcov["judged"]]
             worst = judged.loc[judged["share_of_tests"].idxmax()]
@@ -593,7 +612,7 @@ def _spec() -> dict:
         ),
         "scaling_sizes": Param(
             list,
-            [10_000, 25_000, 50_000, 100_000],
+            [10_000, 20_000, 40_000],
             items=int,
             smoke=[1_000, 4_000],
             paper=[10_000, 100_000, 300_000],
@@ -620,6 +639,14 @@ def _spec() -> dict:
         ),
         "fresh_eps": Param(
             float, 0.05, low=0.001, high=1.0, help="L∞ step of the fresh FGSM against each retrained model"
+        ),
+        "models_per_pair": Param(
+            int,
+            3,
+            smoke=2,
+            low=1,
+            high=20,
+            help="trained models per pair (seeds seed, seed + 1, ...) in APFD intervals",
         ),
         "n_boot": Param(int, 1000, smoke=200, low=50, high=20_000, help="bootstrap resamples per interval"),
     }
@@ -780,6 +807,49 @@ def see_all(models: dict[tuple[str, str], Pair], mixed: dict, params: object) ->
                 }
             )
     return subjects, truth, pd.DataFrame(rows)
+
+
+def replicate(models: dict, params: object, methods: dict[str, str]) -> tuple[dict, pd.DataFrame]:
+    """Models 2 .. models_per_pair of every pair (seeds seed + 1, ..., same data and recipe), each with its own
+    artifact-style mixed set (its own attacks): every prioritizer's APFD on its original and mixed sets. Returns
+    {(dataset, model, set): [(misclassified, {method: order}), ...]} for the verdict's intervals, and the records
+    (column trained_model: 1, 2, ...; the chapter's model is 0)."""
+    from tqdm.auto import tqdm
+
+    from . import nets, testsets
+
+    replicas, frames = {}, []
+    caps = {"JSMA": params.jsma_images, "CW-L2": params.cw_images}
+    for i in tqdm(range(1, params.models_per_pair), desc="further trained models", leave=False):
+        for (ds, arch), p in models.items():
+            model, _ = nets.train_cached(arch, *p.train, CLASSES, params.epochs, params.seed + i, params.recipe)
+            pair = Pair(ds, arch, p.train, p.test, model)
+            m, _ = testsets.build(model, *p.test, "artifact", caps, params.seed, CLASSES)
+            fit_references(pair, params.sa_train, params.seed)
+            subjects, truth = {}, {}
+            for name, (x, y) in {"original": p.test, "original+adversarial": (m.x, m.y)}.items():
+                subjects[ds, arch, name], truth[ds, arch, name], _ = see(pair, x, y)
+            frame, orders = apfd_records(subjects, truth, methods, params.seed)
+            frames.append(frame.drop(columns="seconds").assign(trained_model=i))
+            for key in subjects:
+                replicas.setdefault(key, []).append((truth[key], {n: orders[(*key, n)] for n in methods}))
+    return replicas, (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+
+
+def models_table(apfd_frame: pd.DataFrame, more: pd.DataFrame, sets: tuple[str, str]) -> pd.DataFrame:
+    """Normalized APFD of DeepGini, max-softmax and the coverage baseline of best APFD on the chapter's model, on
+    every trained model of each pair (model 0 is the chapter's), original and mixed sets."""
+    frame = pd.concat([apfd_frame.assign(trained_model=0), more], ignore_index=True)
+    frame = frame[frame["test_set"].isin(sets)]
+    rows = []
+    for (ds, arch, ts), sub in frame.groupby(["dataset", "model", "test_set"], sort=False):
+        first = sub[sub["trained_model"] == 0]
+        rival = first[first["family"] == "coverage"].set_index("method")["apfd_normalized"].idxmax()
+        for method in ("DeepGini", "max-softmax", rival):
+            values = sub[sub["method"] == method].set_index("trained_model")["apfd_normalized"]
+            rows.append({"pair": f"{ds} {arch}", "test_set": ts, "method": method,
+                         **{f"model {i}": float(v) for i, v in values.items()}})  # fmt: skip
+    return pd.DataFrame(rows)
 
 
 def best_of(apfd_frame: pd.DataFrame, family: str, key: tuple[str, str, str]) -> str:
@@ -1225,3 +1295,62 @@ def artifact_variants(subjects: dict, truth: dict, models: dict, seed: int) -> p
         rows.append({"pair": f"{ds} {arch}", "test_set": ts, "method": "LSC-CAM", "variant": "softmax layer",
                      "ours": score(order_for("LSC-CAM", s, seed)), "artifact_style": lsc})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def layer_set_table(
+    models: dict, mixed: dict, subjects: dict, truth: dict, apfd_frame: pd.DataFrame, methods: dict[str, str], seed: int
+) -> pd.DataFrame:
+    """Neuron coverage over the artifact's layer set (ReLU maps before and after pooling, the softmax layer; see
+    nets.artifact_trace) beside ours (pooled ReLU blocks), on the first pair's original and mixed sets: normalized
+    APFD of every neuron-coverage baseline, with the units each layer set tracks. Same seed and tie-breaks."""
+    from . import nets
+
+    (ds, arch), pair = next(iter(models.items()))
+    train_acts, layer = nets.neuron_activations(pair.model, pair.train[0], layers="artifact")
+    stats = cv.fit_stats(train_acts, layer)
+    sets = {"original": pair.test[0], "original+adversarial": mixed[ds, arch, "original+adversarial"].x}
+    rows = []
+    for ts, x in sets.items():
+        ours = subjects[ds, arch, ts]
+        theirs = replace(ours, acts=nets.neuron_activations(pair.model, x, layers="artifact")[0], stats=stats)
+        flags = truth[ds, arch, ts]
+        known = apfd_frame[
+            (apfd_frame["dataset"] == ds) & (apfd_frame["model"] == arch) & (apfd_frame["test_set"] == ts)
+        ]
+        known = known.set_index("method")["apfd_normalized"]
+        for name, family in methods.items():
+            if family != "coverage":
+                continue
+            rows.append({"pair": f"{ds} {arch}", "test_set": ts, "method": name, "ours": float(known[name]),
+                         "artifact_layers": apfd_normalized(flags[order_for(name, theirs, seed)])})  # fmt: skip
+        rows.append({"pair": f"{ds} {arch}", "test_set": ts, "method": "units tracked",
+                     "ours": ours.acts.shape[1], "artifact_layers": theirs.acts.shape[1]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def layer_set_words(table: pd.DataFrame, apfd_frame: pd.DataFrame) -> str:
+    """What the artifact's layer set changes: units tracked, the largest change, and the best coverage method under
+    each layer set against DeepGini, per test set."""
+    units = table[table["method"] == "units tracked"].iloc[0]
+    scores = table[table["method"] != "units tracked"].assign(change=lambda t: t["artifact_layers"] - t["ours"])
+    big = scores.loc[scores["change"].abs().idxmax()]
+    out = [
+        f"On {units['pair']} the artifact's layers track {int(units['artifact_layers'])} units where ours track "
+        f"{int(units['ours'])}. The largest change is {big['change']:+.3f} ({big['method']}, {big['test_set']} set: "
+        f"{big['ours']:.3f} → {big['artifact_layers']:.3f})."
+    ]
+    ds, arch = units["pair"].split(" ")
+    for ts, sub in scores.groupby("test_set", sort=False):
+        gini = apfd_frame[
+            (apfd_frame["dataset"] == ds) & (apfd_frame["model"] == arch) & (apfd_frame["test_set"] == ts)
+        ]
+        gini = float(gini.loc[gini["method"] == "DeepGini", "apfd_normalized"].iloc[0])
+        best = {v: sub.loc[sub[v].idxmax()] for v in ("ours", "artifact_layers")}
+        out.append(
+            f"On the {ts} set the best coverage method is {best['ours']['method']} ({best['ours']['ours']:.3f}) with "
+            f"our layers and {best['artifact_layers']['method']} ({best['artifact_layers']['artifact_layers']:.3f}) "
+            f"with the artifact's, against DeepGini's {gini:.3f}: the layer set "
+            + ("does not change" if max(b[v] for v, b in best.items()) < gini else "changes")
+            + " which of them ranks first."
+        )
+    return " ".join(out)
