@@ -222,8 +222,8 @@ def test_the_artifact_layer_set_adds_pre_pool_maps_and_the_softmax() -> None:
 
 @pytest.mark.parametrize("shape", [(16, 4, 28, 28), (8, 12, 15, 13), (4, 3, 7, 6)])
 def test_the_fast_max_pool_equals_torch_max_pool_in_values_and_gradients(shape) -> None:
-    """MaxPool2 (two elementwise maxima) against nn.MaxPool2d(2): same outputs, same input gradients (odd sizes
-    floored) on inputs without ties; and same outputs after a ReLU, where a window of zeros is the common tie."""
+    """MaxPool2 against nn.MaxPool2d(2): the same outputs without gradients (its two elementwise maxima; odd sizes
+    floored), before and after a ReLU, and with gradients the same outputs and input gradients (torch's kernel)."""
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(0), requires_grad=True)
     for f in (lambda t: t, torch.relu):
         ref = torch.nn.MaxPool2d(2)(f(x))
@@ -231,3 +231,5 @@ def test_the_fast_max_pool_equals_torch_max_pool_in_values_and_gradients(shape) 
         out = nets.MaxPool2()(f(x))
         (g_out,) = torch.autograd.grad((out * torch.arange(out.numel()).view_as(out)).sum(), x)
         assert torch.equal(ref, out) and torch.equal(g_ref, g_out)
+        with torch.no_grad():
+            assert torch.equal(nets.MaxPool2()(f(x)), ref)
