@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from scipy import sparse
+from scipy.stats import gaussian_kde
 
 from repro.deepgini import coverage as cv
 from repro.deepgini import experiment, nets, prioritizers, surprise
@@ -233,3 +234,18 @@ def test_the_fast_max_pool_equals_torch_max_pool_in_values_and_gradients(shape) 
         assert torch.equal(ref, out) and torch.equal(g_ref, g_out)
         with torch.no_grad():
             assert torch.equal(nets.MaxPool2()(f(x)), ref)
+
+
+def test_lsa_keeps_a_density_when_a_class_has_linearly_dependent_units() -> None:
+    """A unit that sums two others makes the class's covariance singular although every unit varies: LSA drops one
+    unit and equals LSA on the independent units alone (any three of them span the same space with a transform of
+    determinant 1, and the KDE's bandwidth follows the data's covariance)."""
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(300, 3))
+    train = np.column_stack([base, base[:, 0] + base[:, 1]])
+    pred = np.zeros(300, dtype=int)
+    test = rng.normal(size=(5, 3))
+    with pytest.raises(np.linalg.LinAlgError):
+        gaussian_kde(train.T)
+    values = surprise.lsa(train, pred, np.column_stack([test, test[:, 0] + test[:, 1]]), np.zeros(5, dtype=int))
+    assert values == pytest.approx(surprise.lsa(base, pred, test, np.zeros(5, dtype=int)), rel=1e-9)

@@ -8,7 +8,8 @@ What the DeepGini artifact does (metrics.py, classes LSC and DSC; exp_apfd/exp_y
   output (LSC.fit's comment: 10 columns); DSC takes the whole list (conv maps spatially averaged). We use the
   last hidden layer for both.
 * LSC's variance filter is commented out in LSC._get_kdes (no column is removed); we drop columns whose
-  per-class training variance is at most `min_var`.
+  per-class training variance is at most `min_var`, and, where the rest are linearly dependent (a singular
+  covariance), the least independent ones (pivoted QR; see _kde).
 * DSA as here: distance to the nearest same-class training trace x_a over the distance from x_a to the nearest
   other-class training trace (DSC.fit).
 * Coverage (LSC/DSC.rank_fast) buckets the scores with np.digitize over linspace(min of the prioritized set's
@@ -54,9 +55,29 @@ def lsa(
             continue
         if len(ref) <= len(cols):
             cols = cols[: max(1, len(ref) - 2)]
-        kde = gaussian_kde(ref[:, cols].T)
+        kde, cols = _kde(ref, cols)
         out[mask] = -kde.logpdf(test[mask][:, cols].T)
     return _most_surprising(out, undefined)
+
+
+def _kde(ref: np.ndarray, cols: np.ndarray) -> tuple[gaussian_kde, np.ndarray]:
+    """KDE of the training traces over `cols`, and the columns it used: the columns pivoted QR of the centred traces
+    ranks independent (|R_ii| above 1e-6 of the largest, a covariance condition number below 1e12), dropping the
+    least independent one further while the covariance does not factor. Columns that vary but depend linearly on
+    others within the class (ReLU units that fire together) otherwise make the covariance singular, and the class
+    has no density at all, or a meaningless one."""
+    from scipy.linalg import qr
+
+    _, r, pivots = qr(ref[:, cols] - ref[:, cols].mean(axis=0), mode="economic", pivoting=True)
+    diag = np.abs(np.diag(r))
+    rank = max(1, int((diag > 1e-6 * diag[0]).sum())) if diag.size and diag[0] > 0 else 1
+    for n in range(rank, 0, -1):
+        chosen = np.sort(cols[pivots[:n]])
+        try:
+            return gaussian_kde(ref[:, chosen].T), chosen
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError("no column of the class's training traces gives a density")
 
 
 def _nearest(a: np.ndarray, b: np.ndarray, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
