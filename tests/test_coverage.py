@@ -249,3 +249,12 @@ def test_lsa_keeps_a_density_when_a_class_has_linearly_dependent_units() -> None
         gaussian_kde(train.T)
     values = surprise.lsa(train, pred, np.column_stack([test, test[:, 0] + test[:, 1]]), np.zeros(5, dtype=int))
     assert values == pytest.approx(surprise.lsa(base, pred, test, np.zeros(5, dtype=int)), rel=1e-9)
+
+
+@pytest.mark.parametrize("arch", ["lenet1", "lenet5", "resnet20"])
+def test_the_forward_pass_gives_the_logits_of_trace_without_its_summaries(arch) -> None:
+    shape = (1, 28, 28) if arch.startswith("lenet") else (3, 32, 32)
+    model = nets.build(arch, shape, 10, seed=0).eval()
+    x = torch.as_tensor(np.random.default_rng(2).random((4, *shape)), dtype=torch.float32)
+    with torch.no_grad():
+        assert torch.equal(model(x), model.trace(x)[0])

@@ -230,7 +230,7 @@ def apfd_difference(
     from .. import stats
     from ..metrics import apfd_bounds
 
-    estimates, draws = [], []
+    estimates, draws, sizes = [], [], []
     for flags, a, b in [(truth, order_a, order_b), *replicas]:
         est, dist, method = stats.paired_apfd_draws(
             flags, order_scores(a), order_scores(b), n_resamples=n_boot, seed=seed
@@ -238,6 +238,11 @@ def apfd_difference(
         worst, best = apfd_bounds(len(flags), int(flags.sum()))
         estimates.append(est / (best - worst))
         draws.append(dist / (best - worst))
+        sizes.append(len(flags))
+    if len(sizes) > 1 and min(sizes) != max(sizes):  # each model's own mixed set: say the range of their sizes
+        method = method.replace(
+            f" over {sizes[-1]:,} tests", f" over each model's tests ({min(sizes):,}–{max(sizes):,})"
+        )
     return stats.hierarchical_interval(
         estimates, np.stack(draws, axis=1), shared_items=False, words=f"normalized APFD difference, {method}"
     )
@@ -309,9 +314,6 @@ def max_coverage_table(subjects: dict, methods: dict[str, str], test_set: str, p
                 }
             )
     return pd.DataFrame(rows)
-
-
-APFD_NARROW = "test inputs"
 
 
 def _margin(rule: object, ours: float) -> float:
@@ -485,7 +487,8 @@ def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str, n_mode
         )
     trained = f"{n_models} trained model{'s' if n_models > 1 else ''} per pair"
     test = f"deciding unit {_label(k)} vs {m}; {summary}; {trained}: {iv.method}"
-    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="apfd", narrow_by=APFD_NARROW)
+    narrow = "trained models per pair" if n_models > 1 else "test inputs"  # the t interval over models dominates
+    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="apfd", narrow_by=narrow)
 
 
 def verdict_rows(
