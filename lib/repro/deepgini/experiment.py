@@ -354,8 +354,10 @@ def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray,
         return time.perf_counter() - began
 
     nets.predict_proba(pair.model, x[:256])  # warm-up
-    probs = [clock(lambda: nets.predict_proba(pair.model, x)) for _ in range(repeats)]
-    acts = [clock(lambda: nets.neuron_activations(pair.model, x)) for _ in range(repeats)]
+    probs, acts = [], []
+    for _ in range(repeats):  # interleaved, so that a drift in the machine's speed reaches both forward passes alike
+        probs.append(clock(lambda: nets.predict_proba(pair.model, x)))
+        acts.append(clock(lambda: nets.neuron_activations(pair.model, x)))
     rows = []
     for name in methods:
         for r in range(repeats):
