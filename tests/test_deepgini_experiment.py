@@ -64,7 +64,24 @@ def test_apfd_difference_is_the_normalized_difference_on_the_full_set() -> None:
     iv = dg.apfd_difference(truth, a, b, n_boot=200, seed=1)
     expected = metrics.apfd_normalized(truth[a]) - metrics.apfd_normalized(truth[b])
     assert iv.estimate == pytest.approx(expected, abs=1e-12)
-    assert iv.low <= iv.estimate <= iv.high and iv.method.endswith("normalized")
+    assert iv.low <= iv.estimate <= iv.high and iv.method.startswith("normalized APFD difference, paired bootstrap")
+    assert iv.method.endswith("1 trained model, training randomness not covered")
+
+
+def test_apfd_difference_over_models_is_the_mean_of_each_models_difference() -> None:
+    """Further trained models, each on its own test set: the estimate is the mean of the models' normalized
+    differences and the interval a t interval over models (wider than any one model's bootstrap here)."""
+    rng = np.random.default_rng(3)
+    runs = []
+    for n in (300, 320, 280):
+        truth = rng.random(n) < 0.3
+        runs.append((truth, rng.permutation(n), rng.permutation(n)))
+    iv = dg.apfd_difference(*runs[0], n_boot=200, seed=1, replicas=runs[1:])
+    each = [metrics.apfd_normalized(t[a]) - metrics.apfd_normalized(t[b]) for t, a, b in runs]
+    assert iv.estimate == pytest.approx(np.mean(each), abs=1e-12)
+    assert "over each model's tests (280–320)" in iv.method and "within each of 3 seeds" in iv.method
+    one = dg.apfd_difference(*runs[0], n_boot=200, seed=1)
+    assert iv.high - iv.low > one.high - one.low
 
 
 def test_tests_to_max_coverage_on_a_hand_case() -> None:
