@@ -715,14 +715,18 @@ def accuracy_table(models: dict[tuple[str, str], Pair]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def attack_caps(params: object) -> dict[str, int]:
+    """Images attacked by the slow attacks of the artifact-style set (FGSM and BIM attack every test image)."""
+    return {"JSMA": params.jsma_images, "CW-L2": params.cw_images}
+
+
 def build_test_sets(models: dict[tuple[str, str], Pair], params: object) -> tuple[dict, pd.DataFrame]:
     """The artifact-style mixed set of every pair, and the fixed-ε ablation of the first; one row per attack."""
     from . import testsets
 
     mixed, frames = {}, []
     for i, ((ds, arch), p) in enumerate(models.items()):
-        caps = {"JSMA": params.jsma_images, "CW-L2": params.cw_images}
-        builds = [("artifact", "original+adversarial", caps)]
+        builds = [("artifact", "original+adversarial", attack_caps(params))]
         if i == 0:
             builds.append(("fixed", ABLATION, dict.fromkeys(testsets.CONSTRUCTIONS["fixed"], params.ablation_images)))
         for construction, name, limits in builds:
@@ -824,7 +828,7 @@ def replicate(models: dict, params: object, methods: dict[str, str]) -> tuple[di
     from . import nets, testsets
 
     replicas, frames = {}, []
-    caps = {"JSMA": params.jsma_images, "CW-L2": params.cw_images}
+    caps = attack_caps(params)
     for i in tqdm(range(1, params.models_per_pair), desc="further trained models", leave=False):
         for (ds, arch), p in models.items():
             model, _ = nets.train_cached(arch, *p.train, CLASSES, params.epochs, params.seed + i, params.recipe)
@@ -857,14 +861,16 @@ def models_table(apfd_frame: pd.DataFrame, more: pd.DataFrame, sets: tuple[str, 
     return pd.DataFrame(rows)
 
 
+def on_set(apfd_frame: pd.DataFrame, key: tuple[str, str, str]) -> pd.DataFrame:
+    """The APFD records of one (dataset, model, test set)."""
+    ds, arch, ts = key
+    return apfd_frame[(apfd_frame["dataset"] == ds) & (apfd_frame["model"] == arch) & (apfd_frame["test_set"] == ts)]
+
+
 def best_of(apfd_frame: pd.DataFrame, family: str, key: tuple[str, str, str]) -> str:
     """Method of `family` with the highest normalized APFD on one (dataset, model, test set)."""
-    sub = apfd_frame[
-        (apfd_frame["family"] == family)
-        & (apfd_frame["dataset"] == key[0])
-        & (apfd_frame["model"] == key[1])
-        & (apfd_frame["test_set"] == key[2])
-    ]
+    sub = on_set(apfd_frame, key)
+    sub = sub[sub["family"] == family]
     return sub.loc[sub["apfd_normalized"].idxmax(), "method"]
 
 
@@ -1076,12 +1082,8 @@ def retraining_rival(apfd_frame: pd.DataFrame, key: tuple[str, str, str], s: Sub
     """The coverage baseline (of the paper's: `baselines`) of best normalized APFD on the pair's mixed set among
     those that order at least the k tests the largest percentage retrains on; and every baseline's count of pool
     tests it orders."""
-    sub = apfd_frame[
-        apfd_frame["method"].isin(baselines)
-        & (apfd_frame["dataset"] == key[0])
-        & (apfd_frame["model"] == key[1])
-        & (apfd_frame["test_set"] == key[2])
-    ].sort_values("apfd_normalized", ascending=False)
+    sub = on_set(apfd_frame, key)
+    sub = sub[sub["method"].isin(baselines)].sort_values("apfd_normalized", ascending=False)
     on_pool = s.take(pool)
     rows = []
     for name, value in zip(sub["method"], sub["apfd_normalized"]):
@@ -1319,10 +1321,7 @@ def layer_set_table(
         ours = subjects[ds, arch, ts]
         theirs = replace(ours, acts=nets.neuron_activations(pair.model, x, layers="artifact")[0], stats=stats)
         flags = truth[ds, arch, ts]
-        known = apfd_frame[
-            (apfd_frame["dataset"] == ds) & (apfd_frame["model"] == arch) & (apfd_frame["test_set"] == ts)
-        ]
-        known = known.set_index("method")["apfd_normalized"]
+        known = on_set(apfd_frame, (ds, arch, ts)).set_index("method")["apfd_normalized"]
         for name, family in methods.items():
             if family != "coverage":
                 continue
@@ -1346,10 +1345,7 @@ def layer_set_words(table: pd.DataFrame, apfd_frame: pd.DataFrame) -> str:
     ]
     ds, arch = units["pair"].split(" ")
     for ts, sub in scores.groupby("test_set", sort=False):
-        gini = apfd_frame[
-            (apfd_frame["dataset"] == ds) & (apfd_frame["model"] == arch) & (apfd_frame["test_set"] == ts)
-        ]
-        gini = float(gini.loc[gini["method"] == "DeepGini", "apfd_normalized"].iloc[0])
+        gini = float(on_set(apfd_frame, (ds, arch, ts)).set_index("method").loc["DeepGini", "apfd_normalized"])
         best = {v: sub.loc[sub[v].idxmax()] for v in ("ours", "artifact_layers")}
         out.append(
             f"On the {ts} set the best coverage method is {best['ours']['method']} ({best['ours']['ours']:.3f}) with "
