@@ -149,6 +149,24 @@ def test_min_k_plus_plus_normalizes_per_token() -> None:
         metrics.min_k_plus_plus(lp, mu, np.zeros(5), 0.4)
 
 
+def test_roc_points_are_scikit_learns_roc_curve() -> None:
+    from sklearn.metrics import roc_curve
+
+    rng = np.random.default_rng(4)
+    for trial in range(400):  # small sets with many ties: where collinear points are dropped
+        n = int(rng.integers(4, 50))
+        y = np.r_[0, 1, rng.integers(0, 2, n - 2)]
+        s = np.round(rng.normal(size=n) + y * rng.uniform(0, 2), int(rng.integers(0, 3)))
+        fpr, tpr, _ = roc_curve(y, s)
+        ours = metrics.roc_points(y, s)
+        assert np.array_equal(ours[0], fpr) and np.array_equal(ours[1], tpr), trial
+        at = np.flatnonzero(fpr < 0.2)[-1]
+        assert metrics.tpr_at_fpr(y, s, 0.2) == tpr[at]
+    # three thresholds on the diagonal: the middle one, (2/3, 2/3), is dropped
+    f, t = metrics.roc_points(np.array([1, 0, 1, 0, 1, 0]), np.array([3.0, 3.0, 2.0, 2.0, 1.0, 1.0]))
+    assert f.tolist() == t.tolist() == [0.0, 1 / 3, 1.0]
+
+
 def test_tpr_at_fpr_matches_threshold_scan() -> None:
     rng = np.random.default_rng(2)
     labels = np.r_[np.zeros(300), np.ones(300)].astype(int)

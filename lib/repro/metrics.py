@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.metrics import roc_auc_score, roc_curve
+from sklearn.metrics import roc_auc_score
 
 from .stats import hanley_mcneil_se
 
@@ -193,8 +193,23 @@ def tpr_at_fpr(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.
     if not 0 < fpr < 1:
         raise ValueError(f"fpr must lie in (0, 1), got {fpr}")
     y, s = _labels_scores(labels, scores)
-    fprs, tprs, _ = roc_curve(y, s)
+    fprs, tprs = roc_points(y, s)
     return float(tprs[np.flatnonzero(fprs < fpr)[-1]])
+
+
+def roc_points(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(FPR, TPR) of scikit-learn's `roc_curve(labels, scores)` (collinear points dropped), computed in NumPy
+    without its input checks: the same points, about 10x faster on the small sets a bootstrap calls it for
+    thousands of times. labels: 0/1 of both classes; scores finite (validate first)."""
+    order = np.argsort(scores, kind="mergesort")[::-1]  # descending, ties in reverse index order, as scikit-learn
+    s, y = scores[order], labels[order].astype(np.float64)
+    last = np.r_[np.flatnonzero(np.diff(s)), y.size - 1]  # the last item of each distinct score
+    tps = np.cumsum(y)[last]
+    fps = 1 + last - tps
+    if fps.size > 2:  # drop the points on a straight segment (scikit-learn's drop_intermediate)
+        keep = np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True]
+        fps, tps = fps[keep], tps[keep]
+    return np.r_[0.0, fps] / fps[-1], np.r_[0.0, tps] / tps[-1]
 
 
 class MahalanobisScores(NamedTuple):
