@@ -331,6 +331,21 @@ def test_openmp_threads_sleep_on_a_busy_machine_unless_the_user_says_otherwise()
     assert out.split()[0] == "ACTIVE"
 
 
+def test_each_notebook_kernel_follows_the_load_when_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner decides the kernel's OpenMP policy when it starts the kernel, not when repro was imported."""
+    from repro import numerics, runner
+
+    monkeypatch.setattr(numerics, "USER_POLICY", None)
+    assert numerics.kernel_wait_policy(load=float(os.cpu_count() or 1)) == "PASSIVE"  # load = CPUs: busy
+    assert numerics.kernel_wait_policy(load=0.1) is None
+    monkeypatch.setattr(numerics, "USER_POLICY", "ACTIVE")
+    assert numerics.kernel_wait_policy(load=9.0) == numerics.kernel_wait_policy(load=0.0) == "ACTIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    with runner._environ(OMP_WAIT_POLICY=None, REPRO_PROBE="1"):  # None unsets for the block
+        assert "OMP_WAIT_POLICY" not in os.environ and os.environ["REPRO_PROBE"] == "1"
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE" and "REPRO_PROBE" not in os.environ
+
+
 STEPS_PROBE = (
     "import repro, torch\n"
     "from repro.data_selection import doremi\n"

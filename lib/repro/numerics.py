@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["MEMORY", "PINS", "THREADS", "keep_freed_memory", "pin_cpu_numerics"]
+__all__ = ["MEMORY", "PINS", "THREADS", "keep_freed_memory", "kernel_wait_policy", "pin_cpu_numerics"]
 
 PINS: dict[str, str] = {
     # torch's own (ATen) vectorized kernels: the AVX2 build instead of the AVX-512 one
@@ -45,11 +45,14 @@ PINS: dict[str, str] = {
 # 16 x 64 tokens) took 25-27 ms with OpenMP's default policy and 39-48 ms with PASSIVE when idle, but 194-324 ms
 # against 50-70 ms beside two busy processes; earlier, at load about 9, 3.19 s against 0.46 s. So PASSIVE is set only
 # when the machine is busy as repro is first imported (the runner's process, whose kernels inherit the choice): a
-# one-minute load average of at least the number of CPUs.
+# one-minute load average of at least the number of CPUs. The runner decides again for each notebook kernel it starts
+# (`kernel_wait_policy`), so a long `make book` follows the load as it changes.
 THREADS: dict[str, str] = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 BUSY_AT_IMPORT = False  # what `busy` said when `pin_cpu_numerics` ran
+_UNSET = object()
+USER_POLICY: object = _UNSET  # OMP_WAIT_POLICY as set before repro first pinned this process (None: not set)
 
 
 def busy(load: float | None = None, cpus: int | None = None) -> bool:
@@ -78,12 +81,22 @@ _MALLOPT = {"MALLOC_TRIM_THRESHOLD_": -1, "MALLOC_MMAP_THRESHOLD_": -3}  # glibc
 def pin_cpu_numerics() -> dict[str, str]:
     """Set every variable of PINS and MEMORY (and THREADS on a busy machine) not already set (a user's value wins);
     return PINS' values now in force."""
-    global BUSY_AT_IMPORT
+    global BUSY_AT_IMPORT, USER_POLICY
+    if USER_POLICY is _UNSET:
+        USER_POLICY = os.environ.get("OMP_WAIT_POLICY")
     BUSY_AT_IMPORT = busy()
     for name, value in {**PINS, **(THREADS if BUSY_AT_IMPORT else {}), **MEMORY}.items():
         os.environ.setdefault(name, value)
     keep_freed_memory()
     return {name: os.environ[name] for name in PINS}
+
+
+def kernel_wait_policy(load: float | None = None) -> str | None:
+    """OMP_WAIT_POLICY for a notebook kernel started now (or at one-minute load `load`): the user's value when they
+    set one before repro was imported, else PASSIVE on a busy machine and None (OpenMP's default) on an idle one."""
+    if isinstance(USER_POLICY, str):
+        return USER_POLICY
+    return THREADS["OMP_WAIT_POLICY"] if busy(load) else None
 
 
 def keep_freed_memory() -> bool:

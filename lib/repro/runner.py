@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from . import atomic, cache, frontpage, progress, sessions
+from . import atomic, cache, frontpage, numerics, progress, sessions
 from .data import FASHION_MNIST_DIR
 from .notebook import MOCK_HUB_VAR, PREPARE_ONLY_VAR
 from .params import PROFILES, ParameterError
@@ -319,10 +319,14 @@ def clear_leftovers(stem: str) -> int:
 
 
 @contextmanager
-def _environ(**values: str) -> Iterator[None]:
-    """Set environment variables (inherited by the kernel) for the duration of the block."""
+def _environ(**values: str | None) -> Iterator[None]:
+    """Set environment variables (inherited by the kernel) for the duration of the block; None unsets one."""
     saved = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:
@@ -350,7 +354,13 @@ def _execute(nb: Any, out_path: Path, params: dict[str, Any], stem: str, show: b
     if show:
         monitor.start()
     try:
-        with _environ(JUPYTER_RUNTIME_DIR=str(runtime), **{progress.STATUS_VAR: str(status)}, **env):
+        kernel_env = {
+            "JUPYTER_RUNTIME_DIR": str(runtime),
+            progress.STATUS_VAR: str(status),
+            "OMP_WAIT_POLICY": numerics.kernel_wait_policy(),  # the load now, not at the runner's start
+            **env,
+        }
+        with _environ(**kernel_env):
             return pm.execute_notebook(
                 str(src),
                 str(out_path),
