@@ -143,6 +143,38 @@ def test_cached_weights_train_once_and_reload(tmp_path, monkeypatch) -> None:
     assert len(list((tmp_path / "models").glob("cnn-*.pt"))) == 1
 
 
+def test_features_are_cached_by_weights_and_inputs(tmp_path, monkeypatch) -> None:
+    from repro.rmd import features
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    calls = []
+
+    class Encoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            calls.append(len(x))
+            return self.lin(x), self.lin(x) * 2
+
+    rng = np.random.default_rng(0)
+    x = lambda n: torch.as_tensor(rng.normal(size=(n, 4)), dtype=torch.float32)
+    d = features.Direction("toy", "image", "A", "B", x(8), np.r_[0, 1].repeat(4), x(6), np.zeros(6), x(4),
+                           np.r_[0, 1, 0, 1], x(3), np.array(["b"] * 3))  # fmt: skip
+    torch.manual_seed(0)
+    model = Encoder()
+    first = features.extract(d, features.Embedder(model, None))
+    assert calls == [8, 7]  # training rows, then the 4 + 3 test rows (no probe: the OOD training rows are unused)
+    again = features.extract(d, features.Embedder(model, None))
+    assert calls == [8, 7] and np.array_equal(again.test, first.test) and np.array_equal(again.logits, first.logits)
+    with torch.no_grad():
+        model.lin.bias += 1.0  # other weights: the entry does not apply
+    moved = features.extract(d, features.Embedder(model, None))
+    assert calls == [8, 7, 8, 7] and np.allclose(moved.test, first.test + 1.0)
+    assert len(list((tmp_path / "features").glob("rmd-image-*.npz"))) == 2
+
+
 def test_rmd_is_the_sum_of_its_discriminant_terms(gaussian_data) -> None:
     x, y, z = gaussian_data
     betas, terms = scores.discriminant_contributions(x, y, z)

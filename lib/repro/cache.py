@@ -50,6 +50,28 @@ def digest(*parts: Any, length: int = 16) -> str:
     return running.hexdigest()[:length]
 
 
+def model_digest(model: Any) -> str:
+    """Digest of a torch module's class and every tensor of its state (its weights and buffers): what its outputs
+    depend on besides their inputs."""
+    state = model.state_dict()
+    names = sorted(state)
+    return digest(type(model).__qualname__, names, *(state[k].detach().cpu().float() for k in names))
+
+
+def arrays_entry(path: Path, build: Callable[[], dict[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], bool]:
+    """(arrays, was_cached): the named arrays stored at `path` (an .npz file), else `build()` stored there."""
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as f:  # a file object: np.savez would add ".npz" to the temporary name
+            np.savez(f, **build())
+
+    def read(found: Path) -> dict[str, np.ndarray]:
+        with np.load(found) as stored:
+            return {k: stored[k] for k in stored.files}
+
+    return file_entry(path, write, read)
+
+
 def store(kind: str) -> Path:
     """The folder holding one kind of entry (models, checkpoints, adversarial, ...) under the data directory."""
     return data_dir() / kind

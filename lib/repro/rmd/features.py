@@ -182,6 +182,14 @@ class Embedder:
 
     model: Any
     memo: dict[str, tuple[np.ndarray, np.ndarray]] | None = field(default_factory=dict)
+    _key: str = field(default="", repr=False)
+
+    @property
+    def key(self) -> str:
+        """Digest of the model's class and weights (computed once): the features' cache key with their inputs."""
+        if not self._key:
+            self._key = cache.model_digest(self.model)
+        return self._key
 
     def __call__(self, inputs: Any) -> tuple[np.ndarray, np.ndarray]:
         """(features, second output) of every input; texts run in order of length, so that a batch pads little."""
@@ -201,9 +209,21 @@ class Embedder:
 def extract(d: Direction, embed: Embedder, probe_seed: int | None = None) -> Feats:
     """Features of d's rows; with probe_seed (the label-free case), logits from a logistic probe on the training
     features and the OOD classes' training rows, which CLP's probes need (fine-tuned features skip them)."""
-    train, _ = embed(d.train_x)
-    ood_train = embed(d.ood_train_x)[0] if probe_seed is not None else np.empty((0, train.shape[1]))
-    test, logits = embed(training.concat(d.test_in_x, d.test_ood_x))
+    probe = probe_seed is not None
+    test_x = training.concat(d.test_in_x, d.test_ood_x)
+
+    def run() -> dict[str, np.ndarray]:
+        train = embed(d.train_x)[0]
+        ood_train = embed(d.ood_train_x)[0] if probe else np.empty((0, train.shape[1]))
+        test, logits = embed(test_x)
+        return {"train": train, "ood_train": ood_train, "test": test, "logits": logits}
+
+    # cached by the model's weights and the inputs: a re-run (an exercise that changes a scoring parameter, the
+    # cached book) reads the features instead of running the encoders again over every input
+    ood_x = d.ood_train_x if probe else None
+    where = cache.entry_path("features", f"rmd-{d.modality}", embed.key, d.train_x, ood_x, test_x, suffix=".npz")
+    found, _ = cache.arrays_entry(where, run)
+    train, ood_train, test, logits = (found[k] for k in ("train", "ood_train", "test", "logits"))
     if probe_seed is not None:
         logits = scores.linear_probe(train, d.train_y, probe_seed).predict_log_proba(test)
     n_in = len(d.test_in_y)
