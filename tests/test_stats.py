@@ -76,6 +76,16 @@ def test_auc_fast_path_equals_generic_resampling() -> None:
     np.testing.assert_allclose(single.as_tuple(), single_generic.as_tuple(), atol=1e-12)
 
 
+def test_weighted_auc_of_many_resamples_equals_each_resample_alone() -> None:
+    rng = np.random.default_rng(8)
+    y, a, _ = correlated_scores(rng, 257)
+    auc = stats._WeightedAuc(y, np.round(a, 1))  # ties
+    weights = np.stack([np.bincount(rng.integers(0, 257, 257), minlength=257) for _ in range(600)]).astype(float)
+    weights[:, :5] *= rng.integers(0, 2, (600, 5))  # inclusion masks zero some items
+    assert np.array_equal(auc.many(weights), np.array([auc(w) for w in weights]))  # exact: whole-number sums
+    assert auc.many(np.ones((1, 257)))[0] == stats.fast_auc(y, np.round(a, 1))
+
+
 # --- bootstrap --------------------------------------------------------------------------------------------------
 
 

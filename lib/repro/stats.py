@@ -153,6 +153,8 @@ class _WeightedAuc:
         self.positive = _binary_labels(labels, s.size).astype(np.float64)
         uniques, self.groups = np.unique(s, return_inverse=True)
         self.n_groups = uniques.size
+        self.order = np.argsort(self.groups, kind="stable")  # items by tied group, each group's items in index order
+        self.starts = np.r_[0, np.flatnonzero(np.diff(self.groups[self.order])) + 1]
 
     def __call__(self, weights: np.ndarray) -> float:
         """AUC when item i appears weights[i] times."""
@@ -160,6 +162,15 @@ class _WeightedAuc:
         neg = np.bincount(self.groups, weights, self.n_groups) - pos
         below = np.cumsum(neg) - neg
         return float(pos @ (below + 0.5 * neg) / (pos.sum() * neg.sum()))
+
+    def many(self, weights: np.ndarray) -> np.ndarray:
+        """The AUC of every row of `weights` (resamples x items) at once. With whole-number multiplicities every sum is
+        exact, so each value is the one the row gives alone."""
+        w = weights[:, self.order]
+        pos = np.add.reduceat(w * self.positive[self.order], self.starts, axis=1)
+        neg = np.add.reduceat(w, self.starts, axis=1) - pos
+        below = np.cumsum(neg, axis=1) - neg
+        return np.einsum("rg,rg->r", pos, below + 0.5 * neg) / (pos.sum(axis=1) * neg.sum(axis=1))
 
 
 def hanley_mcneil_se(auc: float, n_pos: int, n_neg: int) -> float:
@@ -224,6 +235,9 @@ def delong_interval(labels: ArrayLike, scores: ArrayLike, level: float = 0.95) -
 # bootstrap
 
 
+_BLOCK = 500  # bootstrap resamples evaluated together (a block's multiplicities: _BLOCK x items floats per group)
+
+
 def _resamples(n: int, strata: np.ndarray | None, n_resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
     """Index arrays of `n_resamples` bootstrap resamples, drawn within each stratum when strata is given."""
     if strata is None:
@@ -234,6 +248,15 @@ def _resamples(n: int, strata: np.ndarray | None, n_resamples: int, rng: np.rand
     members = [np.flatnonzero(inverse == g) for g in range(int(inverse.max()) + 1)]
     for _ in range(n_resamples):
         yield np.concatenate([idx[rng.integers(0, idx.size, size=idx.size)] for idx in members])
+
+
+def _count_blocks(draws: Iterator[np.ndarray], n: int, n_resamples: int) -> Iterator[np.ndarray]:
+    """The multiplicities of the index arrays `draws` yields, in order, as matrices of up to _BLOCK resamples x n."""
+    for start in range(0, n_resamples, _BLOCK):
+        block = np.empty((min(_BLOCK, n_resamples - start), n))
+        for r in range(block.shape[0]):
+            block[r] = np.bincount(next(draws), minlength=n)
+        yield block
 
 
 def _bootstrap_setup(
@@ -293,7 +316,7 @@ def bootstrap(
     draws = _resamples(n, strata_arr, n_resamples, rng)
     if _is_rank_auc(statistic) and len(arrs) == 2:
         auc = _WeightedAuc(arrs[0], arrs[1])
-        dist = np.array([auc(np.bincount(idx, minlength=n).astype(np.float64)) for idx in draws])
+        dist = np.concatenate([auc.many(block) for block in _count_blocks(draws, n, n_resamples)])
     else:
         dist = np.array([statistic(*(a[idx] for a in arrs)) for idx in draws], dtype=np.float64)
     method = _describe(n, n_resamples, False, strata_arr, unit)  # one statistic, not a comparison: never "paired"
@@ -320,8 +343,7 @@ def paired_bootstrap_diff(
     draws = _resamples(n, strata, n_resamples, rng)
     if _is_rank_auc(metric):
         auc_a, auc_b = _WeightedAuc(y, a), _WeightedAuc(y, b)
-        weights = (np.bincount(idx, minlength=n).astype(np.float64) for idx in draws)
-        dist = np.array([auc_a(w) - auc_b(w) for w in weights])
+        dist = np.concatenate([auc_a.many(w) - auc_b.many(w) for w in _count_blocks(draws, n, n_resamples)])
     else:
         dist = np.array([metric(y[idx], a[idx]) - metric(y[idx], b[idx]) for idx in draws], dtype=np.float64)
     estimate = metric(y, a) - metric(y, b)
@@ -407,15 +429,14 @@ def seeds_and_items_contrast(
     rng = np.random.default_rng(seed)
 
     def per_seed(weights: np.ndarray) -> np.ndarray:
-        """The statistic of every seed on one resample of items (weights)."""
-        return np.array([sum(w * auc(weights) for w, auc in seed_terms) for seed_terms in aucs])
+        """The statistic of every seed (columns) on each resample of items (rows of weights)."""
+        return np.stack([sum(w * auc.many(weights) for w, auc in seed_terms) for seed_terms in aucs], axis=1)
 
-    draws = np.stack(
-        [per_seed(np.bincount(idx, minlength=n).astype(np.float64)) for idx in _resamples(n, y, n_resamples, rng)]
-    )
+    blocks = _count_blocks(_resamples(n, y, n_resamples, rng), n, n_resamples)
+    draws = np.concatenate([per_seed(block) for block in blocks])
     paired = "paired " if len(terms) > 1 else ""
     words = f"{paired}AUC over {n:,} {unit} (resampled within class)"
-    return hierarchical_interval(per_seed(np.ones(n)), draws, level=level, words=words)
+    return hierarchical_interval(per_seed(np.ones((1, n)))[0], draws, level=level, words=words)
 
 
 AucTerm = tuple[float, np.ndarray, np.ndarray | None]  # (weight, scores, items included or None for all)
@@ -458,28 +479,36 @@ def _grouped_seed_draws(groups: Sequence[tuple], n_resamples: int, seed: int) ->
     ]
 
     def per_seed(weights: Sequence[np.ndarray]) -> np.ndarray:
-        """The statistic of every seed when group g's item i appears weights[g][i] times."""
-        return np.array(
+        """The statistic of every seed (columns) on each resample (rows) when group g's item i appears
+        weights[g][r, i] times in resample r: the mean over groups of each group's weighted sum of AUCs."""
+        return np.stack(
             [
-                np.mean([sum(w * auc(m * wg) for w, auc, m in g[k]) for g, wg in zip(per_group, weights)])
+                np.mean(
+                    np.stack([sum(w * auc.many(m * wg) for w, auc, m in g[k]) for g, wg in zip(per_group, weights)], 1),
+                    axis=1,
+                )
                 for k in range(seeds)
-            ]
+            ],
+            axis=1,
         )
 
     rng = np.random.default_rng(seed)
     draws = [_resamples(y.size, st, n_resamples, rng) for y, _, st in prepared]
-    dist = np.stack(
-        [
-            per_seed(
-                [np.bincount(next(d), minlength=y.size).astype(np.float64) for d, (y, _, _) in zip(draws, prepared)]
-            )
-            for _ in range(n_resamples)
-        ]
-    )
+    blocks = []
+    for start in range(0, n_resamples, _BLOCK):  # groups drawn in turn within each resample, as one at a time would
+        counts = [np.empty((min(_BLOCK, n_resamples - start), y.size)) for y, _, _ in prepared]
+        for r in range(counts[0].shape[0]):
+            for c, d in zip(counts, draws):
+                c[r] = np.bincount(next(d), minlength=c.shape[1])
+        blocks.append(per_seed(counts))
     n = sum(y.size for y, _, _ in prepared)
     paired = "paired " if any(len(t) > 1 for _, t, _ in prepared) else ""
     within = "within set and class" if len(prepared) > 1 else "within class"
-    return per_seed([np.ones(y.size) for y, _, _ in prepared]), dist, f"{paired}|{n:,}|{within}"
+    return (
+        per_seed([np.ones((1, y.size)) for y, _, _ in prepared])[0],
+        np.concatenate(blocks),
+        f"{paired}|{n:,}|{within}",
+    )
 
 
 def grouped_auc_contrast(
