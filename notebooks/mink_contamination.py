@@ -53,6 +53,7 @@ freq_background = None  # background tokens of the occurrences experiment
 n_neighbors = None  # Neighbor attack perturbations per text; 0 skips it
 max_length = None  # tokens scored per text
 score_batch = None  # texts per scoring batch
+bench_repeats = None  # interleaved repeats of the throughput benchmark (the minimum is kept)
 store_checkpoints = None  # keep trained checkpoints in data/models/mink (cache by inputs)
 export_corpora = None  # write every run's corpus and its accelerate command, then stop (multi-GPU training)
 wikimia = None  # score WikiMIA (Table 1) with the base model (needs the Hub)

@@ -298,7 +298,7 @@ def cached_pretraining(
 ) -> tuple[Any, dict[str, Any]]:
     """(model, stats) trained from `base` on `docs`, loaded from the cache when the same inputs ran before.
 
-    store=False (smoke runs) trains without keeping a checkpoint."""
+    store=False (store_checkpoints false) trains without keeping a checkpoint."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     target = checkpoint_dir(name, base, docs, cfg, keep_whole)
