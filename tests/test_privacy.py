@@ -254,6 +254,31 @@ def test_calibrated_sigma_gives_the_target_epsilon_and_matches_a_bisection(
     assert sigma == pytest.approx(bisection, abs=2e-5)
 
 
+def test_cached_accounting_gives_opacus_own_numbers(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opacus.accountants import RDPAccountant
+    from opacus.accountants.utils import get_noise_multiplier
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    trainers.noise_multiplier.cache_clear()
+    sigma = trainers.noise_multiplier(3.0, 1e-5, 0.05, 2)
+    assert sigma == get_noise_multiplier(
+        target_epsilon=3.0, target_delta=1e-5, sample_rate=0.05, epochs=2, accountant="rdp"
+    )
+    trainers.noise_multiplier.cache_clear()
+    (entry,) = (tmp_path / "crt").glob("sigma-*.json")
+    entry.write_text(entry.read_text().replace(repr(sigma), "1.25"))  # the next process reads the stored value
+    assert trainers.noise_multiplier(3.0, 1e-5, 0.05, 2) == 1.25
+    trainers.noise_multiplier.cache_clear()
+    rng = np.random.default_rng(3)
+    for _ in range(5):  # one to three phases (CRT's public then private steps use two accountants' worth)
+        history = [(float(rng.uniform(0.6, 4)), float(rng.uniform(0.01, 0.3)), int(rng.integers(1, 400)))
+                   for _ in range(int(rng.integers(1, 4)))]  # fmt: skip
+        accountant = RDPAccountant()
+        accountant.history = list(history)
+        assert trainers.rdp_epsilon(history, 1e-5) == accountant.get_epsilon(1e-5)  # exact, not approximately
+    assert trainers.rdp_epsilon([], 1e-5) == RDPAccountant().get_epsilon(1e-5) == 0
+
+
 def test_dp_training_returns_a_plain_module_without_opacus_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
     def hooks(model: torch.nn.Module) -> int:
         return sum(len(m._forward_hooks) + len(m._backward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
