@@ -1105,6 +1105,7 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "retrain_percents": [3],
         "retrain_epochs": 1,
         "retrain_seeds": 2,
+        "iterative_pairs": 0,  # the iterative protocol runs at smoke; here it retrained VGG16 and ResNet20 for 37 s
         "models_per_pair": 1,  # the further models' path runs at smoke (2 models per pair)
         "n_boot": 50,
     },
