@@ -55,3 +55,14 @@ def test_claims_are_distinct_and_their_rules_are_checked_on_some_paper_numbers(c
         assert "could not be read" in doc and "directions and" in doc, f"{chapter}: say why no paper numbers"
         return
     assert checked, f"{chapter}: no rule is checked against the paper's own numbers"
+
+
+def test_deepgini_plans_the_iterative_claims_only_when_a_pair_runs_that_protocol() -> None:
+    from repro.deepgini import claims as dg_claims
+    from repro.deepgini.experiment import SPEC
+
+    planned = dg_claims.claims(resolve({"profile": "smoke"}, SPEC))
+    assert {"retraining", "retraining_random", "retraining_oneshot"} <= set(planned)
+    assert "on each of the 1 pairs run so (1 per dataset)" in planned["retraining"].claim
+    without = dg_claims.claims(resolve({"profile": "smoke", "iterative_pairs": 0}, SPEC))
+    assert set(planned) - set(without) == {"retraining", "retraining_random"}  # the one-shot claim stays

@@ -229,7 +229,7 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
         "comparison with the coverage-based techniques."
     )
     artifact = "; ".join(f"{pair} {v[10][0]:.3f} vs random {v[10][1]:.3f}" for pair, v in ARTIFACT_RETRAINING.items())
-    return {
+    planned = {
         "retraining": Claim(
             f"retraining on DeepGini's top {top} % beats the best coverage method's top {top} %, re-ranked every 1 % "
             f"(the artifact's protocol), on {each_it}",
@@ -258,6 +258,9 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
             ours=True,
         ),
     }
+    if n_iterative == 0:  # iterative_pairs 0: no pair runs the iterative protocol, so its two claims are not planned
+        del planned["retraining"], planned["retraining_random"]
+    return planned
 
 
 def _cost_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
