@@ -56,7 +56,7 @@ MAX_VALUE_CHARS = 10_000  # longest -p value accepted
 MAX_VALUE_DEPTH = 4  # deepest nesting of lists in a -p value
 # Folders under data_dir() that the notebooks write (cache entries), hence not inputs of the cache key.
 # written by notebooks, not inputs
-DATA_CACHE_FOLDERS = frozenset({"models", "crt", "data_selection", "adversarial", "clm_ood"})
+DATA_CACHE_FOLDERS = frozenset({"models", "features", "crt", "data_selection", "adversarial", "clm_ood"})
 DATA_TEXT_SUFFIXES = frozenset({".json", ".jsonl", ".txt", ".csv", ".tsv", ".yaml", ".yml"})
 CONVERTED_MODELS = ("models/smollm2-135m-instruct",)  # written once by `repro data`, read by the notebooks
 SMALL_FILE_BYTES = 64 * 2**20  # text files up to this size are keyed by content, larger ones by (size, mtime)
