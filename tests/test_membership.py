@@ -382,3 +382,23 @@ def test_training_position_is_the_step_of_each_items_block() -> None:
     assert after["XY"] == pytest.approx(1 - 3 / 4)  # trained at step 3 of 4: a quarter of the epoch follows
     study.params.batch_size = 2  # two blocks per optimizer step: step 2 of 2, nothing follows
     assert ex.training_position(study, "r")["XY"] == pytest.approx(0.0)
+
+
+def test_length_words_read_the_paired_interval() -> None:
+    import pandas as pd
+
+    from repro import stats
+    from repro.mink import experiment as ex
+
+    table = pd.DataFrame(
+        [
+            {"tokens": n, "detector": d, "auc": a, "ci_low": a - 0.1, "ci_high": a + 0.1, "texts_cut": c}
+            for n, a, c in ((32, 0.61, 0.9), (256, 0.74, 0.2))
+            for d in ("Min-K%", "PPL")
+        ]
+    )
+    words = lambda low, high: ex.length_words(table, stats.Interval(0.13, low, high, "paired AUC"))
+    assert "rises with length" in words(0.02, 0.25) and "0.610" in words(0.02, 0.25) and "90 %" in words(0.02, 0.25)
+    assert "falls with length" in words(-0.3, -0.01)
+    assert "does not change with length" in words(-0.05, 0.3)
+    assert "no length comparison" in ex.length_words(table, None)

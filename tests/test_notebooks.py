@@ -396,6 +396,16 @@ def test_mink_chapter_tables(smoke_results) -> None:
     assert all(r["seeds"] == 2 and r["auc_low"] <= r["auc"] <= r["auc_high"] for r in sizes)
     sweep = table(smoke_results, "mink_contamination", "k_sweep")
     assert [r["k"] for r in sweep] == [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
+    by_length = table(smoke_results, "mink_contamination", "length_sweep")  # smoke: 8, 16 and 32 of 64 tokens
+    assert [(r["tokens"], r["detector"]) for r in by_length] == [
+        (n, d) for n in (8, 16, 32, 64) for d in ("Min-K%", "PPL")
+    ]
+    assert all(r["ci_low"] <= r["auc"] <= r["ci_high"] for r in by_length)
+    cut = [r["texts_cut"] for r in by_length if r["detector"] == "PPL"]
+    assert cut[0] >= cut[1] >= cut[2] and cut[0] > 0  # a shorter cut shortens at least as many texts
+    full = {r["detector"]: r["auc"] for r in by_length if r["tokens"] == 64}  # the scored length: the main AUCs
+    assert full["Min-K%"] == pytest.approx(mean_auc["Min-K%"], abs=1e-4)
+    assert full["PPL"] == pytest.approx(mean_auc["PPL"], abs=1e-4)
     throughput = {r["what"]: r for r in table(smoke_results, "mink_contamination", "throughput")}
     assert throughput["forward pass"]["time_vs_forward"] == 1.0
     assert throughput["scoring with Min-K%++"]["time_vs_forward"] > 0

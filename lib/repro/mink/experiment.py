@@ -195,6 +195,8 @@ class Study:
     scores: dict[tuple[str, str], dict[str, np.ndarray]] = field(default_factory=dict)  # (run, split) -> detectors
     refs: dict[str, pd.DataFrame] = field(default_factory=dict)
     neighbor_loss: dict[str, float] | None = None
+    # (run, split, tokens) -> Min-K% and PPL scores of the same texts cut to their first `tokens` tokens
+    truncated: dict[tuple[str, str, int], dict[str, np.ndarray]] = field(default_factory=dict)
 
     @property
     def freq_split(self) -> C.MemberSplit:
@@ -454,7 +456,18 @@ def detect_main(study: Study) -> None:
             study.neighbor_loss = neighbor_losses(study, model)
         neighbor = study.neighbor_loss if name == "main" else None
         _score(study, model, name, study.splits, refs=study.refs, lowercase=True, neighbor_loss=neighbor)
+        for tokens in short_lengths(study.params):  # the same texts, cut shorter: detection against length
+            cut = C.score_splits(model, study.tokenizer, study.splits, [HEADLINE_K], plus=False,
+                                 batch_size=study.params.score_batch, max_length=tokens)  # fmt: skip
+            for split, scores in cut.items():
+                study.truncated[(name, split, tokens)] = {d: scores[d] for d in (MK, "PPL")}
         del model
+
+
+def short_lengths(p: Any) -> list[int]:
+    """The cuts of the length sweep: an eighth, a quarter and half of the scored length `max_length` (32, 64 and 128
+    tokens at `default`, as WikiMIA's lengths), at least 4 tokens; `max_length` itself is the sweep's last point."""
+    return sorted({n for n in (p.max_length // 8, p.max_length // 4, p.max_length // 2) if 4 <= n < p.max_length})
 
 
 def detect_lr(study: Study) -> None:
@@ -749,6 +762,66 @@ def size_trend(study: Study, experiment: str, det: str = MK) -> stats.Interval:
     return set_contrast(study, [(1.0, sizes[-1], det), (-1.0, sizes[0], det)], names, study.params.seed)
 
 
+def _length_scores(study: Study, run: str, split: str, tokens: int) -> dict[str, np.ndarray]:
+    """Scores of one split under one run, its texts cut to `tokens` (the scored length: the full scores)."""
+    return study.scores[(run, split)] if tokens == study.params.max_length else study.truncated[(run, split, tokens)]
+
+
+def length_contrast(study: Study, terms: Sequence[tuple[float, str, int]], seed: int) -> stats.Interval:
+    """Mean over the sets and the main runs' seeds of a weighted sum of AUCs (detector, length), with the
+    hierarchical interval: texts resampled within set and class, the same resample for every length (paired)."""
+    runs = runs_of(study, "main")
+    groups = [
+        (s.labels, [(w, np.stack([_length_scores(study, r, s.name, n)[d] for r in runs]), None) for w, d, n in terms])
+        for s in study.splits
+    ]
+    return stats.grouped_seeds_auc_contrast(groups, n_resamples=N_BOOT, seed=seed)
+
+
+def length_table(study: Study) -> pd.DataFrame:
+    """Detection against text length: Min-K% and PPL AUC (main runs, mean over the sets and seeds, hierarchical
+    interval) on the same texts cut to each length, and the share of texts the cut shortens."""
+    p = study.params
+    texts = [t for s in study.splits for t in s.texts]
+    lengths = np.array([len(study.tokenizer(t)["input_ids"]) for t in texts])  # tokenized as the scorer does
+    rows = []
+    for tokens in [*short_lengths(p), p.max_length]:
+        for det, label in ((MK, "Min-K%"), ("PPL", "PPL")):
+            iv = length_contrast(study, [(1.0, det, tokens)], p.seed)
+            rows.append(
+                {
+                    "tokens": tokens,
+                    "detector": label,
+                    "auc": iv.estimate,
+                    "ci_low": iv.low,
+                    "ci_high": iv.high,
+                    "texts_cut": float((lengths > tokens).mean()),
+                }
+            )
+    return pd.DataFrame(rows).round(4)
+
+
+def length_words(table: pd.DataFrame, change: stats.Interval | None) -> str:
+    """What the length sweep shows (our check: the paper compares lengths on WikiMIA only), from its table and the
+    paired interval of the change."""
+    if change is None:
+        return "No length of the sweep lies below the scored length, so there is no length comparison."
+    mk = table[table.detector == "Min-K%"].sort_values("tokens")
+    short, full = mk.iloc[0], mk.iloc[-1]
+    if change.low > 0:
+        how = "rises with length"
+    elif change.high < 0:
+        how = "falls with length"
+    else:
+        how = "does not change with length beyond what the interval allows"
+    return (
+        f"Cut to their first {int(short.tokens)} tokens ({100 * short.texts_cut:.0f} % of the texts shortened), the "
+        f"same texts give a mean Min-K% AUC of {short.auc:.3f}; scored up to {int(full.tokens)} tokens, "
+        f"{full.auc:.3f}. The change, {change.estimate:+.3f} [{change.low:+.3f}, {change.high:+.3f}] ({change.method}), "
+        f"says detection {how} here. This is our check: the paper compares lengths on WikiMIA, not on inserted items."
+    )
+
+
 def k_sweep_table(auc: pd.DataFrame) -> pd.DataFrame:
     """Mean AUC over the sets of the main run for Min-K% and Min-K%++ at every k, PPL beside them."""
     main = auc[auc.condition == "main"]
@@ -948,6 +1021,7 @@ class Results:
     size_outlier: stats.Interval
     size_indist: stats.Interval
     tpr: dict[str, stats.Interval] = field(default_factory=dict)  # Table 7's contrasts, keyed like the claims
+    length: stats.Interval | None = None  # Min-K% AUC at the scored length minus at the shortest cut
 
 
 def results(
@@ -978,6 +1052,11 @@ def results(
             for fpr, others in ((0.05, ("PPL", "Zlib", "Lowercase")), (0.01, ("PPL",)))
             for b in others
         },
+        length=length_contrast(
+            study, [(1.0, MK, study.params.max_length), (-1.0, MK, short_lengths(study.params)[0])], seed
+        )
+        if short_lengths(study.params)
+        else None,
     )
 
 

@@ -1,4 +1,4 @@
-"""Figures of the Min-K% chapter: detectors per set with intervals, Figure 5's three panels, the k sweep."""
+"""Figures of the Min-K% chapter: detectors per set with intervals, Figure 5's three panels, the k sweep, the length sweep."""
 
 from __future__ import annotations
 
@@ -104,6 +104,18 @@ def k_sweep(main: pd.DataFrame) -> plt.Figure:
         ax.errorbar(g.index, g.auc, yerr=Z95 * g.se, marker="o", capsize=3, color=colors[method], label=method)
     ax.axhline(d[d.method == "PPL"].auc.mean(), color=colors["PPL"], ls="--", label="PPL (k = 100 %)")
     ax.set(xlabel="k (fraction of tokens)", ylabel="mean AUC over the sets", title="The k sweep (main run, first seed)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def length_sweep(table: pd.DataFrame) -> plt.Figure:
+    """Mean AUC over the sets (main runs) against the number of tokens scored, Min-K% and PPL, 95 % intervals."""
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.2))
+    d = table.assign(tokens=table.tokens.astype(str))
+    interval_points(ax, d, "tokens", "auc", "ci_low", "ci_high", "detector", method_colors(["Min-K%", "PPL"]), 0.1)
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set(xlabel="tokens scored (the same texts, cut)", ylabel="mean AUC over the sets", title="Detection and length")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
