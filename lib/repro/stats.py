@@ -145,27 +145,19 @@ def _is_rank_auc(metric: Callable[..., float]) -> bool:
 
 
 class _WeightedAuc:
-    """AUC of a resample given as per-item multiplicities: O(n) per resample, no sort (ties count one half)."""
+    """AUC of bootstrap resamples given as per-item multiplicities: no sort per resample (ties count one half)."""
 
     def __init__(self, labels: ArrayLike, scores: ArrayLike) -> None:
         """Group tied scores once and remember which items are positive."""
         s = _finite_1d(scores, "scores")
         self.positive = _binary_labels(labels, s.size).astype(np.float64)
-        uniques, self.groups = np.unique(s, return_inverse=True)
-        self.n_groups = uniques.size
-        self.order = np.argsort(self.groups, kind="stable")  # items by tied group, each group's items in index order
-        self.starts = np.r_[0, np.flatnonzero(np.diff(self.groups[self.order])) + 1]
-
-    def __call__(self, weights: np.ndarray) -> float:
-        """AUC when item i appears weights[i] times."""
-        pos = np.bincount(self.groups, weights * self.positive, self.n_groups)
-        neg = np.bincount(self.groups, weights, self.n_groups) - pos
-        below = np.cumsum(neg) - neg
-        return float(pos @ (below + 0.5 * neg) / (pos.sum() * neg.sum()))
+        _, groups = np.unique(s, return_inverse=True)
+        self.order = np.argsort(groups, kind="stable")  # items by tied group, each group's items in index order
+        self.starts = np.r_[0, np.flatnonzero(np.diff(groups[self.order])) + 1]
 
     def many(self, weights: np.ndarray) -> np.ndarray:
-        """The AUC of every row of `weights` (resamples x items) at once. With whole-number multiplicities every sum is
-        exact, so each value is the one the row gives alone."""
+        """The AUC of every row of `weights` (resamples x items; item i appears weights[r, i] times in resample r).
+        With whole-number multiplicities every sum is exact, whatever the order of summation."""
         w = weights[:, self.order]
         pos = np.add.reduceat(w * self.positive[self.order], self.starts, axis=1)
         neg = np.add.reduceat(w, self.starts, axis=1) - pos

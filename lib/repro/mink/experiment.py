@@ -1034,6 +1034,7 @@ def results(
     once = int((study.copies == 1).sum())
     more = int((study.copies >= 2).sum())
     has_occ = min(once, more) >= 1
+    cuts = short_lengths(study.params)
     return Results(
         auc=auc,
         pairs=pairs,
@@ -1052,10 +1053,8 @@ def results(
             for fpr, others in ((0.05, ("PPL", "Zlib", "Lowercase")), (0.01, ("PPL",)))
             for b in others
         },
-        length=length_contrast(
-            study, [(1.0, MK, study.params.max_length), (-1.0, MK, short_lengths(study.params)[0])], seed
-        )
-        if short_lengths(study.params)
+        length=length_contrast(study, [(1.0, MK, study.params.max_length), (-1.0, MK, cuts[0])], seed)
+        if cuts
         else None,
     )
 
