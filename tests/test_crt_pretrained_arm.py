@@ -226,3 +226,29 @@ def test_rendering_glues_punctuation_and_digits_and_equals_tokenizing_the_text_a
     for s in redaction.split_sentences(dialogues):
         text_ids = vocab.tokenizer(vocab.text(s.tokens), add_special_tokens=False)["input_ids"]
         assert vocab.encode(s.tokens)[1:-1] == [vocab.relabel(i) for i in text_ids], s.text
+
+
+def test_the_attack_sizes_re_score_the_kept_fine_tunes_without_training_again(tmp_path, monkeypatch) -> None:
+    from repro.crt import arm
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    calls = {"train": 0, "score": 0, "control": 0}
+
+    def count(name, value):
+        def fake(*args):
+            calls[name] += 1
+            return value(*args)
+
+        return fake
+
+    monkeypatch.setattr(arm, "_train", count("train", lambda p, data: {"CRT": {"weights": p["seed"]}}))
+    monkeypatch.setattr(arm, "_score", count("score", lambda p, data, trained: {"scored": (trained, p["n_mia"])}))
+    monkeypatch.setattr(arm, "_control", count("control", lambda p, data: {"nll": None}))
+    base = dict.fromkeys(arm.PARAMS, 1) | {"arm_source": "local", "profile": "smoke"}
+    first = arm.run(base, None)
+    assert first["scored"] == ({"CRT": {"weights": 1}}, 1) and not first["cached"]
+    again = arm.run(base | {"n_mia": 80, "n_null": 500}, None)  # re-scored from the kept fine-tunes
+    assert again["scored"] == ({"CRT": {"weights": 1}}, 80) and again["cached"]
+    assert calls == {"train": 1, "score": 2, "control": 1}
+    arm.run(base | {"seed": 2}, None)  # a training input trains again
+    assert calls == {"train": 2, "score": 3, "control": 2}

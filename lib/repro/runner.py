@@ -28,7 +28,7 @@ import yaml
 
 from . import atomic, cache, frontpage, numerics, progress, sessions
 from .data import FASHION_MNIST_DIR
-from .notebook import MOCK_HUB_VAR, PREPARE_ONLY_VAR
+from .notebook import MOCK_HUB_VAR, PREPARE_ONLY_VAR, require_hub
 from .params import PROFILES, ParameterError
 from .paths import data_dir, notebooks_dir, project_root, runs_dir
 from .results import META_KEY, collect
@@ -447,6 +447,10 @@ def _execute_and_store(source: Path, profile: str, overrides: dict[str, Any], ke
     """Execute `source` into the cache entry `entry`; a failed run leaves runs/<profile>/<stem>.failed.ipynb."""
     import nbformat
 
+    try:
+        require_hub(profile)  # known before a kernel starts (the notebook checks again, for papermill users)
+    except ParameterError as err:
+        raise RunError(f"ParameterError: {err}", EXIT_BAD_INPUT) from None
     stem = source.stem
     out = scratch_dir() / f"{stem}.{profile}.{key}.ipynb"
     began = time.perf_counter()

@@ -23,6 +23,7 @@ GAMMA = 0.1
 RENDERING = 2  # SmolVocab's text rendering (2: punctuation glued to the previous word); part of the cache key
 PARAMS = ("arm_source", "arm_dialogues", "arm_epochs", "arm_test", "target_epsilon", "n_null")
 PARAMS += ("n_dialogues", "n_test", "canary_copies", "seed", "n_mia", "profile")
+SCORING = ("n_mia", "n_null")  # parameters of the attack alone: a change re-scores the kept fine-tunes
 
 
 def config(p: Any) -> trainers.TrainConfig:
@@ -98,25 +99,30 @@ def _control(p: Any, data: Data) -> dict:
     return {"epsilon": None, "epsilon_dp": None, "train_seconds": seconds, "nll": test_nll(model, enc), "mia": None}
 
 
-def _compute(p: Any, data: Data) -> dict:
-    """Fine-tune and score the three trainers (and the untouched pretrained model)."""
+def _train(p: Any, data: Data) -> dict:
+    """Fine-tune the three trainers: per trainer its ε values, wall time and trainable weights."""
+    sub, memo, out = _subset(p, data), {}, {}  # memo: the frozen trunk's states, once per distinct sentence
+    for trainer in TRAINERS:
+        model, vocab = _load(p, memo)
+        out[trainer] = _fine_tune(p, trainer, model, Encoder(sub, vocab)) | {"weights": _trainable(model)}
+    return out
+
+
+def _score(p: Any, data: Data, trained: dict) -> dict:
+    """Test NLL and the individual MIA of the untouched pretrained model and of each fine-tune in `trained`."""
     sub = _subset(p, data)
     designs = {"individual": membership_attacks.individual_attack(len(sub.pairs), p.seed)}
     out: dict[str, Any] = {}
-    memo: dict = {}  # the frozen trunk's states, computed once per distinct sentence for all four models
+    memo: dict = {}
     for trainer in ("pretrained", *TRAINERS):
         model, vocab = _load(p, memo)
-        enc = Encoder(sub, vocab)
-        info = {"epsilon": None, "epsilon_dp": None, "train_seconds": 0.0}
+        info = {"epsilon": None, "epsilon_dp": None, "train_seconds": 0.0, "weights": None}
         if trainer != "pretrained":
-            info = _fine_tune(p, trainer, model, enc)
+            info = trained[trainer]
+            model.load_state_dict(info["weights"], strict=False)
         model.eval()
-        out[trainer] = {
-            **info,
-            "nll": test_nll(model, enc),
-            "mia": mia_scores(model, enc, designs, p.n_null, p.seed),
-            "weights": _trainable(model) if trainer != "pretrained" else None,
-        }
+        enc = Encoder(sub, vocab)
+        out[trainer] = {**info, "nll": test_nll(model, enc), "mia": mia_scores(model, enc, designs, p.n_null, p.seed)}
     return out
 
 
@@ -127,12 +133,20 @@ def _cached(name: str, spec: dict, build: Any) -> tuple[dict, bool]:
 
 
 def run(p: Any, data: Data) -> dict:
-    """The arm's results and its D_pub-only control, from the cache when they exist (building them is the arm's
-    whole cost)."""
+    """The arm's results and its D_pub-only control, from the cache when they exist (training them is the arm's
+    whole cost). The fine-tunes are kept apart from their scores: the attack's sizes (n_mia, n_null) re-score the
+    kept fine-tunes and never retrain them."""
     spec = {k: p[k] for k in PARAMS} | {"version": VERSION, "gamma": GAMMA, "rendering": RENDERING}
-    result, cached = _cached("pretrained-arm", spec, lambda: _compute(p, data))
-    control, _ = _cached("pretrained-arm-control", spec, lambda: _control(p, data))
-    return result | {CONTROL: control, "cached": cached}
+    train_spec = {k: v for k, v in spec.items() if k not in SCORING}
+    trained: dict[str, bool] = {}
+
+    def fine_tunes() -> dict:
+        found, trained["cached"] = _cached("pretrained-arm-fine-tunes", train_spec, lambda: _train(p, data))
+        return found
+
+    result, cached = _cached("pretrained-arm", spec, lambda: _score(p, data, fine_tunes()))
+    control, _ = _cached("pretrained-arm-control", train_spec, lambda: _control(p, data))
+    return result | {CONTROL: control, "cached": trained.get("cached", cached)}
 
 
 def perplexity(result: dict, trainer: str, kind: str, versus: str | None = None, seed: int = 0) -> stats.Interval:
