@@ -601,7 +601,7 @@ def _spec() -> dict:
         ),
         "data_source": Param(str, "local", paper="hub", choices=("local", "hub"), help="where the images come from"),
         "n_train": Param(int, 60_000, smoke=2_000, paper=100_000, low=100, high=100_000, help="training images"),
-        "n_test": Param(int, 10_000, smoke=540, paper=30_000, low=50, high=30_000, help="original test images"),
+        "n_test": Param(int, 10_000, smoke=540, paper=30_000, low=30, high=30_000, help="original test images"),
         "epochs": Param(int, 8, smoke=15, paper=15, low=1, high=200, help="training epochs"),
         "recipe": Param(
             str, "artifact", smoke="adam", choices=("artifact", "adam"), help="training recipe of the models"
