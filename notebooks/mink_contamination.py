@@ -249,6 +249,19 @@ page.say(ex.length_words(lengths_table, res.length))
 table4 = publish("table4_lr", ex.lr_table(study, auc))
 
 # %% [markdown]
+# ### Memorization or generalization (Table 8)
+#
+# The paper's Appendix A asks what the higher learning rate taught: the contaminated items
+# themselves, or the task. On the multiple-choice sets (yes/no for StrategyQA, three choices for
+# Social IQa) each model answers every member and non-member by ranking its options'
+# log-likelihood after the question. Members the model answers better than non-members were
+# learned as items; a rise on the non-members too would be the task learned.
+
+# %%
+answered = publish("table8_accuracy", ex.answers_table(study))
+page.say(ex.answers_words(answered, res.memorization))
+
+# %% [markdown]
 # ## 5. Corpus size (Figure 5a and 5b)
 #
 # The paper grows the background while the contaminants stay fixed, in two regimes:
@@ -347,6 +360,9 @@ else:
 #   BoolQ's, and Social IQa has 3 choices where CommonsenseQA has 5.
 # - **Ref.** Our reference is the base model itself, an oracle; the paper's is a smaller model.
 # - **Neighbor and WikiMIA** need the Hub and run only at `paper`.
+# - **Table 8.** Accuracy is read on our multiple-choice stand-ins (StrategyQA, Social IQa), by
+#   ranking the options' log-likelihood; the appendix's own values are not in this book's sources,
+#   so its row quotes the sentence and has no paper number to compare with.
 # - **Fig. 5** has two sizes per regime at `default` (the paper has three to four).
 # - **Seeds.** Each condition is trained `seeds` times (insertion positions and data order); the
 #   members and non-members are one split, shared by the seeds. The occurrences run is one seed.

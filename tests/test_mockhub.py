@@ -327,6 +327,10 @@ def check_mink_contamination(result: dict) -> None:
     assert "Ref-small" in {r["method"] for r in wikimia} and "Ref" not in {r["method"] for r in wikimia}
     assert "Neighbor" in {r["method"] for r in rows(result, "detection")}
     assert all(0 <= r["auc"] <= 1 for r in rows(result, "detection") + wikimia)
+    # Table 8 on the paper's two multiple-choice sets (yes/no and five choices), before and at both rates
+    assert [(r["set"], r["seeds"]) for r in rows(result, "table8_accuracy")] == [
+        (s, n) for s in ("BoolQ", "CommonsenseQA") for n in (1, 2, 2)
+    ]
 
 
 def check_data_selection(result: dict) -> None:

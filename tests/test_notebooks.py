@@ -406,6 +406,16 @@ def test_mink_chapter_tables(smoke_results) -> None:
     full = {r["detector"]: r["auc"] for r in by_length if r["tokens"] == 64}  # the scored length: the main AUCs
     assert full["Min-K%"] == pytest.approx(mean_auc["Min-K%"], abs=1e-4)
     assert full["PPL"] == pytest.approx(mean_auc["PPL"], abs=1e-4)
+    accuracy = table(smoke_results, "mink_contamination", "table8_accuracy")  # smoke: StrategyQA alone has options
+    assert [(r["set"], r["model"], r["seeds"]) for r in accuracy] == [
+        ("strategyqa", "base model", 1),
+        ("strategyqa", "learning rate 0.0001", 2),
+        ("strategyqa", "learning rate 1e-05", 2),
+    ]
+    assert all(0 <= r[c] <= 1 for r in accuracy for c in ("members", "non-members"))
+    assert all(r["members' lead"] == pytest.approx(r["members"] - r["non-members"], abs=2e-3) for r in accuracy)
+    memorization = [r for r in table(smoke_results, "mink_contamination", "verdict") if "memorization" in r["claim"]]
+    assert len(memorization) == 1 and "paired accuracy lead over 18 items" in memorization[0]["test"]
     throughput = {r["what"]: r for r in table(smoke_results, "mink_contamination", "throughput")}
     assert throughput["forward pass"]["time_vs_forward"] == 1.0
     assert throughput["scoring with Min-K%++"]["time_vs_forward"] > 0

@@ -154,6 +154,20 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             paper_values={f"{s} {lr}": v for s, pair in C.PAPER_LR.items() for lr, v in zip(("1e-5", "1e-4"), pair)},
             paper_estimate=round(float(np.mean([hi - lo for lo, hi in C.PAPER_LR.values()])), 4),
         ),
+        "memorization": Claim(
+            "A higher learning rate teaches the contaminated items, not the task (memorization)",
+            "Section 6.2 (quoted); Appendix A, Table 8 (its values are not in this book's sources)",
+            "not in our sources",
+            Rule.above(
+                0.0,
+                f"members' accuracy lead over non-members at {p['learning_rate']:g} − at "
+                f"{p['low_learning_rate']:g}, mean over the multiple-choice sets",
+            ),
+            quote="A more in-depth analysis in Table 8 in Appendix A demonstrates that a higher learning rate leads "
+            "to more memorization rather than generalization for these downstream tasks.",
+            comparator="accuracy on the same sets' non-members, and the same corpus trained at learning rate 1e-5",
+            regime=main,
+        ),
         "occurrences": Claim(
             "More occurrences give a higher AUC",
             "Section 6.2, Fig. 5c (quoted; values read off the figure)",

@@ -21,8 +21,8 @@ from .. import metrics, stats
 from ..params import Param
 from ..training import device
 from ..verdict import Claim, judge, unexplained
+from . import answers, detectors, pretraining
 from . import corpora as C
-from . import detectors, pretraining
 
 HEADLINE_K = 0.2  # the paper's k for Min-K% (chosen on WikiMIA)
 N_BOOT = 2000
@@ -197,6 +197,8 @@ class Study:
     neighbor_loss: dict[str, float] | None = None
     # (run, split, tokens) -> Min-K% and PPL scores of the same texts cut to their first `tokens` tokens
     truncated: dict[tuple[str, str, int], dict[str, np.ndarray]] = field(default_factory=dict)
+    # (run, split) -> 1 where the item (member or non-member) is answered correctly: the multiple-choice sets (Table 8)
+    answered: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
     @property
     def freq_split(self) -> C.MemberSplit:
@@ -392,6 +394,15 @@ def train(study: Study, name: str) -> Any:
     return model.to(device()).eval()
 
 
+def _answer(study: Study, model: Any, run: str) -> None:
+    """Table 8: which members and non-members of each multiple-choice set (yes/no or lettered choices) `model`
+    answers correctly, ranking the options by log-likelihood; the other sets have no options to rank."""
+    for split in study.splits:
+        items = [answers.parse(t) for t in split.texts]
+        if all(items):
+            study.answered[(run, split.name)] = answers.correct(model, study.tokenizer, items, study.params.score_batch)
+
+
 def _score(study: Study, model: Any, run: str, splits: Sequence[C.MemberSplit], **options: Any) -> None:
     """Score `splits` under `model` and keep every detector's per-text scores under (run, split)."""
     p = study.params
@@ -412,6 +423,7 @@ def score_base(study: Study) -> None:
         study.base_model, study.tokenizer, texts, p.ks, True, p.score_batch, p.max_length, "scoring base"
     )
     study.refs["Ref"] = base
+    _answer(study, study.base_model, "base")
     for s in study.splits:  # the base-model control reuses these scores
         study.scores[("base", s.name)] = detectors.detector_scores(base.loc[s.texts], s.texts, p.ks)
     if p.small_ref_name:
@@ -456,6 +468,7 @@ def detect_main(study: Study) -> None:
             study.neighbor_loss = neighbor_losses(study, model)
         neighbor = study.neighbor_loss if name == "main" else None
         _score(study, model, name, study.splits, refs=study.refs, lowercase=True, neighbor_loss=neighbor)
+        _answer(study, model, name)
         for tokens in short_lengths(study.params):  # the same texts, cut shorter: detection against length
             cut = C.score_splits(model, study.tokenizer, study.splits, [HEADLINE_K], plus=False,
                                  batch_size=study.params.score_batch, max_length=tokens)  # fmt: skip
@@ -475,6 +488,7 @@ def detect_lr(study: Study) -> None:
     for name in runs_of(study, "lr"):
         model = train(study, name)
         _score(study, model, name, study.splits, refs=study.refs, plus=False)
+        _answer(study, model, name)
         del model
 
 
@@ -684,6 +698,86 @@ def lr_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
     t = study.training["main"]
     frame = pd.DataFrame(rows)
     return frame.assign(**{"contamination %": round(100 * t["contamination"], 1), "steps": t["steps"]}).round(3)
+
+
+ANSWER_CONDITIONS = ("base", "main", "lr")  # Table 8: before continued pretraining, then at each learning rate
+
+
+def answer_condition(study: Study, condition: str) -> str:
+    """A Table 8 condition as the page names it."""
+    p = study.params
+    rate = {"main": p.learning_rate, "lr": p.low_learning_rate}
+    return "base model" if condition == "base" else f"learning rate {rate[condition]:g}"
+
+
+def answered_splits(study: Study) -> list[C.MemberSplit]:
+    """The multiple-choice sets whose items were answered (Table 8)."""
+    return [s for s in study.splits if ("base", s.name) in study.answered]
+
+
+def answers_table(study: Study) -> pd.DataFrame:
+    """Table 8: accuracy on the members and on the non-members of each multiple-choice set (options ranked by
+    log-likelihood), under the base model and after continued pretraining at each learning rate (mean over seeds),
+    and the members' lead."""
+    rows = []
+    for split in answered_splits(study):
+        member = split.labels == 1
+        for condition in ANSWER_CONDITIONS:
+            right = np.array([study.answered[(r, split.name)] for r in runs_of(study, condition)])
+            rows.append(
+                {
+                    "set": split.name,
+                    "paper set": C.paper_name(split.name),
+                    "model": answer_condition(study, condition),
+                    "seeds": len(right),
+                    "members": right[:, member].mean(),
+                    "non-members": right[:, ~member].mean(),
+                    "members' lead": right[:, member].mean() - right[:, ~member].mean(),
+                }
+            )
+    return pd.DataFrame(rows).round(3)
+
+
+def memorization_contrast(study: Study, seed: int) -> stats.Interval | None:
+    """Table 8's claim as one number: the members' accuracy lead over non-members after training at the higher
+    learning rate minus after the lower one, mean over the multiple-choice sets and the seeds (paired by seed), with
+    the hierarchical interval (items resampled within set and class, the same resample for every seed and both
+    rates). None when no set has options to rank."""
+    splits = answered_splits(study)
+    if not splits:
+        return None
+    pairs = list(zip(runs_of(study, "main"), runs_of(study, "lr")))
+
+    def lead(run: str, split: C.MemberSplit, i: np.ndarray) -> float:
+        right, member = study.answered[(run, split.name)][i], split.labels[i] == 1
+        return float(right[member].mean() - right[~member].mean())
+
+    def per_seed(picks: Sequence[np.ndarray]) -> np.ndarray:
+        return np.array([np.mean([lead(hi, s, i) - lead(lo, s, i) for s, i in zip(splits, picks)]) for hi, lo in pairs])
+
+    rng = np.random.default_rng(seed)
+    draws = np.stack([per_seed([_stratified(s.labels, rng) for s in splits]) for _ in range(N_BOOT)])
+    n = sum(len(s.labels) for s in splits)
+    words = f"paired accuracy lead over {n:,} items (resampled within set and class)"
+    return stats.hierarchical_interval(per_seed([np.arange(len(s.labels)) for s in splits]), draws, words=words)
+
+
+def answers_words(table: pd.DataFrame, change: stats.Interval | None) -> str:
+    """What the accuracy table shows: which items continued pretraining taught, at which learning rate."""
+    if change is None or table.empty:
+        return "No set of this run has answer options to rank, so Table 8's comparison is not made here."
+    lead = table.groupby("model", sort=False)["members' lead"].mean()
+    clean = table.groupby("model", sort=False)["non-members"].mean()
+    models = list(lead.index)
+    base, hi, lo = models[0], models[1], models[2]
+    return (
+        f"Before continued pretraining the members lead the non-members by {lead[base]:+.2f} in accuracy (mean over "
+        f"the sets; the split is random, so any lead is chance). After training at {hi.split()[-1]} the lead is "
+        f"{lead[hi]:+.2f}, at {lo.split()[-1]} {lead[lo]:+.2f}; the difference between the two rates is "
+        f"{change.estimate:+.2f} [{change.low:+.2f}, {change.high:+.2f}]. On the clean items accuracy goes from "
+        f"{clean[base]:.2f} to {clean[hi]:.2f} and {clean[lo]:.2f}: a rise there would be the task learned "
+        "(generalization), a rise on the members alone the items learned (memorization)."
+    )
 
 
 def size_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
@@ -1022,6 +1116,7 @@ class Results:
     size_indist: stats.Interval
     tpr: dict[str, stats.Interval] = field(default_factory=dict)  # Table 7's contrasts, keyed like the claims
     length: stats.Interval | None = None  # Min-K% AUC at the scored length minus at the shortest cut
+    memorization: stats.Interval | None = None  # Table 8: members' accuracy lead, higher rate minus lower
 
 
 def results(
@@ -1056,6 +1151,7 @@ def results(
         length=length_contrast(study, [(1.0, MK, study.params.max_length), (-1.0, MK, cuts[0])], seed)
         if cuts
         else None,
+        memorization=memorization_contrast(study, seed),
     )
 
 
@@ -1116,6 +1212,7 @@ ABLATIONS = {
         "table measures only whether members trained early fade within one run"
     ),
     "minkpp": "Min-K%++ against Min-K% on WikiMIA with the same model (the paper's benchmark for it)",
+    "memorization": "a sweep of the learning rate with several seeds per rate, and more items per set",
 }
 
 
@@ -1136,9 +1233,10 @@ def verdict_rows(study: Study, claim_set: dict[str, Claim], res: Results) -> lis
         "size_outlier": res.size_outlier,
         "size_indist": res.size_indist,
         "minkpp": _pair(res, "Min-K%++ − Min-K%"),
+        "memorization": res.memorization,
     }
     for key, iv in intervals.items():
-        if iv is None:  # no member was inserted both once and more often
+        if iv is None:  # no member was inserted both once and more often, or no set has answer options
             continue
         ablation = ABLATIONS["size" if key.startswith("size") else key.replace("tpr1_", "").replace("tpr_", "")]
         narrow = "members seen several times" if key == "occurrences" else SEEDS
