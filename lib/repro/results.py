@@ -105,15 +105,16 @@ def publish(
     return frame
 
 
+def published_table(metadata: Mapping[str, Any] | None) -> tuple[str, list[dict[str, Any]]] | None:
+    """(name, records) of the table an output's display metadata carries, or None."""
+    meta = (metadata or {}).get(META_KEY)
+    return (meta["table"], meta["records"]) if meta and "table" in meta else None
+
+
 def collect(notebook: Any) -> dict[str, list[dict[str, Any]]]:
     """All tables published in an executed notebook, by name (a later publish wins)."""
-    tables: dict[str, list[dict[str, Any]]] = {}
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            meta = output.get("metadata", {}).get(META_KEY)
-            if meta and "table" in meta:
-                tables[meta["table"]] = meta["records"]
-    return tables
+    found = (published_table(output.get("metadata")) for cell in notebook.cells for output in cell.get("outputs", []))
+    return dict(table for table in found if table)
 
 
 TIMING = re.compile(r"second|time|speed|throughput|cached|elapsed", re.IGNORECASE)  # columns a rebuild may change

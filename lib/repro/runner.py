@@ -31,7 +31,7 @@ from .data import FASHION_MNIST_DIR
 from .notebook import MOCK_HUB_VAR, PREPARE_ONLY_VAR, require_hub
 from .params import PROFILES, ParameterError
 from .paths import data_dir, notebooks_dir, project_root, runs_dir
-from .results import META_KEY, collect
+from .results import collect, published_table
 
 EXIT_BAD_INPUT = 2
 VERSIONED = (
@@ -388,15 +388,15 @@ def _execute(nb: Any, out_path: Path, params: dict[str, Any], stem: str, show: b
 def _run_in_this_process(nb: Any, params: dict[str, Any], **env: str) -> dict[str, list[dict[str, Any]]]:
     """Execute `nb`'s code cells here, `params` set after the parameters cell as papermill injects them; return
     the tables they publish. A ParameterError or MissingDataError -> exit 2. No kernel: the checks run the notebook's
-    own cells in about a third of a kernel's start (the CLI's prepare-only: 3 s against 10 s)."""
+    own cells without a kernel's start (the CLI's prepare-only: 6–7 s against 10–12 s)."""
     from unittest import mock
 
     tables: dict[str, list[dict[str, Any]]] = {}
 
     def record(*objs: Any, metadata: dict | None = None, **_: Any) -> None:
-        meta = (metadata or {}).get(META_KEY)
-        if meta and "table" in meta:
-            tables[meta["table"]] = meta["records"]
+        table = published_table(metadata)
+        if table:
+            tables[table[0]] = table[1]
 
     namespace: dict[str, Any] = {"__name__": "__main__"}
     with (
