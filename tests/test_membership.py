@@ -156,6 +156,23 @@ def test_text_scores_keep_input_order_and_match_batches_of_one() -> None:
     assert batched.tokens.tolist() == [5, 2, 9, 1]
 
 
+def test_cut_scores_from_the_full_pass_equal_scoring_the_cut_texts() -> None:
+    tok, vocab = word_tokenizer()
+    model = tiny_lm(vocab=len(vocab))
+    texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat"]
+    cuts = [2, 4, 7]
+    full = detectors.text_scores(model, tok, texts, KS, plus=False, batch_size=3, max_length=12, cuts=cuts)
+    for c in cuts:
+        alone = detectors.text_scores(model, tok, texts, KS, plus=False, batch_size=2, max_length=c)
+        got = detectors.cut_scores(full, KS, c)
+        np.testing.assert_allclose(got["PPL"], -alone["loss"], atol=1e-5)
+        for k in KS:
+            np.testing.assert_allclose(got[f"Min-K% {k:g}"], alone[f"mink_{k:g}"], atol=1e-5)
+    assert full["loss@2"].to_numpy() == pytest.approx(-full["mink_0.05@2"].to_numpy())  # one scored token
+    with pytest.raises(ValueError, match="at least 2 tokens"):
+        detectors.text_scores(model, tok, texts, KS, plus=False, cuts=[1])
+
+
 def test_insert_blocks_keeps_every_document_and_background_order() -> None:
     background = [f"doc{i}" for i in range(20)]
     blocks = [f"item{i}" for i in range(7)] + ["item0"]  # a repeated item is a second, separate copy

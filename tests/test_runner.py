@@ -396,6 +396,7 @@ def test_every_notebook_bounds_its_seed_for_numpy() -> None:
         ("mink_contamination", ["-p", "sets", "[BoolQ]"], "parameter 'sets': ['BoolQ'] at source local: choose from"),
         ("mink_contamination", ["-p", "low_learning_rate", "0.001"], "parameter 'learning_rate': it must exceed"),
         ("mink_contamination", ["-p", "size_sets", "[imdb]"], "parameter 'size_sets': got item 'imdb'"),
+        ("mink_contamination", ["-p", "ks", "[0.1, 0.5]"], "parameter 'ks': it must include 0.2, the paper's k"),
     ],
 )
 def test_prepare_only_validates_what_a_run_validates(runs: Path, stem: str, args: list[str], needle: str) -> None:

@@ -58,34 +58,61 @@ def _lettered(body: str) -> tuple[str, ...]:
 def option_logprobs(model: Any, tokenizer: Any, items: Sequence[Item], batch_size: int = 16) -> list[np.ndarray]:
     """Per item, the summed log-probability of each option's tokens (' ' + option) after its prompt. The prompt is
     encoded with the tokenizer's special tokens and the option without, as harnesses encode context and
-    continuation; rows are right-padded and masked. The output embeddings (the LM head) are applied to the
-    positions that predict an option token only, not to the whole prompt: a causal LM whose logits are its head
-    on the base model's last hidden state (LLaMA, SmolLM2), the test compares with the full model's logits."""
-    rows = []  # (item, option, prompt ids + option ids, option length)
-    for i, item in enumerate(items):
-        prompt = tokenizer(item.prompt)["input_ids"]
-        for j, option in enumerate(item.options):
-            tail = tokenizer(" " + option, add_special_tokens=False)["input_ids"]
-            rows.append((i, j, prompt + tail, len(tail)))
+    continuation.
+
+    Each prompt runs once, not once per option: the first token of every option is scored at the prompt's last
+    position, and the rest of each option continues from the prompt's key/value cache, at the positions that
+    follow that row's own prompt (rows right-padded, pads masked), which is what scoring prompt + option as one
+    sequence computes. The output embeddings (the LM head) are applied only to positions that predict an option
+    token: a causal LM whose logits are its head on the base model's last hidden state (LLaMA, SmolLM2); the test
+    compares with the full model's logits, one sequence at a time."""
+    prompts = [tokenizer(item.prompt)["input_ids"] for item in items]
+    tails = [[tokenizer(" " + o, add_special_tokens=False)["input_ids"] for o in item.options] for item in items]
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     device, head = next(model.parameters()).device, model.get_output_embeddings()
     out = [np.zeros(len(item.options)) for item in items]
-    order = sorted(range(len(rows)), key=lambda r: len(rows[r][2]))
+    order = sorted(range(len(items)), key=lambda i: len(prompts[i]))
     with torch.inference_mode():
         for lo in range(0, len(order), batch_size):
-            batch = [rows[r] for r in order[lo : lo + batch_size]]
-            width = max(len(ids) for _, _, ids, _ in batch)
-            ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for b, (_, _, seq, _) in enumerate(batch):
-                ids[b, : len(seq)] = torch.as_tensor(seq)
-                mask[b, : len(seq)] = 1
-            hidden = model.base_model(input_ids=ids.to(device), attention_mask=mask.to(device)).last_hidden_state
-            for b, (i, j, seq, n) in enumerate(batch):
-                logits = head(hidden[b, len(seq) - n - 1 : len(seq) - 1]).float()
-                targets = torch.as_tensor(seq[-n:], device=logits.device)
-                out[i][j] = float(torch.log_softmax(logits, -1).gather(1, targets[:, None]).sum())
+            idx = order[lo : lo + batch_size]
+            ids, mask = _right_padded([prompts[i] for i in idx], pad, device)
+            lengths = mask.sum(1)
+            run = model.base_model(input_ids=ids, attention_mask=mask, use_cache=True)
+            last = run.last_hidden_state[torch.arange(len(idx), device=device), lengths - 1]
+            first = torch.log_softmax(head(last).float(), -1)
+            for b, i in enumerate(idx):
+                out[i] += [float(first[b, tail[0]]) for tail in tails[i]]
+            cache, width = run.past_key_values, ids.shape[1]
+            for j in range(max(len(tails[i]) for i in idx)):
+                rest = [tails[i][j] if j < len(tails[i]) else [] for i in idx]
+                if all(len(r) < 2 for r in rest):
+                    continue
+                inputs, more = _right_padded([r[:-1] for r in rest], pad, device)
+                positions = lengths[:, None] + torch.arange(inputs.shape[1], device=device)
+                hidden = model.base_model(
+                    input_ids=inputs,
+                    attention_mask=torch.cat([mask, more], 1),
+                    position_ids=positions,
+                    past_key_values=cache,
+                    use_cache=True,
+                ).last_hidden_state
+                cache.crop(width - cache.get_seq_length())  # back to the prompts for the next option
+                for b, (i, r) in enumerate(zip(idx, rest)):
+                    if len(r) > 1:
+                        logp = torch.log_softmax(head(hidden[b, : len(r) - 1]).float(), -1)
+                        out[i][j] += float(logp.gather(1, torch.as_tensor(r[1:], device=device)[:, None]).sum())
     return out
+
+
+def _right_padded(rows: Sequence[Sequence[int]], pad: int, device: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, attention mask) of token rows padded on the right to the longest (at least one column)."""
+    width = max(1, max(len(r) for r in rows))
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for b, r in enumerate(rows):
+        ids[b, : len(r)] = torch.as_tensor(r, dtype=torch.long)
+        mask[b, : len(r)] = 1
+    return ids.to(device), mask.to(device)
 
 
 def correct(model: Any, tokenizer: Any, items: Sequence[Item], batch_size: int = 16) -> np.ndarray:

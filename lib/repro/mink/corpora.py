@@ -221,10 +221,11 @@ def score_table(
     batch_size: int = 16,
     max_length: int = 256,
     desc: str = "scoring",
+    cuts: Sequence[int] = (),
 ) -> pd.DataFrame:
     """detectors.text_scores of the distinct `texts`, indexed by text (so experiments can share reference scores)."""
     unique = list(dict.fromkeys(texts))
-    table = detectors.text_scores(model, tokenizer, unique, ks, plus, batch_size, max_length, desc)
+    table = detectors.text_scores(model, tokenizer, unique, ks, plus, batch_size, max_length, desc, cuts)
     table.index = pd.Index(unique, name="text")
     return table
 
@@ -241,10 +242,13 @@ def score_splits(
     plus: bool = True,
     batch_size: int = 16,
     max_length: int = 256,
+    cuts: Sequence[int] = (),
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Every detector's per-text score (aligned with split.texts) for each split, keyed by split name then detector."""
+    """Every detector's per-text score (aligned with split.texts) for each split, keyed by split name then detector;
+    for each length c in `cuts`, PPL and Min-K% of the split's texts cut to their first c tokens under
+    cut_name(split, c)."""
     texts = [t for s in splits for t in s.texts]
-    target = score_table(model, tokenizer, texts, ks, plus, batch_size, max_length, "scoring target")
+    target = score_table(model, tokenizer, texts, ks, plus, batch_size, max_length, "scoring target", cuts)
     lower = (
         score_table(model, tokenizer, [t.lower() for t in texts], ks, False, batch_size, max_length, "lowercase")
         if lowercase
@@ -256,7 +260,14 @@ def score_splits(
         refs_s = {name: ref.loc[s.texts] for name, ref in (refs or {}).items()}
         neigh = np.array([neighbor_loss[t] for t in s.texts]) if neighbor_loss else None
         out[s.name] = detectors.detector_scores(target.loc[s.texts], s.texts, ks, lower_s, refs_s, neigh)
+        for c in cuts:
+            out[cut_name(s.name, c)] = detectors.cut_scores(target.loc[s.texts], ks, c)
     return out
+
+
+def cut_name(split: str, tokens: int) -> str:
+    """Where score_splits keeps a split's scores with its texts cut to their first `tokens` tokens."""
+    return f"{split} @{tokens} tokens"
 
 
 def detect(

@@ -35,19 +35,39 @@ def lowest_k_mean(values: torch.Tensor, mask: torch.Tensor, ks: Sequence[float])
 
 
 def batch_scores(
-    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, ks: Sequence[float] = KS, plus: bool = True
+    model: Any,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    ks: Sequence[float] = KS,
+    plus: bool = True,
+    cuts: Sequence[int] = (),
 ) -> dict[str, np.ndarray]:
-    """One forward pass: mean token NLL, Min-K% and (optionally) Min-K%++ at every k, for tokens 2..N of each row."""
+    """One forward pass: mean token NLL, Min-K% and (optionally) Min-K%++ at every k, for tokens 2..N of each row.
+
+    For each length c in `cuts`, also the mean NLL and Min-K% of the row cut to its first c tokens ('loss@c',
+    'mink_k@c'): a causal LM's log-probabilities of those tokens do not depend on what follows them, so they are
+    the first c - 1 scored positions of this pass (a test compares them with scoring the cut texts)."""
     with torch.inference_mode():
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
         token_lp, mu, sigma, mask = next_token_stats(logits, input_ids, attention_mask, plus)
-        n = mask.sum(1)
-        out = {"loss": (-(token_lp * mask).sum(1).double() / n).numpy(), "tokens": n.numpy()}
-        for k, v in zip(ks, lowest_k_mean(token_lp, mask, ks)):
-            out[f"mink_{k:g}"] = v.numpy()
+        out = _stats(token_lp, mask, ks)
         if plus:
             for k, v in zip(ks, lowest_k_mean((token_lp - mu) / sigma, mask, ks)):
                 out[f"minkpp_{k:g}"] = v.numpy()
+        for c in cuts:
+            if c < 2:
+                raise ValueError(f"a cut keeps at least 2 tokens, got {c}")
+            cut = _stats(token_lp[:, : c - 1], mask[:, : c - 1], ks)
+            out.update({f"{name}@{c}": v for name, v in cut.items() if name != "tokens"})
+    return out
+
+
+def _stats(token_lp: torch.Tensor, mask: torch.Tensor, ks: Sequence[float]) -> dict[str, np.ndarray]:
+    """Mean NLL, scored tokens and Min-K% at every k of masked per-token log-probabilities."""
+    n = mask.sum(1)
+    out = {"loss": (-(token_lp * mask).sum(1).double() / n).numpy(), "tokens": n.numpy()}
+    for k, v in zip(ks, lowest_k_mean(token_lp, mask, ks)):
+        out[f"mink_{k:g}"] = v.numpy()
     return out
 
 
@@ -66,8 +86,10 @@ def text_scores(
     batch_size: int = 16,
     max_length: int = 256,
     desc: str = "scoring",
+    cuts: Sequence[int] = (),
 ) -> pd.DataFrame:
-    """Per-text detector statistics, batched by similar length (right padding masked), in the order of `texts`."""
+    """Per-text detector statistics, batched by similar length (right padding masked), in the order of `texts`
+    (and of each text cut to its first c tokens for c in `cuts`, as batch_scores)."""
     from tqdm.auto import tqdm
 
     tokenizer.padding_side = "right"
@@ -82,7 +104,8 @@ def text_scores(
         batch = tokenizer(
             [texts[i] for i in idx], return_tensors="pt", padding=True, truncation=True, max_length=max_length
         )
-        scores = batch_scores(model, batch["input_ids"].to(device), batch["attention_mask"].to(device), ks, plus)
+        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
+        scores = batch_scores(model, ids, mask, ks, plus, cuts)
         parts.append(pd.DataFrame(scores, index=idx))
     return pd.concat(parts).sort_index()
 
@@ -113,6 +136,15 @@ def detector_scores(
         out[name] = -(loss - ref["loss"].to_numpy())
     if neighbor_loss is not None:
         out["Neighbor"] = -(loss - neighbor_loss)
+    return out
+
+
+def cut_scores(target: pd.DataFrame, ks: Sequence[float], cut: int) -> dict[str, np.ndarray]:
+    """PPL and Min-K% at every k of the texts cut to their first `cut` tokens, from a text_scores table with that
+    cut."""
+    out = {"PPL": -target[f"loss@{cut}"].to_numpy()}
+    for k in ks:
+        out[f"Min-K% {k:g}"] = target[f"mink_{k:g}@{cut}"].to_numpy()
     return out
 
 
