@@ -52,6 +52,7 @@ text_epochs = None  # epochs of encoder fine-tuning on the in-distribution class
 task_classes = None  # BIG-bench tasks used as in-distribution classes; every other task is OOD
 task_train_per_class = None  # training inputs per task
 task_test_per_class = None  # test inputs per task
+task_ood = None  # held-out tasks drawn as OOD (0 = every other task; 30 at smoke)
 ridges = None  # relative ridges compared with the maximum-likelihood covariance
 sub_clusters = None  # k-means clusters per class in the K sweep
 direction_counts = None  # leading discriminant directions RMD keeps in the direction sweep
@@ -136,9 +137,10 @@ verdict.plan(list(CLAIMS.values()))
 #   $K = 10$ either way.
 # - **text-tasks**, the headline: the inputs of BIG-bench tasks written in English prose, one
 #   task one class. `task_classes` tasks drawn at random are in-distribution; the inputs of every
-#   other task are the OOD queries. This is the closest offline match to CLINC150 that installs
-#   here: many real classes of short requests in one register, and OOD queries from the same kind
-#   of source that belong to no in-distribution class, as CLINC's out-of-scope queries do. Unlike
+#   other task (at `smoke`, of `task_ood` others drawn at random) are the OOD queries. This is
+#   the closest offline match to CLINC150 that installs here: many real classes of short requests
+#   in one register, and OOD queries from the same kind of source that belong to no
+#   in-distribution class, as CLINC's out-of-scope queries do. Unlike
 #   CLINC's intents, tasks differ in format as well as in meaning, and MiniLM reads the first 64
 #   tokens of each input. The BIG-bench intent-recognition task has only 7 intents, and
 #   squad_shifts' 48 Wikipedia articles would give fewer than 50 classes.

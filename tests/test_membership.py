@@ -173,6 +173,32 @@ def test_cut_scores_from_the_full_pass_equal_scoring_the_cut_texts() -> None:
         detectors.text_scores(model, tok, texts, KS, plus=False, cuts=[1])
 
 
+def test_token_scores_are_kept_by_model_identity_and_read_for_any_ks(tmp_path, monkeypatch) -> None:
+    from repro import cache
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    tok, vocab = word_tokenizer()
+    model = tiny_lm(vocab=len(vocab))
+    texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat", "a dog ran"]
+    direct = detectors.text_scores(model, tok, list(dict.fromkeys(texts)), KS, batch_size=2)
+    calls = []
+    real = detectors.token_scores
+    monkeypatch.setattr(detectors, "token_scores", lambda *a, **k: calls.append(1) or real(*a, **k))
+    C.score_table(model, tok, texts, KS, batch_size=2)  # no identity: scored, nothing kept
+    assert len(calls) == 1 and not (tmp_path / "mink").exists()
+    cache.mark(model, "tiny", 0)
+    first = C.score_table(model, tok, texts, KS, batch_size=2)
+    again = C.score_table(model, tok, texts, [0.2], batch_size=2, cuts=[3])  # other ks and a cut: read back
+    assert len(calls) == 2 and len(list((tmp_path / "mink").glob("tokens-*.npz"))) == 1
+    np.testing.assert_array_equal(first.to_numpy(float), direct.to_numpy(float))
+    np.testing.assert_array_equal(again["mink_0.2"].to_numpy(), direct["mink_0.2"].to_numpy())
+    assert first.index.tolist() == list(dict.fromkeys(texts))
+    C.score_table(model, tok, texts, KS, batch_size=3)  # another batch size is another entry
+    cache.mark(model, "tiny", 1)  # another checkpoint
+    C.score_table(model, tok, texts, KS, batch_size=2)
+    assert len(calls) == 4
+
+
 def test_insert_blocks_keeps_every_document_and_background_order() -> None:
     background = [f"doc{i}" for i in range(20)]
     blocks = [f"item{i}" for i in range(7)] + ["item0"]  # a repeated item is a second, separate copy

@@ -58,6 +58,38 @@ def model_digest(model: Any) -> str:
     return digest(type(model).__qualname__, names, *(state[k].detach().cpu().float() for k in names))
 
 
+IDENTITY = "_repro_cache_identity"
+
+
+def mark(model: Any, *parts: Any) -> Any:
+    """Give `model` an identity digested from `parts` (the inputs that determine its weights, e.g. its checkpoint's
+    cache entry), so what is computed from it can be cached by that identity; returns the model."""
+    setattr(model, IDENTITY, digest(*parts))
+    return model
+
+
+def identity(model: Any) -> str | None:
+    """The identity `mark` gave a model; None for a model whose weights no cache entry determines."""
+    return getattr(model, IDENTITY, None)
+
+
+def model_arrays(
+    model: Any, kind: str, name: str, build: Callable[[], dict[str, np.ndarray]], *parts: Any
+) -> dict[str, np.ndarray]:
+    """Named arrays computed from `model` by `build()`: kept as <data>/<kind>/<name>-<digest>.npz, keyed by the
+    model's identity and `parts`, for a model with an identity (mark); computed each time for one without."""
+    who = identity(model)
+    if who is None:
+        return build()
+    return arrays_entry(entry_path(kind, name, who, *parts, suffix=".npz"), build)[0]
+
+
+def folder_stamp(folder: Path) -> list[tuple[str, int, int]]:
+    """(name, size, mtime) of every file in a model folder: what identifies locally converted weights without
+    reading them."""
+    return sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in Path(folder).iterdir() if f.is_file())
+
+
 def arrays_entry(path: Path, build: Callable[[], dict[str, np.ndarray]]) -> tuple[dict[str, np.ndarray], bool]:
     """(arrays, was_cached): the named arrays stored at `path` (an .npz file), else `build()` stored there."""
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
+SCORING = 1  # raise when option_logprobs changes what it computes: it is part of the cached answers' key
 ANSWER = "\nAnswer: "  # the answer line of corpora.format_yes_no and corpora.format_choice
 YES_NO = ("yes", "no")
 

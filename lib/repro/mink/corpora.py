@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import cache
 from ..data import bigbench_json, squad_paragraphs
 from ..params import ParameterError
 from . import detectors
@@ -225,9 +226,27 @@ def score_table(
 ) -> pd.DataFrame:
     """detectors.text_scores of the distinct `texts`, indexed by text (so experiments can share reference scores)."""
     unique = list(dict.fromkeys(texts))
-    table = detectors.text_scores(model, tokenizer, unique, ks, plus, batch_size, max_length, desc, cuts)
+    table = token_scores(model, tokenizer, unique, plus, batch_size, max_length, desc).table(ks, cuts)
     table.index = pd.Index(unique, name="text")
     return table
+
+
+SCORING = 1  # raise when detectors.token_scores changes what it computes: it is part of the cached entries' key
+
+
+def token_scores(
+    model: Any, tokenizer: Any, texts: Sequence[str], plus: bool, batch_size: int, max_length: int, desc: str
+) -> detectors.TokenScores:
+    """detectors.token_scores of `texts`, kept in the data folder for a model with a cache identity (a cached
+    checkpoint, the local base model): a run that changes only how the scores are read (ks, the detectors, the
+    tables) does not score again. Keyed by the model, the tokenizer, the texts and every scoring argument."""
+
+    def build() -> dict[str, np.ndarray]:
+        return detectors.token_scores(model, tokenizer, texts, plus, batch_size, max_length, desc).arrays()
+
+    parts = (tokenizer.name_or_path, len(tokenizer), list(texts), plus, batch_size, max_length, SCORING)
+    arrays = cache.model_arrays(model, "mink", "tokens", build, *parts)
+    return detectors.TokenScores.from_arrays(arrays)
 
 
 def score_splits(

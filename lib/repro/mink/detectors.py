@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,81 @@ def lowest_k_mean(values: torch.Tensor, mask: torch.Tensor, ks: Sequence[float])
     return torch.stack(out)
 
 
+@dataclass
+class TokenScores:
+    """Per text, the log-probability of each scored token (tokens 2..N) and, for Min-K%++, its z-score against the
+    vocabulary's mean and spread at that position: everything a detector statistic is computed from."""
+
+    lp: list[np.ndarray]
+    z: list[np.ndarray] | None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The flat arrays it is stored as (concatenated values and per-text lengths)."""
+        out = {"lengths": np.array([len(x) for x in self.lp], dtype=np.int64), "lp": _concat(self.lp)}
+        if self.z is not None:
+            out["z"] = _concat(self.z)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> TokenScores:
+        """The inverse of `arrays`."""
+        cuts = np.cumsum(arrays["lengths"])[:-1]
+        return cls(np.split(arrays["lp"], cuts), np.split(arrays["z"], cuts) if "z" in arrays else None)
+
+    def table(self, ks: Sequence[float] = KS, cuts: Sequence[int] = ()) -> pd.DataFrame:
+        """detector statistics of every text (stats_table), in order."""
+        width = max([1, *(len(x) for x in self.lp)])
+        lp, mask = _padded(self.lp, width)
+        z = _padded(self.z, width)[0] if self.z is not None else None
+        return pd.DataFrame(stats_table(lp, z, mask, ks, cuts))
+
+
+def _concat(parts: Sequence[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts).astype(np.float32) if parts else np.zeros(0, np.float32)
+
+
+def _padded(rows: Sequence[np.ndarray], width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(values, mask) of ragged rows right-padded with zeros to `width`."""
+    values, mask = torch.zeros(len(rows), width), torch.zeros(len(rows), width, dtype=torch.bool)
+    for i, r in enumerate(rows):
+        values[i, : len(r)], mask[i, : len(r)] = torch.from_numpy(np.asarray(r, np.float32)), True
+    return values, mask
+
+
+def batch_tokens(
+    model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, plus: bool = True
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """One forward pass: (log p of tokens 2..N, their Min-K%++ z-scores or None, mask) of right-padded rows."""
+    with torch.inference_mode():
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+        token_lp, mu, sigma, mask = next_token_stats(logits, input_ids, attention_mask, plus)
+    return token_lp, ((token_lp - mu) / sigma if plus else None), mask
+
+
+def stats_table(
+    token_lp: torch.Tensor,
+    z: torch.Tensor | None,
+    mask: torch.Tensor,
+    ks: Sequence[float] = KS,
+    cuts: Sequence[int] = (),
+) -> dict[str, np.ndarray]:
+    """Mean token NLL, scored tokens, Min-K% and (with z) Min-K%++ at every k of masked rows.
+
+    For each length c in `cuts`, also the mean NLL and Min-K% of each row cut to its first c tokens ('loss@c',
+    'mink_k@c'): a causal LM's log-probabilities of those tokens do not depend on what follows them, so they are
+    the first c - 1 scored positions (a test compares them with scoring the cut texts)."""
+    out = _stats(token_lp, mask, ks)
+    if z is not None:
+        for k, v in zip(ks, lowest_k_mean(z, mask, ks)):
+            out[f"minkpp_{k:g}"] = v.numpy()
+    for c in cuts:
+        if c < 2:
+            raise ValueError(f"a cut keeps at least 2 tokens, got {c}")
+        cut = _stats(token_lp[:, : c - 1], mask[:, : c - 1], ks)
+        out.update({f"{name}@{c}": v for name, v in cut.items() if name != "tokens"})
+    return out
+
+
 def batch_scores(
     model: Any,
     input_ids: torch.Tensor,
@@ -42,24 +118,8 @@ def batch_scores(
     plus: bool = True,
     cuts: Sequence[int] = (),
 ) -> dict[str, np.ndarray]:
-    """One forward pass: mean token NLL, Min-K% and (optionally) Min-K%++ at every k, for tokens 2..N of each row.
-
-    For each length c in `cuts`, also the mean NLL and Min-K% of the row cut to its first c tokens ('loss@c',
-    'mink_k@c'): a causal LM's log-probabilities of those tokens do not depend on what follows them, so they are
-    the first c - 1 scored positions of this pass (a test compares them with scoring the cut texts)."""
-    with torch.inference_mode():
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
-        token_lp, mu, sigma, mask = next_token_stats(logits, input_ids, attention_mask, plus)
-        out = _stats(token_lp, mask, ks)
-        if plus:
-            for k, v in zip(ks, lowest_k_mean((token_lp - mu) / sigma, mask, ks)):
-                out[f"minkpp_{k:g}"] = v.numpy()
-        for c in cuts:
-            if c < 2:
-                raise ValueError(f"a cut keeps at least 2 tokens, got {c}")
-            cut = _stats(token_lp[:, : c - 1], mask[:, : c - 1], ks)
-            out.update({f"{name}@{c}": v for name, v in cut.items() if name != "tokens"})
-    return out
+    """stats_table of one forward pass over a batch."""
+    return stats_table(*batch_tokens(model, input_ids, attention_mask, plus), ks, cuts)
 
 
 def _stats(token_lp: torch.Tensor, mask: torch.Tensor, ks: Sequence[float]) -> dict[str, np.ndarray]:
@@ -77,6 +137,43 @@ def forward_only(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tens
         model(input_ids=input_ids, attention_mask=attention_mask)
 
 
+def token_scores(
+    model: Any,
+    tokenizer: Any,
+    texts: Sequence[str],
+    plus: bool = True,
+    batch_size: int = 16,
+    max_length: int = 256,
+    desc: str = "scoring",
+) -> TokenScores:
+    """TokenScores of `texts` (first `max_length` tokens), batched by similar length (right padding masked), in
+    the order of `texts`."""
+    from tqdm.auto import tqdm
+
+    tokenizer.padding_side = "right"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    lengths = [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
+    order = np.argsort(lengths, kind="stable")
+    device = next(model.parameters()).device
+    lp: list[np.ndarray] = [np.zeros(0, np.float32)] * len(texts)
+    z: list[np.ndarray] | None = [np.zeros(0, np.float32)] * len(texts) if plus else None
+    for lo in tqdm(range(0, len(texts), batch_size), desc=desc, leave=False):
+        idx = order[lo : lo + batch_size]
+        batch = tokenizer(
+            [texts[i] for i in idx], return_tensors="pt", padding=True, truncation=True, max_length=max_length
+        )
+        token_lp, token_z, mask = batch_tokens(
+            model, batch["input_ids"].to(device), batch["attention_mask"].to(device), plus
+        )
+        for row, i in enumerate(idx):
+            n = int(mask[row].sum())
+            lp[i] = token_lp[row, :n].numpy().copy()
+            if z is not None:
+                z[i] = token_z[row, :n].numpy().copy()
+    return TokenScores(lp, z)
+
+
 def text_scores(
     model: Any,
     tokenizer: Any,
@@ -88,26 +185,9 @@ def text_scores(
     desc: str = "scoring",
     cuts: Sequence[int] = (),
 ) -> pd.DataFrame:
-    """Per-text detector statistics, batched by similar length (right padding masked), in the order of `texts`
-    (and of each text cut to its first c tokens for c in `cuts`, as batch_scores)."""
-    from tqdm.auto import tqdm
-
-    tokenizer.padding_side = "right"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    lengths = [len(ids) for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]]
-    order = np.argsort(lengths, kind="stable")
-    device = next(model.parameters()).device
-    parts: list[pd.DataFrame] = []
-    for lo in tqdm(range(0, len(texts), batch_size), desc=desc, leave=False):
-        idx = order[lo : lo + batch_size]
-        batch = tokenizer(
-            [texts[i] for i in idx], return_tensors="pt", padding=True, truncation=True, max_length=max_length
-        )
-        ids, mask = batch["input_ids"].to(device), batch["attention_mask"].to(device)
-        scores = batch_scores(model, ids, mask, ks, plus, cuts)
-        parts.append(pd.DataFrame(scores, index=idx))
-    return pd.concat(parts).sort_index()
+    """Per-text detector statistics (stats_table) in the order of `texts`, texts cut to their first c tokens for c
+    in `cuts` included."""
+    return token_scores(model, tokenizer, texts, plus, batch_size, max_length, desc).table(ks, cuts)
 
 
 def zlib_length(text: str) -> int:

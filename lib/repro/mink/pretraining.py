@@ -296,15 +296,16 @@ def cached_pretraining(
     store: bool = True,
     keep_whole: Sequence[str] = (),
 ) -> tuple[Any, dict[str, Any]]:
-    """(model, stats) trained from `base` on `docs`, loaded from the cache when the same inputs ran before.
+    """(model, stats) trained from `base` on `docs`, loaded from the cache when the same inputs ran before; the
+    model carries its checkpoint's cache identity (cache.mark), so its scores can be cached.
 
-    store=False (store_checkpoints false) trains without keeping a checkpoint."""
+    store=False (store_checkpoints false) trains without keeping a checkpoint (and without an identity)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     target = checkpoint_dir(name, base, docs, cfg, keep_whole)
     found = _load_checkpoint(target)
     if found is not None:
-        return found
+        return cache.mark(found[0], target.name), found[1]
     per_device_batch(cfg)  # a global batch that does not split over the processes fails before any loading
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
@@ -328,7 +329,7 @@ def cached_pretraining(
         write_json(Path(tmp) / "train_stats.json", stats)
         if not complete_checkpoint(Path(tmp)):  # never publish a folder the notebook could not load
             raise RuntimeError(f"the trained checkpoint lacks config.json or weights: {sorted(os.listdir(tmp))}")
-    return model, {**stats, "cached": False}
+    return cache.mark(model, target.name), {**stats, "cached": False}
 
 
 def export_corpus(

@@ -45,6 +45,9 @@ SPEC = {
     ),
     "task_train_per_class": Param(int, 40, smoke=12, low=5, high=180, help="training inputs per BIG-bench task"),
     "task_test_per_class": Param(int, 25, smoke=6, low=2, high=100, help="test inputs per BIG-bench task"),
+    "task_ood": Param(
+        int, 0, smoke=30, low=0, high=1000, help="held-out BIG-bench tasks drawn as OOD (0 = every other task)"
+    ),
     "ridges": Param(
         list,
         [1e-4, 1e-2],
@@ -187,9 +190,10 @@ def task_groups(k: int) -> tuple[str, str]:
     return f"{k} {TASKS_IN}", TASKS_OUT
 
 
-def task_direction(k: int, n_train: int, n_test: int, seed: int) -> Direction:
+def task_direction(k: int, n_train: int, n_test: int, seed: int, n_ood: int = 0) -> Direction:
     """BIG-bench tasks as K real classes (the offline stand-in for CLINC150's intents): K tasks drawn at random are
-    in-distribution, the inputs of every other task are the OOD queries, disjoint inputs for training and test."""
+    in-distribution, the inputs of every other task (or of `n_ood` others drawn at random) are the OOD queries,
+    disjoint inputs for training and test."""
     tasks = data.bigbench_tasks(n_train + n_test)
     if len(tasks) <= k:
         raise ValueError(
@@ -198,6 +202,7 @@ def task_direction(k: int, n_train: int, n_test: int, seed: int) -> Direction:
         )
     rng = np.random.default_rng(seed)
     names = [sorted(tasks)[i] for i in rng.permutation(len(tasks))]
+    names = names[: k + n_ood] if n_ood else names
     train, test = [], []
     for name in names:
         inputs = tasks[name]["inputs"]
@@ -228,7 +233,7 @@ def text_directions(p: Any) -> list[Direction]:
             dict(zip(CLINC_GROUPS, ([c for c in range(len(names)) if c != oos], [oos]))),
             both=False,
         )  # the reverse would have one class, where RMD is identically zero
-    tasks = task_direction(p.task_classes, p.task_train_per_class, p.task_test_per_class, p.seed)
+    tasks = task_direction(p.task_classes, p.task_train_per_class, p.task_test_per_class, p.seed, p.task_ood)
     split = squad_split(p.text_train_per_domain, p.text_test_per_domain, p.seed)
     domains = list(data.SQUAD_DOMAINS)
     names = list(data.SQUAD_DOMAINS.values())
