@@ -145,12 +145,12 @@ def word_tokenizer(extra: dict[str, str] | None = None):
     return PreTrainedTokenizerFast(tokenizer_object=raw, **specials), vocab
 
 
-def test_text_scores_keep_input_order_and_match_batches_of_one() -> None:
+def test_token_scores_keep_input_order_and_match_batches_of_one() -> None:
     tok, vocab = word_tokenizer()
     model = tiny_lm(vocab=len(vocab))
     texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat"]
-    batched = detectors.text_scores(model, tok, texts, KS, batch_size=3)
-    single = detectors.text_scores(model, tok, texts, KS, batch_size=1)
+    batched = detectors.token_scores(model, tok, texts, batch_size=3).table(KS)
+    single = detectors.token_scores(model, tok, texts, batch_size=1).table(KS)
     assert batched.index.tolist() == [0, 1, 2, 3]
     np.testing.assert_allclose(batched.to_numpy(float), single.to_numpy(float), atol=1e-4)
     assert batched.tokens.tolist() == [5, 2, 9, 1]
@@ -161,16 +161,16 @@ def test_cut_scores_from_the_full_pass_equal_scoring_the_cut_texts() -> None:
     model = tiny_lm(vocab=len(vocab))
     texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat"]
     cuts = [2, 4, 7]
-    full = detectors.text_scores(model, tok, texts, KS, plus=False, batch_size=3, max_length=12, cuts=cuts)
+    full = detectors.token_scores(model, tok, texts, plus=False, batch_size=3, max_length=12).table(KS, cuts=cuts)
     for c in cuts:
-        alone = detectors.text_scores(model, tok, texts, KS, plus=False, batch_size=2, max_length=c)
+        alone = detectors.token_scores(model, tok, texts, plus=False, batch_size=2, max_length=c).table(KS)
         got = detectors.cut_scores(full, KS, c)
         np.testing.assert_allclose(got["PPL"], -alone["loss"], atol=1e-5)
         for k in KS:
             np.testing.assert_allclose(got[f"Min-K% {k:g}"], alone[f"mink_{k:g}"], atol=1e-5)
     assert full["loss@2"].to_numpy() == pytest.approx(-full["mink_0.05@2"].to_numpy())  # one scored token
     with pytest.raises(ValueError, match="at least 2 tokens"):
-        detectors.text_scores(model, tok, texts, KS, plus=False, cuts=[1])
+        detectors.token_scores(model, tok, texts, plus=False).table(KS, cuts=[1])
 
 
 def test_token_scores_are_kept_by_model_identity_and_read_for_any_ks(tmp_path, monkeypatch) -> None:
@@ -180,7 +180,7 @@ def test_token_scores_are_kept_by_model_identity_and_read_for_any_ks(tmp_path, m
     tok, vocab = word_tokenizer()
     model = tiny_lm(vocab=len(vocab))
     texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat", "a dog ran"]
-    direct = detectors.text_scores(model, tok, list(dict.fromkeys(texts)), KS, batch_size=2)
+    direct = detectors.token_scores(model, tok, list(dict.fromkeys(texts)), batch_size=2).table(KS)
     calls = []
     real = detectors.token_scores
     monkeypatch.setattr(detectors, "token_scores", lambda *a, **k: calls.append(1) or real(*a, **k))

@@ -224,7 +224,8 @@ def score_table(
     desc: str = "scoring",
     cuts: Sequence[int] = (),
 ) -> pd.DataFrame:
-    """detectors.text_scores of the distinct `texts`, indexed by text (so experiments can share reference scores)."""
+    """Detector statistics (detectors.TokenScores.table) of the distinct `texts`, indexed by text (so experiments can
+    share reference scores)."""
     unique = list(dict.fromkeys(texts))
     table = token_scores(model, tokenizer, unique, plus, batch_size, max_length, desc).table(ks, cuts)
     table.index = pd.Index(unique, name="text")

@@ -174,22 +174,6 @@ def token_scores(
     return TokenScores(lp, z)
 
 
-def text_scores(
-    model: Any,
-    tokenizer: Any,
-    texts: Sequence[str],
-    ks: Sequence[float] = KS,
-    plus: bool = True,
-    batch_size: int = 16,
-    max_length: int = 256,
-    desc: str = "scoring",
-    cuts: Sequence[int] = (),
-) -> pd.DataFrame:
-    """Per-text detector statistics (stats_table) in the order of `texts`, texts cut to their first c tokens for c
-    in `cuts` included."""
-    return token_scores(model, tokenizer, texts, plus, batch_size, max_length, desc).table(ks, cuts)
-
-
 def zlib_length(text: str) -> int:
     """Bytes of the zlib-compressed UTF-8 text (the Zlib detector's denominator)."""
     return len(zlib.compress(text.encode("utf-8")))
@@ -203,7 +187,7 @@ def detector_scores(
     refs: Mapping[str, pd.DataFrame] | None = None,
     neighbor_loss: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Every detector's per-text score (higher = member) from text_scores tables of the target and its helpers."""
+    """Every detector's per-text score (higher = member) from TokenScores.table frames of the target and its helpers."""
     loss = target["loss"].to_numpy()
     out = {"PPL": -loss, "Zlib": -loss / np.array([zlib_length(t) for t in texts])}
     for k in ks:
@@ -220,7 +204,7 @@ def detector_scores(
 
 
 def cut_scores(target: pd.DataFrame, ks: Sequence[float], cut: int) -> dict[str, np.ndarray]:
-    """PPL and Min-K% at every k of the texts cut to their first `cut` tokens, from a text_scores table with that
+    """PPL and Min-K% at every k of the texts cut to their first `cut` tokens, from a TokenScores.table frame with that
     cut."""
     out = {"PPL": -target[f"loss@{cut}"].to_numpy()}
     for k in ks:
