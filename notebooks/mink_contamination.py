@@ -298,7 +298,8 @@ plt.show()
 # beside the paper's (Fig. 5a values read off the figure):
 
 # %%
-publish("matched", ex.matched_table(study, auc))
+matched = publish("matched", ex.matched_table(study, auc))
+page.say(ex.matched_words(matched))
 
 # %% [markdown]
 # Does later training erase earlier members (forgetting within the epoch)? The runs visit the

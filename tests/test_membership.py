@@ -445,3 +445,24 @@ def test_length_words_read_the_paired_interval() -> None:
     assert "falls with length" in words(-0.3, -0.01)
     assert "does not change with length" in words(-0.05, 0.3)
     assert "no length comparison" in ex.length_words(table, None)
+
+
+def test_matched_words_read_the_sizes_against_table_3() -> None:
+    from repro.mink import experiment as ex
+
+    matched = pd.DataFrame(
+        {
+            "set": ["BoolQ", "CSQA"],
+            "ours, 58 %": [0.60, 0.70],
+            "ours, 37 %": [0.62, 0.69],
+            "ours, 10 %": [0.64, 0.74],
+            "paper 0.17M (about 60 %)": [0.75, 0.65],
+            "paper 0.27M (about 38 %)": [0.80, 0.72],
+            "paper 27M, Table 3 (0.1 %)": [0.91, 0.81],
+        }
+    )
+    words = ex.matched_words(matched)
+    assert "From 58 % to 10 % contaminants" in words and "in 1 of the 2 sets" in words  # CSQA dips at 37 %
+    assert "0.650 → 0.690" in words and "Table 3's mean at 0.1 % is 0.86" in words
+    assert "move toward it" in words and "still 0.17 below it" in words
+    assert ex.matched_words(matched.drop(columns=["ours, 37 %", "ours, 10 %"])) == ""

@@ -180,8 +180,8 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         "size_outlier": Claim(
             "Outlier contaminants: AUC rises with corpus size",
             "Section 6.2, Fig. 5a (quoted; values read off the figure)",
-            "0.17M → 0.27M tokens (≈ 60 % → 38 % contaminants, the shares ours match): BoolQ .75 → .80, CSQA .65 → "
-            ".72, IMDB .78 → .90, TruthfulQA .62 → .70; → 26M: BoolQ .90, IMDB .98",
+            "0.17M → 0.27M tokens (≈ 60 % → 38 % contaminants, as our two smallest corpora): BoolQ .75 → .80, CSQA "
+            ".65 → .72, IMDB .78 → .90, TruthfulQA .62 → .70; → 26M: BoolQ .90, IMDB .98",
             Rule.above(0.0, "AUC at the largest − AUC at the smallest corpus, mean over the sets"),
             quote="Despite the theory suggesting greater difficulty with more pretraining data, Figure 5a shows "
             "AUC scores counterintuitively increase with pre-training dataset size.",
@@ -192,7 +192,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 **{f"{s} 0.27M": v for s, v in C.PAPER_SECOND.items()},
                 **{f"{s} 26M": v for s, v in C.PAPER_LARGEST.items()},
             },
-            # the rule's statistic on the pair of sizes whose contamination shares ours match
+            # the rule's statistic on the pair of sizes whose contamination shares our two smallest corpora match
             paper_estimate=round(float(np.mean([v - C.PAPER_SMALLEST[s] for s, v in C.PAPER_SECOND.items()])), 4),
         ),
         "size_indist": Claim(
