@@ -116,10 +116,9 @@ def batch_scores(
     attention_mask: torch.Tensor,
     ks: Sequence[float] = KS,
     plus: bool = True,
-    cuts: Sequence[int] = (),
 ) -> dict[str, np.ndarray]:
-    """stats_table of one forward pass over a batch."""
-    return stats_table(*batch_tokens(model, input_ids, attention_mask, plus), ks, cuts)
+    """stats_table of one forward pass over a batch (the throughput benchmark's scoring step)."""
+    return stats_table(*batch_tokens(model, input_ids, attention_mask, plus), ks)
 
 
 def _stats(token_lp: torch.Tensor, mask: torch.Tensor, ks: Sequence[float]) -> dict[str, np.ndarray]:
