@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from .. import cache, stats
 from ..params import Param
 from ..verdict import Claim, judge, unexplained
-from . import accounting, canary, gpt, language_model, membership_attacks, redaction
+from . import accounting, canary, gpt, language_model, membership_attacks, redaction, tuning
 from . import arm as arm_module
 from .claims import ALPHA, ATTACK_MODELS, NAMES, attack_tests, bonferroni_ks, no_leak_level
 from .runs import (
@@ -57,11 +57,18 @@ def _gammas(default: list[float], smoke: list[float], paper: list[float], what: 
     return Param(list, default, smoke=smoke, paper=paper, items=float, low=0.0, high=0.5, help=what)
 
 
+def _grid(default: list[float], smoke: list[float], paper: list[float], high: float, what: str) -> Param:
+    """A grid of DP-SGD learning rates, each private trainer's chosen on the validation split."""
+    help = f"{what} learning rates tried per private trainer, chosen on validation"
+    return Param(list, default, smoke=smoke, paper=paper, items=float, low=1e-6, high=high, help=help)
+
+
 SPEC = {
     "seed": Param(int, 0, low=0, high=2**32 - 1, help="data seed; the i-th model of a run uses seed + i"),
     "n_seeds": Param(int, 3, smoke=1, low=1, high=10, help="models trained per (model, trainer, γ)"),
     "n_dialogues": Param(int, 150, smoke=40, paper=10_000, low=20, high=100_000, help="training dialogues"),
     "n_test": Param(int, 100, smoke=20, paper=1000, low=10, high=10_000, help="test dialogues"),
+    "n_val": Param(int, 50, smoke=10, paper=1000, low=2, high=10_000, help="validation dialogues (DP learning rates)"),
     "canary_copies": Param(int, 20, smoke=5, low=1, high=100, help="insertions of each canary"),
     "gammas": _gammas([0.0, 0.1, 0.3, 0.5], [0.0, 0.1], [0.0, 0.1, 0.2, 0.3, 0.4, 0.5], "γ values of the LSTM"),
     "gpt_gammas": _gammas([0.0, 0.1, 0.5], [0.0, 0.1], [0.0, 0.1, 0.2, 0.3, 0.4, 0.5], "γ values of GPT-2"),
@@ -71,12 +78,12 @@ SPEC = {
     "crt_epochs": Param(int, 10, smoke=2, paper=100, low=1, high=400, help="CRT-LSTM epochs (paper: 100)"),
     "crt_batch": Param(int, 16, smoke=8, paper=10, low=1, high=1024, help="CRT-LSTM public batch (paper: 10)"),
     "lr": Param(float, 20.0, low=1e-4, high=100.0, help="LSTM SGD learning rate (paper: 20)"),
-    "dp_lr": Param(float, 2.0, low=1e-4, high=100.0, help="LSTM DP-SGD learning rate"),
+    "dp_lrs": _grid([2.0, 5.0, 10.0, 20.0], [2.0, 10.0], [0.05, 0.1, 1.0, 5.0, 10.0, 20.0], 100.0, "LSTM DP-SGD"),
     "gpt_embd": Param(int, 64, smoke=32, low=8, high=1024, help="width of the GPT-2 trained from scratch"),
     "gpt_layers": Param(int, 2, smoke=1, low=1, high=12, help="its layers"),
     "gpt_epochs": Param(int, 4, smoke=1, paper=10, low=1, high=200, help="GPT-2 epochs, every trainer (paper: 10)"),
     "gpt_lr": Param(float, 5e-3, paper=5e-4, low=1e-6, high=1.0, help="GPT-2 Adam learning rate (paper: 5e-4)"),
-    "gpt_dp_lr": Param(float, 1e-3, paper=5e-4, low=1e-6, high=1.0, help="GPT-2 DP-SGD Adam learning rate"),
+    "gpt_dp_lrs": _grid([1e-3, 3e-3, 1e-2], [1e-3, 1e-2], [1e-4, 5e-4, 1e-3], 1.0, "GPT-2 DP-SGD Adam"),
     "target_epsilon": Param(float, 3.0, low=0.1, high=100.0, help="ε at δ = 8e-5 of every DP-SGD run"),
     "n_mia": Param(int, 300, smoke=40, paper=1000, low=20, high=10_000, help="member/look-alike pairs of the MIA"),
     "n_groups": Param(int, 100, smoke=10, paper=1000, low=2, high=10_000, help="groups of 20 per fold, group MIA"),
@@ -117,6 +124,12 @@ class Chapter:
     encoders: dict[str, Encoder]
     models: dict[Run, tuple[torch.nn.Module, dict]]
     scores: dict[Run, dict]
+    tuning: pd.DataFrame  # every DP learning-rate candidate's per-epoch validation perplexity (tuning.tuning_table)
+
+    @property
+    def dp_lrs(self) -> dict[tuple[str, str], float]:
+        """(model, trainer) -> the DP learning rate chosen on validation."""
+        return tuning.chosen_rates(self.tuning)
 
     @property
     def gamma2(self) -> float:
@@ -142,7 +155,7 @@ def vocabularies(p: Any, data: Data) -> dict[str, Any]:
 
 def model_factory(p: Any, data: Data, vocabs: dict[str, Any]):
     """A function (model name, private) -> a freshly initialized (or freshly loaded pretrained) network."""
-    every = data.sentences + data.test + [s for pair in data.pairs + data.address_pairs for s in pair]
+    every = data.sentences + data.test + data.validation + [s for pair in data.pairs + data.address_pairs for s in pair]
     n_positions = max(len(vocabs["GPT-2"].encode(s.tokens)) for s in every)
 
     def new_model(name: str, private: bool) -> torch.nn.Module:
@@ -176,13 +189,16 @@ def score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: Encoder, de
 
 
 def run_all(p: Any, data: Data) -> Chapter:
-    """Train (or load) every planned run and score it (scores cached beside the model)."""
+    """Choose each DP trainer's learning rate on validation, then train (or load) every planned run and score it
+    (scores cached beside the model)."""
     vocabs = vocabularies(p, data)
     encoders = {name: Encoder(data, vocabs[name]) for name in MODELS}
     trainer = Trainer(p, data, encoders, model_factory(p, data, vocabs))
     designs = attack_designs(data, p.n_groups, p.seed)
+    tried = {run: trainer(run)[1] for run in tqdm(tuning.candidates(p, fig2_gamma(p)), desc="DP learning rates")}
+    tuned = tuning.tuning_table(tried)
     models, scores = {}, {}
-    for run in tqdm(planned_runs(p, fig2_gamma(p)), desc="runs"):
+    for run in tqdm(planned_runs(p, fig2_gamma(p), tuning.chosen_rates(tuned)), desc="runs"):
         models[run] = trainer(run)
         spec = {"model": trainer.spec(run), "n_null": p.n_null, "n_groups": p.n_groups, "n_mia": p.n_mia, "v": 2}
         path = cache.entry_path("crt", f"scores-{run.model}-{run.label}-s{run.seed}", spec, suffix=".pt")
@@ -191,7 +207,7 @@ def run_all(p: Any, data: Data) -> Chapter:
             lambda tmp, run=run: torch.save(score(p, data, run, models[run][0], encoders[run.model], designs), tmp),
             lambda found: torch.load(found, weights_only=False),
         )
-    return Chapter(p, data, encoders, models, scores)
+    return Chapter(p, data, encoders, models, scores, tuned)
 
 
 # --- the factorial: what protects the canaries ---------------------------------------------------------------
@@ -221,7 +237,7 @@ def factorial_table(ch: Chapter) -> pd.DataFrame:
                 if same:
                     rows.append(same[0] | {"canaries": context, "copies_in_d_pri": copies})
                     continue
-                run = Run("LSTM", t, g, p.seed, dedup)
+                run = Run("LSTM", t, g, p.seed, dedup, ch.dp_lrs[("LSTM", "CRT")] if t == "CRT" else None)
                 model, info = trainer(run)
                 spec = {"model": trainer.spec(run), "n_null": p.n_null}
                 sc, _ = cache.file_entry(
@@ -891,3 +907,19 @@ def multiwoz_table(p: Any) -> pd.DataFrame:
 
     multiwoz = load_dataset(MULTIWOZ_HUB, split="train")
     return pd.DataFrame([{"dataset": MULTIWOZ_HUB, "dialogues": len(multiwoz)}])
+
+
+def tuning_words(tuned: pd.DataFrame, n_val: int) -> str:
+    """Each DP trainer's chosen learning rate, its validation perplexity and whether it converged, in words."""
+    out = []
+    for row in tuned.to_dict("records"):
+        state = (
+            f"converged: under {tuning.CONVERGED:.0%} in its last epoch"
+            if row["converged"]
+            else f"still moving: {row['last_epoch_change']:.0%} in its last epoch"
+        )
+        out.append(
+            f"{NAMES[row['model']]} {row['trainer']} keeps {row['chosen']:g} (perplexity {row['validation']:.2f} after "
+            f"{row['epochs']} epochs, {state})"
+        )
+    return f"On {n_val} validation dialogues, " + "; ".join(out) + "."

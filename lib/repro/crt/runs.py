@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -25,18 +25,20 @@ CONTROL = "D_pub only"
 PRIVATE_TRAINERS = ("S-DP", "DPSGD", "CRT")
 SPLIT_PLAIN = ("CRT, plain SGD on D_pri", "CRT, D_pri dropped")  # the factorial's arms beside CRT's DP-SGD
 ATTACKS = ("individual", "group", "address")
-VERSION = 3  # bump when training or scoring changes
+VERSION = 4  # bump when training or scoring changes
 
 
 @dataclass(frozen=True)
 class Run:
-    """One trained model: which network, trainer, policy miss rate γ (None if unused), seed and dedup reading."""
+    """One trained model: which network, trainer, policy miss rate γ (None if unused), seed, dedup reading and the
+    learning rate of its DP-SGD steps (None: the profile's)."""
 
     model: str
     trainer: str
     gamma: float | None
     seed: int
     dedup: str = "mask"
+    dp_lr: float | None = None
 
     @property
     def label(self) -> str:
@@ -57,6 +59,7 @@ class Data:
     seed: int
     variant: str = ""  # "" for the chapter's data; the factorial's variants name what differs
     missed_kinds: tuple[str, ...] = ()  # formats π misses every time
+    validation: list[Sentence] = field(default_factory=list)  # held-out dialogues that choose the DP learning rates
 
     def split(self, gamma: float, dedup: str = "mask") -> CRTSplit:
         """Algorithm 1's D_pub / D_pri at γ under one deduplication reading."""
@@ -68,7 +71,7 @@ class Data:
 
 
 def build_data(p: Any, distinct: bool = False, missed_kinds: tuple[str, ...] = ()) -> Data:
-    """Train and test dialogues (canaries inserted into the training ones), sentences and the MIA pairs. The
+    """Train, validation and test dialogues (canaries inserted into the training ones), sentences and the MIA pairs. The
     factorial's variants: canary copies in `distinct` contexts, a policy that misses the formats `missed_kinds`."""
     rng = np.random.default_rng(p.seed)
     canaries = [f"{rng.integers(0, 10**6):06d}" for _ in range(N_CANARIES)]
@@ -101,6 +104,7 @@ def build_data(p: Any, distinct: bool = False, missed_kinds: tuple[str, ...] = (
         p.seed,
         " · ".join([*(["distinct contexts"] if distinct else []), *(f"π misses {k}" for k in missed_kinds)]),
         missed_kinds,
+        redaction.split_sentences(customersim.corpus(p.n_val, p.seed + 5), prefix="val"),
     )
 
 
@@ -137,7 +141,7 @@ class Encoder:
 
     def marked(self, part: str, gamma: float | None = None, dedup: str = "mask") -> tuple[list, list]:
         """(ids, marks) of a part: raw / mask (π-redacted at γ; marks = π's flags), public / private (split at γ),
-        test (marks = gold secrets), test-redacted (perfect π), members / nonmembers / address-*."""
+        test and validation (marks = gold secrets), test-redacted (perfect π), members / nonmembers / address-*."""
         key = (part, gamma, dedup)
         if key not in self.memo:
             tokens, flags = self._tokens(part, gamma, dedup)
@@ -158,11 +162,12 @@ class Encoder:
         if part in ("public", "private"):
             tokens = d.split(gamma or 0.0, dedup).part(part == "private")
             return tokens, [np.zeros(len(t), dtype=bool) for t in tokens]
-        if part in ("test", "test-redacted"):
-            gold = [np.array([label is not None for label in s.labels]) for s in d.test]
-            if part == "test":
-                return [list(s.tokens) for s in d.test], gold
-            return [redaction.redact(s.tokens, g) for s, g in zip(d.test, gold)], gold
+        if part in ("test", "test-redacted", "validation"):
+            held_out = d.validation if part == "validation" else d.test
+            gold = [np.array([label is not None for label in s.labels]) for s in held_out]
+            if part != "test-redacted":
+                return [list(s.tokens) for s in held_out], gold
+            return [redaction.redact(s.tokens, g) for s, g in zip(held_out, gold)], gold
         source = {"members": (d.pairs, 0), "nonmembers": (d.pairs, 1)}
         source |= {"address-members": (d.address_pairs, 0), "address-nonmembers": (d.address_pairs, 1)}
         pairs, side = source[part]
@@ -173,46 +178,56 @@ class Encoder:
 def config(p: Any, run: Run) -> trainers.TrainConfig:
     """Optimisation settings of one run: the LSTM's CRT gets the paper's doubled epochs and smaller public batch, and so
     do the runs it is compared with on D_pub (the D_pub-only control and the factorial's arms): the same public
-    budget."""
+    budget. DPSGD gets CRT's epochs too (its DP-SGD steps converge more slowly). The DP-SGD learning rate is the run's
+    own `dp_lr` (tuned on the validation split), else the first of the profile's grid."""
     if run.model == "LSTM":
         cfg = trainers.TrainConfig(
-            epochs=p.epochs, lr=p.lr, dp_lr=p.dp_lr, target_epsilon=p.target_epsilon, delta=DELTA, seed=run.seed
+            epochs=p.epochs, lr=p.lr, target_epsilon=p.target_epsilon, delta=DELTA, seed=run.seed
         )
-        crt_like = run.trainer in ("CRT", CONTROL, *SPLIT_PLAIN)
-        return replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch) if crt_like else cfg
-    return trainers.TrainConfig(
-        epochs=p.gpt_epochs,
-        lr=p.gpt_lr,
-        batch=32,
-        dp_lr=p.gpt_dp_lr,
-        clip=1.0,
-        target_epsilon=p.target_epsilon,
-        delta=DELTA,
-        seed=run.seed,
-        optimizer="adam",
-    )
+        if run.trainer in ("CRT", CONTROL, *SPLIT_PLAIN):
+            cfg = replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch)
+        elif run.trainer == "DPSGD":
+            cfg = replace(cfg, epochs=p.crt_epochs)
+    else:
+        cfg = trainers.TrainConfig(
+            epochs=p.gpt_epochs,
+            lr=p.gpt_lr,
+            batch=32,
+            clip=1.0,
+            target_epsilon=p.target_epsilon,
+            delta=DELTA,
+            seed=run.seed,
+            optimizer="adam",
+        )
+    return replace(cfg, dp_lr=p[DP_LR_GRID[run.model]][0] if run.dp_lr is None else run.dp_lr)
 
 
-def planned_runs(p: Any, fig2_gamma: float) -> list[Run]:
+def planned_runs(p: Any, fig2_gamma: float, dp_lrs: dict[tuple[str, str], float] | None = None) -> list[Run]:
     """Every run of the chapter: per seed and model, the γ-free trainers, the γ sweep and CRT's two controls. Every
-    seed trains at γ = 0 and Fig. 2's γ; the other γ of the sweep take the first seed only (the time budget)."""
+    seed trains at γ = 0 and Fig. 2's γ; the other γ of the sweep take the first seed only (the time budget). The DP
+    trainers take their learning rate from `dp_lrs` ((model, trainer) -> lr; the profile's where absent)."""
+    lrs = dp_lrs or {}
     runs = []
     for seed in range(p.seed, p.seed + p.n_seeds):
         for model in MODELS:
             gammas = p.gammas if model == "LSTM" else p.gpt_gammas
             if seed != p.seed:
                 gammas = [g for g in gammas if g in (0.0, fig2_gamma)]
-            runs += [Run(model, t, None, seed) for t in ("non-private", "DPSGD", CONTROL)]
-            runs += [Run(model, t, g, seed) for g in gammas for t in ("non-private + mask", "S-DP", "CRT")]
-            runs.append(Run(model, "CRT", fig2_gamma, seed, "remove"))
+            runs += [Run(model, t, None, seed, dp_lr=lrs.get((model, t))) for t in ("non-private", "DPSGD", CONTROL)]
+            for g in gammas:
+                runs += [
+                    Run(model, t, g, seed, dp_lr=lrs.get((model, t))) for t in ("non-private + mask", "S-DP", "CRT")
+                ]
+            runs.append(Run(model, "CRT", fig2_gamma, seed, "remove", lrs.get((model, "CRT"))))
     return runs
 
 
 OWN_PARAMS = {
-    "LSTM": ("emb", "hidden", "epochs", "crt_epochs", "crt_batch", "lr", "dp_lr"),
-    "GPT-2": ("gpt_embd", "gpt_layers", "gpt_epochs", "gpt_lr", "gpt_dp_lr", "gpt_name"),
-}
-DATA_PARAMS = ("n_dialogues", "n_test", "canary_copies", "seed", "target_epsilon", "profile")
+    "LSTM": ("emb", "hidden", "epochs", "crt_epochs", "crt_batch", "lr"),
+    "GPT-2": ("gpt_embd", "gpt_layers", "gpt_epochs", "gpt_lr", "gpt_name"),
+}  # a run's DP learning rate is its own (Run.dp_lr), not the grid it was chosen from
+DP_LR_GRID = {"LSTM": "dp_lrs", "GPT-2": "gpt_dp_lrs"}
+DATA_PARAMS = ("n_dialogues", "n_test", "n_val", "canary_copies", "seed", "target_epsilon", "profile")
 
 
 def vocab_key(vocab: Any) -> Any:
@@ -223,7 +238,8 @@ def vocab_key(vocab: Any) -> Any:
 
 
 class Trainer:
-    """Trains (or loads from the cache) the models of one chapter run, with a per-epoch history of test perplexity."""
+    """Trains (or loads from the cache) the models of one chapter run, with a per-epoch history of test perplexity and
+    of non-secret validation perplexity."""
 
     def __init__(self, p: Any, data: Data, encoders: dict[str, Encoder], new_model: Any):
         self.p, self.data, self.encoders, self.new_model = p, data, encoders, new_model
@@ -267,8 +283,11 @@ class Trainer:
         test, history = enc.ids("test"), []
 
         def on_epoch(epoch: int, model: torch.nn.Module, epsilon: float | None) -> None:
-            """Record the test perplexity and the ε spent after each epoch."""
-            history.append({"epoch": epoch, "epsilon": epsilon, "perplexity": language_model.perplexity(model, test)})
+            """Record the test perplexity, the non-secret validation perplexity and the ε spent after each epoch."""
+            ppl = language_model.perplexity(model, test)
+            history.append(
+                {"epoch": epoch, "epsilon": epsilon, "perplexity": ppl, "validation": validation(model, enc)}
+            )
 
         torch.manual_seed(run.seed)
         model, began = self.new_model(run.model, private), time.perf_counter()
@@ -359,19 +378,18 @@ def mia_scores(model: torch.nn.Module, enc: Encoder, designs: dict, n_null: int,
     return out
 
 
-def test_nll(model: torch.nn.Module, enc: Encoder) -> dict[str, np.ndarray]:
-    """Per test sentence: NLL summed over its first token, secret tokens and other tokens, with their counts, and the
-    summed NLL and count of the redacted test sentence."""
-    rows = language_model.token_nll_rows(model, enc.ids("test"))
-    marks = enc.marked("test")[1]
+def test_nll(model: torch.nn.Module, enc: Encoder, part: str = "test") -> dict[str, np.ndarray]:
+    """Per test (or validation) sentence: NLL summed over its first token, secret tokens and other tokens, with their
+    counts, and (test only) the summed NLL and count of the redacted test sentence."""
+    rows = language_model.token_nll_rows(model, enc.ids(part))
+    marks = enc.marked(part)[1]
     first = np.array([r[0] for r in rows])
     later = [np.asarray(m[2:]) > 0 for m in marks]  # secret marks of the targets after the first
     secret = np.array([r[1:][s].sum() for r, s in zip(rows, later)])
     n_secret = np.array([s.sum() for s in later], dtype=float)
     total = np.array([r.sum() for r in rows])
     counts = np.array([len(r) for r in rows], dtype=float)
-    redacted = language_model.token_nll_rows(model, enc.ids("test-redacted"))
-    return {
+    out = {
         "first": first,
         "secret": secret,
         "ordinary": total - first - secret,
@@ -379,9 +397,20 @@ def test_nll(model: torch.nn.Module, enc: Encoder) -> dict[str, np.ndarray]:
         "n_total": counts,
         "n_secret": n_secret,
         "n_ordinary": counts - 1 - n_secret,
+    }
+    if part != "test":
+        return out
+    redacted = language_model.token_nll_rows(model, enc.ids("test-redacted"))
+    return out | {
         "redacted": np.array([r.sum() for r in redacted]),
         "n_redacted": np.array([len(r) for r in redacted], dtype=float),
     }
+
+
+def validation(model: torch.nn.Module, enc: Encoder) -> float:
+    """Non-secret perplexity on the validation dialogues (what the claims measure on test): the learning-rate choice."""
+    nll, count = nll_of(test_nll(model, enc, "validation"), "non-secret")
+    return float(np.exp(nll.sum() / count.sum()))
 
 
 PERPLEXITIES = ("raw", "non-secret", "redacted")

@@ -1,0 +1,81 @@
+"""The CRT chapter's learning-rate tuning: each private trainer's DP-SGD learning rate, chosen from a grid by the
+non-secret perplexity of the validation dialogues after its last epoch (the paper's Appendix A.3 tunes per trainer on
+validation). The candidate of the chosen rate is the chapter's first-seed run itself (same settings, same cache entry).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .runs import DP_LR_GRID, MODELS, Run
+
+TUNED = ("DPSGD", "CRT")  # S-DP's DP steps carry loss on secret tokens only: non-secret perplexity cannot choose them
+CONVERGED = 0.02  # a run whose validation perplexity moved less than this (relative) over its last epoch has converged
+
+
+def candidates(p: Any, gamma: float) -> list[Run]:
+    """One first-seed run per (model, tuned trainer, learning rate of the model's grid), CRT at Fig. 2's γ."""
+    return [
+        Run(model, t, None if t == "DPSGD" else gamma, p.seed, dp_lr=lr)
+        for model in MODELS
+        for t in TUNED
+        for lr in p[DP_LR_GRID[model]]
+    ]
+
+
+def tuning_table(infos: dict[Run, dict]) -> pd.DataFrame:
+    """Per candidate and epoch: ε spent, non-secret validation perplexity and raw test perplexity; `chosen` marks the
+    rate of lowest validation perplexity after the last epoch (a diverged run counts as infinite)."""
+    rows = [
+        {
+            "model": run.model,
+            "trainer": run.trainer,
+            "dp_lr": run.dp_lr,
+            "epoch": h["epoch"],
+            "epsilon": h["epsilon"],
+            "validation": h["validation"],
+            "test_raw": h["perplexity"],
+        }
+        for run, info in infos.items()
+        for h in info["history"]
+    ]
+    table = pd.DataFrame(rows)
+    last = table[table.epoch == table.groupby(["model", "trainer", "dp_lr"]).epoch.transform("max")]
+    score = last.validation.where(np.isfinite(last.validation), np.inf)
+    best = score.groupby([last.model, last.trainer]).idxmin()
+    chosen = set(zip(last.loc[best, "model"], last.loc[best, "trainer"], last.loc[best, "dp_lr"]))
+    table["chosen"] = [key in chosen for key in zip(table.model, table.trainer, table.dp_lr)]
+    return table
+
+
+def chosen_rates(table: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """(model, trainer) -> the DP learning rate chosen on validation."""
+    picked = table[table.chosen].drop_duplicates(["model", "trainer"])
+    return {(m, t): float(lr) for m, t, lr in zip(picked.model, picked.trainer, picked.dp_lr)}
+
+
+def choice_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, trainer): every rate tried with its validation perplexity after the last epoch, the chosen rate and
+    its perplexity, the chosen run's relative change over its last epoch and whether that is below `CONVERGED`."""
+    rows = []
+    for (model, trainer), runs in table.groupby(["model", "trainer"], sort=False):
+        final = runs[runs.epoch == runs.epoch.max()].set_index("dp_lr").validation
+        pick = runs[runs.chosen].sort_values("epoch")
+        curve = pick.validation.to_numpy()
+        change = abs(curve[-1] / curve[-2] - 1) if len(curve) > 1 else np.nan
+        rows.append(
+            {
+                "model": model,
+                "trainer": trainer,
+                "tried": " · ".join(f"{lr:g}: {v:.1f}" for lr, v in final.items()),
+                "chosen": float(pick.dp_lr.iloc[0]),
+                "validation": float(curve[-1]),
+                "epochs": len(curve),
+                "last_epoch_change": change,
+                "converged": bool(change < CONVERGED),
+            }
+        )
+    return pd.DataFrame(rows)
