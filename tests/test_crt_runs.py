@@ -126,3 +126,78 @@ def test_the_d_pub_control_gets_crts_public_budget(smoke) -> None:
     for model in runs.MODELS:
         crt, control = (runs.config(smoke, runs.Run(model, t, 0.1, 0)) for t in ("CRT", runs.CONTROL))
         assert (crt.epochs, crt.batch, crt.lr) == (control.epochs, control.batch, control.lr)
+
+
+def test_validation_dialogues_are_held_out_and_scored_on_their_non_secret_tokens(data: runs.Data, smoke) -> None:
+    assert len(data.validation) > 0 and {s.key for s in data.validation}.isdisjoint({s.key for s in data.test})
+    train_text = {tuple(s.tokens) for s in data.sentences if s.has_secret}
+    assert not any(tuple(s.tokens) in train_text for s in data.validation if s.has_secret)
+    vocab = language_model.Vocab.build([s.tokens for s in data.sentences], extra=["<MASK>"])
+    enc = runs.Encoder(data, vocab)
+    torch.manual_seed(0)
+    model = language_model.LSTMLM(len(vocab), 8, 8).eval()
+    rows = language_model.token_nll_rows(model, enc.ids("validation"))
+    keep = [np.array([label is None for label in s.labels[1:]] + [True]) for s in data.validation]  # after the first
+    direct = sum(r[0] + r[1:][k].sum() for r, k in zip(rows, keep)) / sum(1 + k.sum() for k in keep)
+    assert runs.validation(model, enc) == pytest.approx(np.exp(direct), rel=1e-9)
+    assert "redacted" not in runs.test_nll(model, enc, "validation")
+
+
+def test_a_runs_own_dp_learning_rate_replaces_the_grids_first(smoke) -> None:
+    for model, grid in runs.DP_LR_GRID.items():
+        assert runs.config(smoke, runs.Run(model, "DPSGD", None, 0)).dp_lr == smoke[grid][0]
+        assert runs.config(smoke, runs.Run(model, "DPSGD", None, 0, dp_lr=0.125)).dp_lr == 0.125
+    lstm = {t: runs.config(smoke, runs.Run("LSTM", t, 0.1, 0)) for t in ("DPSGD", "CRT", "S-DP")}
+    assert lstm["DPSGD"].epochs == lstm["CRT"].epochs == smoke.crt_epochs != lstm["S-DP"].epochs
+    plan = runs.planned_runs(smoke, 0.1, {("LSTM", "DPSGD"): 7.0, ("LSTM", "CRT"): 3.0})
+    assert {r.dp_lr for r in plan if r.model == "LSTM" and r.trainer == "DPSGD"} == {7.0}
+    assert {r.dp_lr for r in plan if r.model == "LSTM" and r.trainer == "CRT"} == {3.0}  # SHA-1 removal too
+    assert {r.dp_lr for r in plan if r.model == "GPT-2" or r.trainer not in ("DPSGD", "CRT")} == {None}
+
+
+def _history(curve: list[float]) -> dict:
+    return {
+        "history": [{"epoch": i + 1, "epsilon": 1.0, "perplexity": v, "validation": v} for i, v in enumerate(curve)]
+    }
+
+
+def test_tuning_keeps_the_rate_of_lowest_final_validation_perplexity_and_a_diverged_run_loses() -> None:
+    from repro.crt import tuning
+
+    infos = {
+        runs.Run("LSTM", "DPSGD", None, 0, dp_lr=2.0): _history([90.0, 40.0, 30.0]),
+        runs.Run("LSTM", "DPSGD", None, 0, dp_lr=10.0): _history([50.0, 20.0, 19.9]),  # best, converged
+        runs.Run("LSTM", "DPSGD", None, 0, dp_lr=50.0): _history([10.0, 1e9, float("nan")]),  # best early, diverged
+        runs.Run("LSTM", "CRT", 0.1, 0, dp_lr=2.0): _history([12.0, 10.0]),
+        runs.Run("LSTM", "CRT", 0.1, 0, dp_lr=10.0): _history([11.0, 10.5]),
+    }
+    table = tuning.tuning_table(infos)
+    assert tuning.chosen_rates(table) == {("LSTM", "DPSGD"): 10.0, ("LSTM", "CRT"): 2.0}
+    choice = tuning.choice_table(table).set_index("trainer")
+    assert choice.loc["DPSGD", "tried"] == "2: 30.0 · 10: 19.9 · 50: nan"
+    assert choice.loc["DPSGD", "last_epoch_change"] == pytest.approx(-0.1 / 20.0)
+    assert choice.loc["DPSGD", "converged"] and not choice.loc["CRT", "converged"]  # CRT moved 1/6 in its last epoch
+    assert choice.loc["CRT", "validation"] == 10.0 and choice.loc["CRT", "epochs"] == 2
+    words = experiment.tuning_words(tuning.choice_table(table), 50)
+    assert words.startswith("On 50 validation dialogues, LSTM DPSGD keeps 10 (perplexity 19.90 after 3 epochs, conv")
+    assert "LSTM CRT keeps 2 (perplexity 10.00 after 2 epochs, still falling: 17% in its last epoch)" in words
+
+
+def test_when_every_gradient_is_clipped_dp_sgd_depends_on_learning_rate_times_clip() -> None:
+    from dataclasses import replace
+
+    from repro.crt import trainers
+
+    rng = np.random.default_rng(0)
+    data = [list(rng.integers(4, 30, int(n))) for n in rng.integers(3, 9, 60)]
+    base = trainers.TrainConfig(epochs=2, dp_batch=16, target_epsilon=5.0, seed=0)
+    models = []
+    for lr, clip in ((10.0, 1e-3), (2.0, 5e-3)):  # clips far below every per-sample gradient norm
+        torch.manual_seed(0)
+        model = language_model.LSTMLM(30, 8, 8, private=True)
+        models.append(trainers.train_dpsgd(model, data, replace(base, dp_lr=lr, max_grad_norm=clip))[0])
+    for a, b in zip(models[0].parameters(), models[1].parameters()):
+        assert torch.allclose(a, b, atol=1e-5)
+    torch.manual_seed(0)
+    other = trainers.train_dpsgd(language_model.LSTMLM(30, 8, 8, private=True), data, replace(base, dp_lr=4.0))[0]
+    assert not torch.allclose(next(other.parameters()), next(models[0].parameters()), atol=1e-3)

@@ -1134,6 +1134,9 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
     "crt_canary_exposure": {
         "n_dialogues": 20,
         "n_test": 10,
+        "n_val": 6,
+        "dp_lrs": [1.0, 10.0],
+        "gpt_dp_lrs": [5e-4, 1e-3],
         "canary_copies": 2,
         "gammas": [0.0, 0.5],
         "emb": 8,

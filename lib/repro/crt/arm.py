@@ -14,12 +14,13 @@ import torch
 from .. import cache, stats
 from ..pretrained import SMOLLM2_HUB
 from . import membership_attacks, pretrained_arm, trainers
-from .runs import CONTROL, DELTA, VERSION, Data, Encoder, mia_scores, nll_of, test_nll
+from .runs import CONTROL, DELTA, Data, Encoder, mia_scores, nll_of, test_nll
 
 TRAINERS = ("non-private", "DPSGD", "CRT")
 SMOKE_LAYERS = 2  # smoke runs keep only SmolLM2's first decoder blocks
 LR = 5e-4  # Adam, plain and DP steps alike (the paper's GPT learning rate)
 GAMMA = 0.1
+VERSION = 3  # the arm's own: bump when its training or scoring changes (the small models' is runs.VERSION)
 RENDERING = 2  # SmolVocab's text rendering (2: punctuation glued to the previous word); part of the cache key
 PARAMS = ("arm_source", "arm_dialogues", "arm_epochs", "arm_test", "target_epsilon", "n_null")
 PARAMS += ("n_dialogues", "n_test", "canary_copies", "seed", "n_mia", "profile")

@@ -20,6 +20,7 @@ from .redaction import CRTSplit, RegexPolicy, Sentence
 DELTA = 8e-5
 N_CANARIES, CANARY_DIGITS, GROUP = 10, 6, 20
 MODELS = ("LSTM", "GPT-2")
+SDP_MODELS = ("LSTM",)  # the paper runs S-DP on the LSTM alone
 TRAINERS = ("non-private", "non-private + mask", "S-DP", "DPSGD", "CRT")
 CONTROL = "D_pub only"
 PRIVATE_TRAINERS = ("S-DP", "DPSGD", "CRT")
@@ -203,9 +204,10 @@ def config(p: Any, run: Run) -> trainers.TrainConfig:
 
 
 def planned_runs(p: Any, fig2_gamma: float, dp_lrs: dict[tuple[str, str], float] | None = None) -> list[Run]:
-    """Every run of the chapter: per seed and model, the γ-free trainers, the γ sweep and CRT's two controls. Every
-    seed trains at γ = 0 and Fig. 2's γ; the other γ of the sweep take the first seed only (the time budget). The DP
-    trainers take their learning rate from `dp_lrs` ((model, trainer) -> lr; the profile's where absent)."""
+    """Every run of the chapter: per seed and model, the γ-free trainers, the γ sweep (S-DP on the LSTM only, as in
+    the paper) and CRT's two controls. Every seed trains at γ = 0 and Fig. 2's γ; the other γ of the sweep take the
+    first seed only (the time budget). The DP trainers take their learning rate from `dp_lrs` ((model, trainer) ->
+    lr; the profile's where absent)."""
     lrs = dp_lrs or {}
     runs = []
     for seed in range(p.seed, p.seed + p.n_seeds):
@@ -214,10 +216,9 @@ def planned_runs(p: Any, fig2_gamma: float, dp_lrs: dict[tuple[str, str], float]
             if seed != p.seed:
                 gammas = [g for g in gammas if g in (0.0, fig2_gamma)]
             runs += [Run(model, t, None, seed, dp_lr=lrs.get((model, t))) for t in ("non-private", "DPSGD", CONTROL)]
+            swept = ("non-private + mask", "S-DP", "CRT") if model in SDP_MODELS else ("non-private + mask", "CRT")
             for g in gammas:
-                runs += [
-                    Run(model, t, g, seed, dp_lr=lrs.get((model, t))) for t in ("non-private + mask", "S-DP", "CRT")
-                ]
+                runs += [Run(model, t, g, seed, dp_lr=lrs.get((model, t))) for t in swept]
             runs.append(Run(model, "CRT", fig2_gamma, seed, "remove", lrs.get((model, "CRT"))))
     return runs
 
@@ -238,11 +239,13 @@ def vocab_key(vocab: Any) -> Any:
 
 
 class Trainer:
-    """Trains (or loads from the cache) the models of one chapter run, with a per-epoch history of test perplexity and
-    of non-secret validation perplexity."""
+    """Trains (or loads from the cache) the models of one chapter run, with a history of test perplexity and of
+    non-secret validation perplexity: after every epoch for the runs `track` picks, after the last one for the
+    others (each evaluation is a pass over both sets)."""
 
-    def __init__(self, p: Any, data: Data, encoders: dict[str, Encoder], new_model: Any):
+    def __init__(self, p: Any, data: Data, encoders: dict[str, Encoder], new_model: Any, track: Any = None):
         self.p, self.data, self.encoders, self.new_model = p, data, encoders, new_model
+        self.track = track or (lambda run: True)
 
     def spec(self, run: Run) -> dict:
         """Everything that determines a trained model."""
@@ -282,8 +285,12 @@ class Trainer:
         enc, cfg = self.encoders[run.model], config(self.p, run)
         test, history = enc.ids("test"), []
 
+        every_epoch = self.track(run)
+
         def on_epoch(epoch: int, model: torch.nn.Module, epsilon: float | None) -> None:
-            """Record the test perplexity, the non-secret validation perplexity and the ε spent after each epoch."""
+            """Record the test perplexity, the non-secret validation perplexity and the ε spent after an epoch."""
+            if not every_epoch and epoch < cfg.epochs:
+                return
             ppl = language_model.perplexity(model, test)
             history.append(
                 {"epoch": epoch, "epsilon": epsilon, "perplexity": ppl, "validation": validation(model, enc)}

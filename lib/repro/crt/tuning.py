@@ -59,13 +59,14 @@ def chosen_rates(table: pd.DataFrame) -> dict[tuple[str, str], float]:
 
 def choice_table(table: pd.DataFrame) -> pd.DataFrame:
     """Per (model, trainer): every rate tried with its validation perplexity after the last epoch, the chosen rate and
-    its perplexity, the chosen run's relative change over its last epoch and whether that is below `CONVERGED`."""
+    its perplexity, the chosen run's relative change over its last epoch (negative: still falling) and whether its size
+    is below `CONVERGED`."""
     rows = []
     for (model, trainer), runs in table.groupby(["model", "trainer"], sort=False):
         final = runs[runs.epoch == runs.epoch.max()].set_index("dp_lr").validation
         pick = runs[runs.chosen].sort_values("epoch")
         curve = pick.validation.to_numpy()
-        change = abs(curve[-1] / curve[-2] - 1) if len(curve) > 1 else np.nan
+        change = curve[-1] / curve[-2] - 1 if len(curve) > 1 else np.nan
         rows.append(
             {
                 "model": model,
@@ -75,7 +76,7 @@ def choice_table(table: pd.DataFrame) -> pd.DataFrame:
                 "validation": float(curve[-1]),
                 "epochs": len(curve),
                 "last_epoch_change": change,
-                "converged": bool(change < CONVERGED),
+                "converged": bool(abs(change) < CONVERGED),
             }
         )
     return pd.DataFrame(rows)
