@@ -201,3 +201,28 @@ def test_when_every_gradient_is_clipped_dp_sgd_depends_on_learning_rate_times_cl
     torch.manual_seed(0)
     other = trainers.train_dpsgd(language_model.LSTMLM(30, 8, 8, private=True), data, replace(base, dp_lr=4.0))[0]
     assert not torch.allclose(next(other.parameters()), next(models[0].parameters()), atol=1e-3)
+
+
+def test_crt_below_dpsgd_names_the_measured_cause_an_unconverged_crt_or_a_weak_public_part() -> None:
+    from types import SimpleNamespace
+
+    from repro.crt import tuning
+    from repro.stats import Interval
+
+    def chapter(crt_curve: list[float]) -> SimpleNamespace:
+        infos = {runs.Run("LSTM", "CRT", 0.1, 0, dp_lr=2.0): _history(crt_curve)}
+        infos[runs.Run("LSTM", "DPSGD", None, 0, dp_lr=10.0)] = _history([9.0, 5.0])
+        return SimpleNamespace(tuning=tuning.tuning_table(infos), p=SimpleNamespace(n_dialogues=150))
+
+    versus = Interval(1.9, 1.5, 2.3, "ratio")
+    weak, strong = Interval(1.7, 1.4, 2.0, "ratio"), Interval(0.9, 0.7, 1.1, "ratio")
+    _, _, _, why, table = experiment._versus(chapter([12.0, 10.0]), "LSTM", versus, weak)
+    assert (
+        why[0] == "setup"
+        and table == "dp_tuning"
+        and "LSTM CRT's validation perplexity still fell 17% in its last epoch" in why[1]
+    )
+    _, _, _, why, table = experiment._versus(chapter([10.1, 10.0]), "LSTM", versus, weak)
+    assert why[0] == "finding" and table == "utility" and "at 1.70 [1.40, 2.00] times DPSGD's" in why[1]
+    _, _, _, why, table = experiment._versus(chapter([10.1, 10.0]), "LSTM", versus, strong)
+    assert why[0] == "unknown" and table == "" and "toward the paper's 10,000 (here 150)" in why[1]
