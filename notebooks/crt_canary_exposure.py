@@ -111,9 +111,10 @@ _ = verdict.plan(list(planned.values()))
 # ## 1. CustomerSim and the CRT pipeline
 #
 # CustomerSim follows Selective DP's SimDial "track package" domain, and like the paper we
-# simulate it. Each dialogue asks for a name and one to three of a phone number, an order
-# number, a 10-character tracking number and a street address. Names and addresses come
-# from Faker (seeded, en_US). Every secret character carries a gold label. Ten canaries
+# simulate it. Each dialogue asks for a name, a street address and up to two of a phone
+# number, an order number and a 10-character tracking number; the address is always asked
+# because the paper's CustomerSim membership attack uses addresses (Appendix A.5). Names and
+# addresses come from Faker (seeded, en_US). Every secret character carries a gold label. Ten canaries
 # "My ID is: dddddd" are inserted `canary_copies` times each, at random turns of random
 # training dialogues.
 #

@@ -13,7 +13,7 @@ import torch
 
 from .. import cache, stats
 from ..pretrained import SMOLLM2_HUB
-from . import membership_attacks, pretrained_arm, trainers
+from . import customersim, membership_attacks, pretrained_arm, trainers
 from .runs import CONTROL, DELTA, Data, Encoder, mia_scores, nll_of, test_nll
 
 TRAINERS = ("non-private", "DPSGD", "CRT")
@@ -138,6 +138,7 @@ def run(p: Any, data: Data) -> dict:
     whole cost). The fine-tunes are kept apart from their scores: the attack's sizes (n_mia, n_null) re-score the
     kept fine-tunes and never retrain them."""
     spec = {k: p[k] for k in PARAMS} | {"version": VERSION, "gamma": GAMMA, "rendering": RENDERING}
+    spec |= {"generator": customersim.GENERATOR}
     train_spec = {k: v for k, v in spec.items() if k not in SCORING}
     trained: dict[str, bool] = {}
 

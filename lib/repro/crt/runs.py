@@ -256,6 +256,7 @@ class Trainer:
             "cfg": config(self.p, run).__dict__,
             "vocab": vocab_key(self.encoders[run.model].vocab),
             "version": VERSION,
+            "generator": customersim.GENERATOR,
         }
         return spec | ({"variant": self.data.variant} if self.data.variant else {})
 
