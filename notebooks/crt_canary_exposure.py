@@ -176,7 +176,8 @@ page.say(
 # %% [markdown]
 # **The DP learning rates are tuned.** Appendix A.3 tunes each trainer's learning rate on a
 # validation set. We do the same for the DP-SGD steps of DPSGD and CRT: each is trained
-# once (first seed; CRT at Fig. 2's γ) at every rate of a grid, and keeps
+# once (first seed; CRT at Fig. 2's γ) at the rates of a grid, from the smallest up until a
+# rate does worse than the one before it, and keeps
 # the rate of lowest non-secret perplexity on held-out validation dialogues after its
 # last epoch. That is the perplexity the claims measure on test. The per-sample clip stays
 # at 0.1: when every gradient is clipped, an SGD step depends on the learning rate times the
@@ -311,9 +312,11 @@ page.say(ex.gap_words(gap, utility))
 
 # %% [markdown]
 # The paper's Fig. 2 plots one point per training epoch: the ε spent so far against the
-# test perplexity. Its caption notes that S-DP with an imperfect policy has ε = +∞, so the
-# figure shows S-DP with a perfect policy; we do the same (γ = 0), and draw CRT at Fig. 2's
-# γ = 0.1 with its confidentiality ε. Dashed lines are the final non-private perplexities.
+# perplexity. We plot the non-secret perplexity of the validation dialogues, the one the
+# learning rates were chosen by, and keep the test set for the final models. Its caption
+# notes that S-DP with an imperfect policy has ε = +∞, so the figure shows S-DP with a
+# perfect policy; we do the same (γ = 0), and draw CRT at Fig. 2's γ = 0.1 with its
+# confidentiality ε. Dashed lines are the final non-private perplexities.
 
 # %%
 history = publish("fig2_per_epoch", ex.history_table(ch), show=False)

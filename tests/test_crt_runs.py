@@ -216,13 +216,38 @@ def test_crt_below_dpsgd_names_the_measured_cause_an_unconverged_crt_or_a_weak_p
 
     versus = Interval(1.9, 1.5, 2.3, "ratio")
     weak, strong = Interval(1.7, 1.4, 2.0, "ratio"), Interval(0.9, 0.7, 1.1, "ratio")
-    _, _, _, why, table = experiment._versus(chapter([12.0, 10.0]), "LSTM", versus, weak)
-    assert (
-        why[0] == "setup"
-        and table == "dp_tuning"
-        and "LSTM CRT's validation perplexity still fell 17% in its last epoch" in why[1]
-    )
-    _, _, _, why, table = experiment._versus(chapter([10.1, 10.0]), "LSTM", versus, weak)
+    _, _, _, why, table = experiment._versus(chapter([12.0, 10.0]), "LSTM", versus, strong)
+    assert why[0] == "setup" and table == "dp_tuning"
+    assert "LSTM CRT's validation perplexity still fell 17% in its last epoch" in why[1]
+    _, _, _, why, table = experiment._versus(chapter([12.0, 10.0]), "LSTM", versus, weak)  # the public part first
     assert why[0] == "finding" and table == "utility" and "at 1.70 [1.40, 2.00] times DPSGD's" in why[1]
+    assert why[1].endswith("still fell 17% in its last epoch: it had not converged)")
+    _, _, _, why, table = experiment._versus(chapter([10.1, 10.0]), "LSTM", versus, weak)
+    assert why[0] == "finding" and why[1].endswith("leave public")
     _, _, _, why, table = experiment._versus(chapter([10.1, 10.0]), "LSTM", versus, strong)
     assert why[0] == "unknown" and table == "" and "toward the paper's 10,000 (here 150)" in why[1]
+
+
+def test_the_learning_rate_walk_stops_at_the_first_rate_that_does_worse(smoke) -> None:
+    from repro.crt import tuning
+
+    p = Resolved(dict(smoke) | {"dp_lrs": [20.0, 2.0, 10.0, 5.0], "gpt_dp_lrs": [1e-3, 1e-2]})
+    curves = {("LSTM", "DPSGD"): {2.0: 9.0, 5.0: 7.0, 10.0: 8.0, 20.0: 1.0}, ("LSTM", "CRT"): {2.0: 5.0, 5.0: 6.0}}
+    curves |= {("GPT-2", "DPSGD"): {1e-3: 9.0, 1e-2: float("nan")}, ("GPT-2", "CRT"): {1e-3: 3.0, 1e-2: 2.0}}
+    tried = tuning.search(p, 0.1, lambda run: _history([curves[run.model, run.trainer][run.dp_lr]]))
+    walked = {}
+    for run in tried:
+        walked.setdefault((run.model, run.trainer), []).append(run.dp_lr)
+        assert run.seed == smoke.seed and run.gamma == (None if run.trainer == "DPSGD" else 0.1)
+    assert walked == {
+        ("LSTM", "DPSGD"): [2.0, 5.0, 10.0],  # 10 does worse than 5: 20 is never trained
+        ("LSTM", "CRT"): [2.0, 5.0],
+        ("GPT-2", "DPSGD"): [1e-3, 1e-2],
+        ("GPT-2", "CRT"): [1e-3, 1e-2],
+    }
+    assert tuning.chosen_rates(tuning.tuning_table(tried)) == {
+        ("LSTM", "DPSGD"): 5.0,
+        ("LSTM", "CRT"): 2.0,
+        ("GPT-2", "DPSGD"): 1e-3,
+        ("GPT-2", "CRT"): 1e-2,
+    }

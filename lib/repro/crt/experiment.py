@@ -197,7 +197,7 @@ def run_all(p: Any, data: Data) -> Chapter:
     track = lambda r: r.seed == p.seed and r.dedup == "mask" and (r.trainer, r.gamma) in per_epoch
     trainer = Trainer(p, data, encoders, model_factory(p, data, vocabs), track)
     designs = attack_designs(data, p.n_groups, p.seed)
-    tried = {run: trainer(run)[1] for run in tqdm(tuning.candidates(p, fig2_gamma(p)), desc="DP learning rates")}
+    tried = tuning.search(p, fig2_gamma(p), lambda run: trainer(run)[1])
     tuned = tuning.tuning_table(tried)
     models, scores = {}, {}
     for run in tqdm(planned_runs(p, fig2_gamma(p), tuning.chosen_rates(tuned)), desc="runs"):
@@ -524,8 +524,9 @@ def fig2_runs(gamma2: float) -> dict[tuple[str, float | None], str]:
 
 
 def history_table(ch: Chapter) -> pd.DataFrame:
-    """Fig. 2 as the paper draws it: per epoch of one run (first seed), test perplexity against the ε spent so far:
-    DPSGD, S-DP with a perfect policy (γ = 0) and CRT at Fig. 2's γ (confidentiality ε)."""
+    """Fig. 2 as the paper draws it: per epoch of one run (first seed), perplexity against the ε spent so far (non-secret
+    validation perplexity, `validation`; raw test perplexity after the last epoch, `perplexity`): DPSGD, S-DP with a
+    perfect policy (γ = 0) and CRT at Fig. 2's γ (confidentiality ε)."""
     rows = []
     first, wanted = ch.p.seed, fig2_runs(ch.gamma2)
     for r, (_, info) in ch.models.items():
@@ -832,19 +833,19 @@ def _versus(
     ch: Chapter, model: str, versus: stats.Interval, public: stats.Interval
 ) -> tuple[float, stats.Interval, None, Any, str]:
     """(estimate, interval, test, why, measured_by) of 'CRT below DPSGD' (`versus`: CRT / DPSGD; `public`: D_pub alone
-    / DPSGD). An unconverged CRT at its tuned rate (table dp_tuning) is a setup cause; a D_pub-only model already
-    above DPSGD is a finding of table utility (CRT's public part cannot reach DPSGD); otherwise unknown."""
+    / DPSGD). A D_pub-only model already above DPSGD is a finding of table utility (CRT's public part cannot reach
+    DPSGD); else an unconverged CRT at its tuned rate (table dp_tuning) is a setup cause; otherwise unknown."""
     still = unconverged(ch, model, "CRT")
-    if still:
-        return versus.estimate, versus, None, ("setup", still), "dp_tuning"
     if public.low > 1:
         why = (
             "finding",
             f"a model trained on D_pub alone, CRT's public part, is already at {public.estimate:.2f} "
             f"[{public.low:.2f}, {public.high:.2f}] times DPSGD's perplexity: DP-SGD on every sentence does better than "
-            "plain training on what π and deduplication leave public",
+            "plain training on what π and deduplication leave public" + (f" ({still})" if still else ""),
         )
         return versus.estimate, versus, None, why, "utility"
+    if still:
+        return versus.estimate, versus, None, ("setup", still), "dp_tuning"
     why = unexplained(
         f"a sweep of the dialogues toward the paper's {PAPER_DIALOGUES:,} (here {ch.p.n_dialogues}), with the DP "
         "learning rates tuned as in table dp_tuning"

@@ -38,19 +38,19 @@ def against_gamma(table: pd.DataFrame, value: str, panels: list[tuple[str, str]]
 
 
 def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
-    """Fig. 2 as the paper draws it: one point per epoch, test perplexity against the ε spent so far."""
+    """Fig. 2 as the paper draws it: one point per epoch, non-secret validation perplexity against the ε spent so far."""
     models = list(dict.fromkeys(history.model))
     fig, axes = plt.subplots(1, len(models), figsize=(FIGURE_WIDTH, 3.6), squeeze=False)
     for ax, model in zip(axes[0], models):
         sub = history[(history.model == model) & history.epsilon.notna()]
         for trainer, rows in sub.groupby("trainer", sort=False):
-            ax.plot(rows.epsilon, rows.perplexity, marker="o", ms=4, color=COLORS.get(trainer), label=trainer)
+            ax.plot(rows.epsilon, rows.validation, marker="o", ms=4, color=COLORS.get(trainer), label=trainer)
         final = baseline[(baseline.model == model)]
         for _, r in final.iterrows():
-            ax.axhline(r.perplexity, color=COLORS.get(r.trainer), ls="--", lw=1, label=f"{r.trainer} (final)")
+            ax.axhline(r.validation, color=COLORS.get(r.trainer), ls="--", lw=1, label=f"{r.trainer} (final)")
         ax.set(title=model, xlabel="ε spent so far", yscale="log", xscale="symlog")
         ax.set_xlim(left=0)
-    axes[0][0].set_ylabel("test perplexity (raw)")
+    axes[0][0].set_ylabel("validation perplexity (non-secret)")
     fig.supxlabel("CRT is drawn at its confidentiality ε", fontsize=9)
     axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()

@@ -239,9 +239,9 @@ def vocab_key(vocab: Any) -> Any:
 
 
 class Trainer:
-    """Trains (or loads from the cache) the models of one chapter run, with a history of test perplexity and of
-    non-secret validation perplexity: after every epoch for the runs `track` picks, after the last one for the
-    others (each evaluation is a pass over both sets)."""
+    """Trains (or loads from the cache) the models of one chapter run, with a history of non-secret validation
+    perplexity, after every epoch for the runs `track` picks and after the last one for the others, and of raw test
+    perplexity after the last epoch."""
 
     def __init__(self, p: Any, data: Data, encoders: dict[str, Encoder], new_model: Any, track: Any = None):
         self.p, self.data, self.encoders, self.new_model = p, data, encoders, new_model
@@ -289,13 +289,14 @@ class Trainer:
         every_epoch = self.track(run)
 
         def on_epoch(epoch: int, model: torch.nn.Module, epsilon: float | None) -> None:
-            """Record the test perplexity, the non-secret validation perplexity and the ε spent after an epoch."""
-            if not every_epoch and epoch < cfg.epochs:
-                return
-            ppl = language_model.perplexity(model, test)
-            history.append(
-                {"epoch": epoch, "epsilon": epsilon, "perplexity": ppl, "validation": validation(model, enc)}
-            )
+            """Record the non-secret validation perplexity and the ε spent after an epoch; the raw test perplexity
+            after the last."""
+            last = epoch == cfg.epochs
+            if every_epoch or last:
+                ppl = language_model.perplexity(model, test) if last else None
+                history.append(
+                    {"epoch": epoch, "epsilon": epsilon, "validation": validation(model, enc), "perplexity": ppl}
+                )
 
         torch.manual_seed(run.seed)
         model, began = self.new_model(run.model, private), time.perf_counter()

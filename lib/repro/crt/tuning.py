@@ -1,10 +1,12 @@
 """The CRT chapter's learning-rate tuning: each private trainer's DP-SGD learning rate, chosen from a grid by the
 non-secret perplexity of the validation dialogues after its last epoch (the paper's Appendix A.3 tunes per trainer on
-validation). The candidate of the chosen rate is the chapter's first-seed run itself (same settings, same cache entry).
-"""
+validation). The grid is walked from its smallest rate up and the walk stops at the first rate that does worse than
+the one before it. The candidate of the chosen rate is the chapter's first-seed run itself (same settings, same cache
+entry)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,18 +18,26 @@ TUNED = ("DPSGD", "CRT")  # S-DP's DP steps carry loss on secret tokens only: no
 CONVERGED = 0.02  # a run whose validation perplexity moved less than this (relative) over its last epoch has converged
 
 
-def candidates(p: Any, gamma: float) -> list[Run]:
-    """One first-seed run per (model, tuned trainer, learning rate of the model's grid), CRT at Fig. 2's γ."""
-    return [
-        Run(model, t, None if t == "DPSGD" else gamma, p.seed, dp_lr=lr)
-        for model in MODELS
-        for t in TUNED
-        for lr in p[DP_LR_GRID[model]]
-    ]
+def search(p: Any, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict]:
+    """Per (model, tuned trainer), first-seed runs (CRT at Fig. 2's γ) at the model's grid of rates from the smallest
+    up, until a rate's final validation perplexity is no better than the previous rate's (or undefined): run -> the
+    info `train` returns (with its history)."""
+    tried: dict[Run, dict] = {}
+    for model in MODELS:
+        for t in TUNED:
+            previous = np.inf
+            for lr in sorted(p[DP_LR_GRID[model]]):
+                run = Run(model, t, None if t == "DPSGD" else gamma, p.seed, dp_lr=lr)
+                tried[run] = train(run)
+                final = tried[run]["history"][-1]["validation"]
+                if not final < previous:
+                    break
+                previous = final
+    return tried
 
 
 def tuning_table(infos: dict[Run, dict]) -> pd.DataFrame:
-    """Per candidate and epoch: ε spent, non-secret validation perplexity and raw test perplexity; `chosen` marks the
+    """Per candidate and epoch: ε spent and non-secret validation perplexity; `chosen` marks the
     rate of lowest validation perplexity after the last epoch (a diverged run counts as infinite)."""
     rows = [
         {
@@ -37,7 +47,6 @@ def tuning_table(infos: dict[Run, dict]) -> pd.DataFrame:
             "epoch": h["epoch"],
             "epsilon": h["epsilon"],
             "validation": h["validation"],
-            "test_raw": h["perplexity"],
         }
         for run, info in infos.items()
         for h in info["history"]
