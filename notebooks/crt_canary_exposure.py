@@ -190,6 +190,11 @@ ch = ex.run_all(P, data)
 tuned = publish("dp_tuning", ex.dp_tuning_table(ch), digits=3)
 page.say(ex.tuning_words(tuned, P.n_val))
 
+# %% [markdown]
+# A DP curve still falling in its last epoch does not by itself say that more epochs would
+# help: the noise is calibrated to the whole run's ε, so a run of twice the epochs adds more
+# noise to every step. Only a run at more epochs (`crt_epochs`, `gpt_epochs`) would tell.
+
 # %%
 utility = ex.utility_table(ch)
 budget = publish(
