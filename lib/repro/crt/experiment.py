@@ -825,7 +825,7 @@ def unconverged(ch: Chapter, model: str, trainer: str) -> str:
     row = choice.loc[(model, trainer)]
     return (
         f"at its tuned DP learning rate {row.chosen:g}, {NAMES[model]} {trainer}'s validation perplexity still fell "
-        f"{-row.last_epoch_change:.0%} in its last epoch: it had not converged"
+        f"{-row.last_epoch_change:.0%} in its last epoch: it was still improving when training stopped"
     )
 
 
