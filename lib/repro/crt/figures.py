@@ -49,10 +49,14 @@ def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
         for _, r in final.iterrows():
             ax.axhline(r.validation, color=COLORS.get(r.trainer), ls="--", lw=1, label=f"{r.trainer} (final)")
         ax.set(title=model, xlabel="ε spent so far", yscale="log", xscale="symlog")
-        ax.set_xlim(left=0)
+        ax.set_xlim(0, 1.3 * history.epsilon.max())
     axes[0][0].set_ylabel("validation perplexity (non-secret)")
     fig.supxlabel("CRT is drawn at its confidentiality ε", fontsize=9)
-    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    legend: dict = {}  # every panel's trainers once (S-DP is on the LSTM's panel only)
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, handle)
+    axes[0][-1].legend(legend.values(), legend.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     return fig
 
