@@ -199,6 +199,52 @@ def test_token_scores_are_kept_by_model_identity_and_read_for_any_ks(tmp_path, m
     assert len(calls) == 4
 
 
+def test_dc_pdd_worked_example() -> None:
+    # vocabulary of 4 ids; reference counts [5, 1, 0, 2] -> smoothed f = (c + 1) / (8 + 4) = [1/2, 1/6, 1/12, 1/4]
+    freq = np.array([6, 2, 1, 3]) / 12
+    ids = [[0, 1, 2, 1, 3]]  # scored tokens 1, 2, 1, 3: the repeated 1 counts once, at its first occurrence
+    lp = [np.log(np.array([0.001, 0.002, 0.9, 0.5]))]
+    terms = [min(0.001 * math.log(6), 0.01), min(0.002 * math.log(12), 0.01), min(0.5 * math.log(4), 0.01)]
+    assert terms == pytest.approx([0.0017918, 0.0049698, 0.01], abs=1e-7)
+    assert detectors.dc_pdd(lp, ids, freq)[0] == pytest.approx(np.mean(terms))
+    assert detectors.dc_pdd(lp, ids, freq, cap=1.0)[0] == pytest.approx(
+        np.mean([0.001 * math.log(6), 0.002 * math.log(12), 0.5 * math.log(4)])
+    )
+    with pytest.raises(ValueError, match="3 scored log-probabilities for 4 tokens"):
+        detectors.dc_pdd([lp[0][:3]], ids, freq)
+
+
+def test_token_frequencies_are_laplace_smoothed_counts() -> None:
+    tok, vocab = word_tokenizer()
+    freq = detectors.token_frequencies(tok, ["the cat sat", "the dog the end"], max_length=3)
+    counts = np.zeros(len(vocab))
+    for word in ["the", "cat", "sat", "the", "dog", "the"]:  # the second text cut to 3 tokens; 'end' is unknown anyway
+        counts[vocab[word]] += 1
+    np.testing.assert_allclose(freq, (counts + 1) / (6 + len(vocab)))
+    assert freq.sum() == pytest.approx(1.0)
+
+
+def test_score_table_dc_pdd_equals_the_formula_on_the_models_probabilities() -> None:
+    tok, vocab = word_tokenizer()
+    model = tiny_lm(vocab=len(vocab))
+    texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat"]
+    freq = detectors.token_frequencies(tok, ["the the the cat dog mat", "a small red mat"])
+    table = C.score_table(model, tok, texts, KS, batch_size=3, freq=freq)
+    for text in texts:
+        ids = tok(text)["input_ids"]
+        with torch.no_grad():
+            probs = model(input_ids=torch.tensor([ids])).logits[0].softmax(-1)
+        seen, terms = set(), []
+        for pos in range(1, len(ids)):  # token pos is predicted at pos - 1
+            if ids[pos] not in seen:
+                seen.add(ids[pos])
+                terms.append(min(float(probs[pos - 1, ids[pos]]) * -math.log(freq[ids[pos]]), 0.01))
+        assert table.loc[text, "dcpdd"] == pytest.approx(np.mean(terms), rel=1e-4), text
+    s = detectors.detector_scores(table.loc[texts], texts, KS)
+    np.testing.assert_array_equal(s["DC-PDD"], table.loc[texts, "dcpdd"].to_numpy())
+    assert "DC-PDD" not in detectors.detector_scores(C.score_table(model, tok, texts, KS, batch_size=3), texts, KS)
+
+
 def test_insert_blocks_keeps_every_document_and_background_order() -> None:
     background = [f"doc{i}" for i in range(20)]
     blocks = [f"item{i}" for i in range(7)] + ["item0"]  # a repeated item is a second, separate copy
@@ -383,7 +429,7 @@ def test_detector_pairs_are_paired_over_the_same_texts() -> None:
         common = rng.normal(size=y.size)
         dets = {d: common + shift * y + 0.3 * rng.normal(size=y.size) for d, shift in ((ex.MK, 1.0), ("PPL", 0.6))}
         dets |= {ex.MKPP: dets[ex.MK] + 0.1 * rng.normal(size=y.size), "Zlib": rng.normal(size=y.size)}
-        dets |= {"Lowercase": dets["Zlib"], "Ref": dets[ex.MK] + y}
+        dets |= {"Lowercase": dets["Zlib"], "Ref": dets[ex.MK] + y, "DC-PDD": dets["PPL"]}
         splits.append(split)
         scores[("main", name)] = dets
     study = SimpleNamespace(

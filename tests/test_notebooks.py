@@ -379,12 +379,22 @@ def test_mink_chapter_tables(smoke_results) -> None:
     assert [r["condition"] for r in forgetting] == ["main", "size_outlier 400", "size_indist 64", "size_indist 256"]
     assert all(-1 <= r["ci_low"] <= r["rho"] <= r["ci_high"] <= 1 and r["seeds"] == 2 for r in forgetting)
     pairs = {r["contrast"]: r for r in table(smoke_results, "mink_contamination", "pairs")}
-    assert set(pairs) == {"Min-K% − PPL", "Min-K% − Zlib", "Min-K% − Lowercase", "Min-K%++ − Min-K%", "Ref − Min-K%"}
+    assert set(pairs) == {
+        "Min-K% − PPL",
+        "Min-K% − Zlib",
+        "Min-K% − Lowercase",
+        "Min-K%++ − Min-K%",
+        "Ref − Min-K%",
+        "DC-PDD − Min-K%",
+    }
     main_seeds = [r for r in detection if r["condition"] == "main"]  # the contrasts average the seeds
     mean_auc = {
         m: np.mean([r["auc"] for r in main_seeds if r["method"] == m and (r["k"] is None or r["k"] == 0.2)])
-        for m in ("Min-K%", "PPL", "Zlib")
+        for m in ("Min-K%", "PPL", "Zlib", "DC-PDD")
     }
+    dc = pairs["DC-PDD − Min-K%"]  # the non-oracle calibration, scored on every run including the base control
+    assert dc["difference"] == pytest.approx(mean_auc["DC-PDD"] - mean_auc["Min-K%"], abs=1e-9)
+    assert {r["condition"] for r in detection if r["method"] == "DC-PDD"} >= {"base", "main", "lr"}
     for other in ("PPL", "Zlib"):  # each contrast is the difference of the mean AUCs, with its interval around it
         r = pairs[f"Min-K% − {other}"]
         assert r["difference"] == pytest.approx(mean_auc["Min-K%"] - mean_auc[other], abs=1e-9)

@@ -595,3 +595,11 @@ def fast(y: np.ndarray, s: np.ndarray) -> float:
     """AUC by the Mann-Whitney count (ties one half), for the seeded contrast's worked check."""
     pos, neg = s[y == 1], s[y == 0]
     return float(((pos[:, None] > neg) + 0.5 * (pos[:, None] == neg)).mean())
+
+
+def test_interval_side_names_where_the_interval_lies() -> None:
+    words = ("above", "below", "neither")
+    assert stats.Interval(0.2, 0.1, 0.3, "").side(*words) == "above"
+    assert stats.Interval(-0.2, -0.3, -0.1, "").side(*words) == "below"
+    assert stats.Interval(0.1, -0.1, 0.3, "").side(*words) == "neither"
+    assert stats.Interval(0.1, 0.0, 0.3, "").side(*words) == "neither"  # touching zero is not above it

@@ -62,6 +62,10 @@ class Interval:
         """True when low <= x <= high."""
         return bool(self.low <= x <= self.high)
 
+    def side(self, above: str, below: str, neither: str) -> str:
+        """`above` when the whole interval lies above zero, `below` when it lies below, else `neither`."""
+        return above if self.low > 0 else below if self.high < 0 else neither
+
 
 @dataclass(frozen=True)
 class DeLongResult:

@@ -223,11 +223,16 @@ def score_table(
     max_length: int = 256,
     desc: str = "scoring",
     cuts: Sequence[int] = (),
+    freq: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Detector statistics (detectors.TokenScores.table) of the distinct `texts`, indexed by text (so experiments can
-    share reference scores)."""
+    share reference scores); with reference token frequencies `freq`, also DC-PDD's score ('dcpdd')."""
     unique = list(dict.fromkeys(texts))
-    table = token_scores(model, tokenizer, unique, plus, batch_size, max_length, desc).table(ks, cuts)
+    scores = token_scores(model, tokenizer, unique, plus, batch_size, max_length, desc)
+    table = scores.table(ks, cuts)
+    if freq is not None:
+        ids = tokenizer(unique, truncation=True, max_length=max_length)["input_ids"]
+        table["dcpdd"] = detectors.dc_pdd(scores.lp, ids, freq)
     table.index = pd.Index(unique, name="text")
     return table
 
@@ -263,12 +268,13 @@ def score_splits(
     batch_size: int = 16,
     max_length: int = 256,
     cuts: Sequence[int] = (),
+    freq: np.ndarray | None = None,
 ) -> dict[str, dict[str, np.ndarray]]:
-    """Every detector's per-text score (aligned with split.texts) for each split, keyed by split name then detector;
-    for each length c in `cuts`, PPL and Min-K% of the split's texts cut to their first c tokens under
-    cut_name(split, c)."""
+    """Every detector's per-text score (aligned with split.texts) for each split, keyed by split name then detector
+    (DC-PDD with reference token frequencies `freq`); for each length c in `cuts`, PPL and Min-K% of the split's texts
+    cut to their first c tokens under cut_name(split, c)."""
     texts = [t for s in splits for t in s.texts]
-    target = score_table(model, tokenizer, texts, ks, plus, batch_size, max_length, "scoring target", cuts)
+    target = score_table(model, tokenizer, texts, ks, plus, batch_size, max_length, "scoring target", cuts, freq)
     lower = (
         score_table(model, tokenizer, [t.lower() for t in texts], ks, False, batch_size, max_length, "lowercase")
         if lowercase
@@ -354,8 +360,10 @@ PAPER_MEMBERS = 200  # inserted examples per set (and as many held-out non-membe
 PAPER_SIZES = [170_000, 270_000, 2_600_000, 26_000_000]
 PAPER_SMALLEST = {"BoolQ": 0.75, "CommonsenseQA": 0.65, "IMDB": 0.78, "TruthfulQA": 0.62}
 PAPER_LARGEST = {"BoolQ": 0.90, "IMDB": 0.98}
-# Fig. 5a at 0.27M tokens (about 38 % contaminants), as issue 25 read them off the figure (not re-checked against
-# the figure here): with the 0.17M values, the paper's pair of sizes whose contamination shares ours match
+# Fig. 5a at 0.27M tokens (about 38 % contaminants), as issue 25 read them off the figure. The reference notes
+# confirm only BoolQ and IMDB at 0.17M and 26M; CSQA and TruthfulQA at 0.17M and every 0.27M value rest on the
+# issue's reading (the figure is not available here). With the 0.17M values: the paper's pair of sizes whose
+# contamination shares ours match
 PAPER_SECOND = {"BoolQ": 0.80, "CommonsenseQA": 0.72, "IMDB": 0.90, "TruthfulQA": 0.70}
 PAPER_INDIST_SIZES = [770_000, 3_900_000, 7_600_000]  # Fig. 5b: 1k / 5k / 10k News August 2023 articles
 PAPER_INDIST_AUC = (0.64, 0.58, 0.52)  # Fig. 5b, read off the figure

@@ -1,4 +1,5 @@
-"""Membership detectors for causal LMs (Min-K%, Min-K%++, PPL, Zlib, Lowercase, Ref, Neighbor), scored in batches.
+"""Membership detectors for causal LMs (Min-K%, Min-K%++, PPL, Zlib, Lowercase, Ref, Neighbor, DC-PDD), scored in
+batches.
 
 Every score here is oriented so that higher means "more likely a member"; the authors' code uses the negation."""
 
@@ -17,6 +18,8 @@ from .. import metrics
 from ..pretrained import next_token_stats
 
 KS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+DCPDD_CAP = 0.01  # DC-PDD's upper bound a on each token's term: the default of the authors' code
+DCPDD_MAX_TOKENS = 1024  # the authors count each reference text's first 1,024 tokens
 
 
 def lowest_k_mean(values: torch.Tensor, mask: torch.Tensor, ks: Sequence[float]) -> torch.Tensor:
@@ -173,6 +176,32 @@ def token_scores(
     return TokenScores(lp, z)
 
 
+def token_frequencies(tokenizer: Any, texts: Sequence[str], max_length: int = DCPDD_MAX_TOKENS) -> np.ndarray:
+    """DC-PDD's reference distribution: how often each vocabulary id occurs in `texts` (each cut to its first
+    `max_length` tokens), Laplace-smoothed, (count + 1) / (total + vocabulary size). The authors count C4."""
+    counts = np.zeros(len(tokenizer), np.int64)
+    for ids in tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]:
+        counts += np.bincount(ids, minlength=len(counts))[: len(counts)]
+    return (counts + 1) / (counts.sum() + len(counts))
+
+
+def dc_pdd(
+    lp: Sequence[np.ndarray], ids: Sequence[Sequence[int]], freq: np.ndarray, cap: float = DCPDD_CAP
+) -> np.ndarray:
+    """DC-PDD (Zhang et al. 2024) of each text, higher = member: over the first occurrence of each distinct scored
+    token (tokens 2..N, `ids` being the text's whole tokenization and `lp` their log-probabilities), the mean of
+    min(p · log(1 / f), cap), with p the model's probability of the token and f its reference frequency."""
+    out = np.empty(len(lp))
+    for i, (row, text_ids) in enumerate(zip(lp, ids)):
+        scored = np.asarray(text_ids[1:], np.int64)
+        if len(scored) != len(row):
+            raise ValueError(f"text {i}: {len(row)} scored log-probabilities for {len(scored)} tokens after the first")
+        _, first = np.unique(scored, return_index=True)
+        terms = np.exp(np.asarray(row, np.float64)[first]) * -np.log(freq[scored[first]])
+        out[i] = np.minimum(terms, cap).mean()
+    return out
+
+
 def zlib_length(text: str) -> int:
     """Bytes of the zlib-compressed UTF-8 text (the Zlib detector's denominator)."""
     return len(zlib.compress(text.encode("utf-8")))
@@ -199,6 +228,8 @@ def detector_scores(
         out[name] = -(loss - ref["loss"].to_numpy())
     if neighbor_loss is not None:
         out["Neighbor"] = -(loss - neighbor_loss)
+    if "dcpdd" in target:
+        out["DC-PDD"] = target["dcpdd"].to_numpy()
     return out
 
 
