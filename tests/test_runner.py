@@ -15,7 +15,7 @@ import pytest
 
 from conftest import NOTEBOOKS, ROOT, error_lines
 from repro import atomic
-from repro.runner import run, toc_notebooks
+from repro.runner import main, run, toc_notebooks
 
 REQUIRED_KEYS = {"notebook", "profile", "params", "tables", "seconds", "versions"}
 
@@ -31,6 +31,23 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess:
         env={**os.environ, **env},
         timeout=600,
     )
+
+
+@pytest.fixture
+def in_process(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
+    """`python -m repro ARGS` with extra environment variables, called in this process: no interpreter start and
+    no imports to pay again, for commands that start no kernel (prepare-only, refused parameters). Returns
+    (exit status, stdout, stderr); a few tests keep the subprocess path itself under test."""
+
+    def call(*args: str, **env: str) -> tuple[int, str, str]:
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        capsys.readouterr()
+        code = main(list(args))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return call
 
 
 def test_results_file_has_the_documented_shape(smoke_results, isolated_runs: Path) -> None:
@@ -109,14 +126,14 @@ def test_bad_command_line_exits_2(args) -> None:
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
-def test_paper_profile_parameters_check_without_running(stem: str, isolated_runs: Path) -> None:
+def test_paper_profile_parameters_check_without_running(stem: str, isolated_runs: Path, in_process) -> None:
     written = lambda: sorted(
         (p.name, p.stat().st_mtime_ns) for p in (isolated_runs / "paper").glob(f"{stem}*")
     )  # mock runs write here
     before = written()
-    proc = cli("run", stem, "--profile", "paper", "--prepare-only")
-    assert proc.returncode == 0, proc.stderr
-    params = json.loads(proc.stdout)
+    code, out, err = in_process("run", stem, "--profile", "paper", "--prepare-only")
+    assert code == 0, err
+    params = json.loads(out)
     assert params["profile"] == "paper"
     assert written() == before  # prepare-only writes no result
 
@@ -399,11 +416,13 @@ def test_every_notebook_bounds_its_seed_for_numpy() -> None:
         ("mink_contamination", ["-p", "ks", "[0.1, 0.5]"], "parameter 'ks': it must include 0.2, the paper's k"),
     ],
 )
-def test_prepare_only_validates_what_a_run_validates(runs: Path, stem: str, args: list[str], needle: str) -> None:
-    proc = cli("run", stem, "--prepare-only", *args, REPRO_RUNS=str(runs))
-    assert proc.returncode == 2, proc.stderr
-    lines = error_lines(proc.stderr)
-    assert len(lines) == 1 and needle in lines[0], proc.stderr
+def test_prepare_only_validates_what_a_run_validates(
+    runs: Path, in_process, stem: str, args: list[str], needle: str
+) -> None:
+    code, _, err = in_process("run", stem, "--prepare-only", *args, REPRO_RUNS=str(runs))
+    assert code == 2, err
+    lines = error_lines(err)
+    assert len(lines) == 1 and needle in lines[0], err
 
 
 def test_prepare_only_reads_exponents_as_floats(runs: Path) -> None:
@@ -569,12 +588,14 @@ def test_paper_without_the_hub_fails_fast_and_says_why(runs: Path, tiny: Path) -
     ],
 )
 def test_data_selection_sizes_without_one_block_are_refused_before_training(
-    runs: Path, args: list[str], prepare_rc: int, needle: str
+    runs: Path, in_process, args: list[str], prepare_rc: int, needle: str
 ) -> None:
-    proc = cli("run", "data_selection", "--profile", "smoke", "--prepare-only", *args, REPRO_RUNS=str(runs))
-    assert proc.returncode == prepare_rc, proc.stderr  # block_size needs the token counts: refused once they are known
+    code, _, err = in_process(
+        "run", "data_selection", "--profile", "smoke", "--prepare-only", *args, REPRO_RUNS=str(runs)
+    )
+    assert code == prepare_rc, err  # block_size needs the token counts: refused once they are known
     if prepare_rc == 2:  # the notebook cells a run executes first, in the runner; the kernel path is tested above
-        assert needle in error_lines(proc.stderr)[0] and "Traceback" not in proc.stderr
+        assert needle in error_lines(err)[0] and "Traceback" not in err
         return
     began = time.perf_counter()
     proc = cli("run", "data_selection", "--profile", "smoke", *args, REPRO_RUNS=str(runs))
@@ -595,15 +616,19 @@ def test_data_selection_sizes_without_one_block_are_refused_before_training(
         ),
     ],
 )
-def test_data_selection_hub_loads_fail_fast_without_the_hub(runs: Path, args: list[str], needle: str) -> None:
+def test_data_selection_hub_loads_fail_fast_without_the_hub(
+    runs: Path, in_process, args: list[str], needle: str
+) -> None:
     began = time.perf_counter()
     proc = cli("run", "data_selection", *args, REPRO_RUNS=str(runs), HF_HUB_OFFLINE="1", REPRO_MOCK_HUB="")
     assert proc.returncode == 2, proc.stderr
     lines = error_lines(proc.stderr)
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert "ConnectionError" not in proc.stderr and time.perf_counter() - began < 60
-    proc = cli("run", "data_selection", "--prepare-only", *args, REPRO_RUNS=str(runs), HF_HUB_OFFLINE="1")
-    assert proc.returncode == 0, proc.stderr  # prepare-only never reaches out
+    code, _, err = in_process(
+        "run", "data_selection", "--prepare-only", *args, REPRO_RUNS=str(runs), HF_HUB_OFFLINE="1"
+    )
+    assert code == 0, err  # prepare-only never reaches out
 
 
 def test_book_target_goes_online_at_the_paper_profile() -> None:
