@@ -410,3 +410,18 @@ def test_attacks_leave_the_global_generators_as_they_were():
     np.random.seed(123)
     torch.manual_seed(123)
     assert (np.random.random(), float(torch.rand(1))) == after
+
+
+def test_seeding_turns_on_deterministic_kernels_without_importing_the_compiler():
+    """seed_everything sets torch's deterministic flag (warn only) as use_deterministic_algorithms does for eager
+    kernels, without the 2 s import of torch._inductor; no chapter calls torch.compile, whose flag that import sets."""
+    probe = (
+        "import sys, torch\n"
+        "from repro.notebook import seed_everything\n"
+        "seed_everything(3)\n"
+        "print(torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),\n"
+        "      'torch._inductor' in sys.modules, torch.initial_seed())\n"
+    )
+    assert _python(probe).split() == ["True", "True", "False", "3"]
+    lib = TESTS.parent / "lib" / "repro"
+    assert not [p for p in lib.rglob("*.py") if "torch.compile(" in p.read_text()]
