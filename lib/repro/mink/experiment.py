@@ -459,8 +459,7 @@ def score_base(study: Study) -> None:
         p.score_batch,
         p.max_length,
         "scoring base",
-        (),
-        study.freq,
+        freq=study.freq,
     )
     study.refs["Ref"] = base
     _answer(study, study.base_model, "base")
