@@ -393,12 +393,12 @@ def test_every_notebook_has_a_paper_shrink_and_a_check() -> None:
 def test_notebook_runs_at_paper_on_the_mock_hub(
     stem: str, isolated_runs: Path, mock_hub: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from repro.runner import run
+    from repro.runner import execute_here, run
 
     smoke = run(stem, "smoke")  # the runner's cache: free when the smoke tests ran first
     monkeypatch.setenv(mockhub.MOCK_HUB_VAR, str(mock_hub))
     monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
-    result = run(stem, "paper", mockhub.PAPER_SHRINK[stem])
+    result = execute_here(stem, "paper", mockhub.PAPER_SHRINK[stem])  # the notebook's cells in this process
     assert result["profile"] == "paper"
     verdict = rows(result, "verdict")
     for run_result in (smoke, result):  # every claim planned from the profile's parameters is judged, once

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import NOTEBOOKS, ROOT, error_lines
 from repro import atomic
-from repro.runner import main, run, toc_notebooks
+from repro.runner import execute_here, main, run, toc_notebooks
 
 REQUIRED_KEYS = {"notebook", "profile", "params", "tables", "seconds", "versions"}
 
@@ -423,6 +423,35 @@ def test_prepare_only_validates_what_a_run_validates(
     assert code == 2, err
     lines = error_lines(err)
     assert len(lines) == 1 and needle in lines[0], err
+
+
+def test_a_run_in_this_process_gives_the_kernels_tables_and_puts_the_process_back(smoke_results) -> None:
+    import warnings
+
+    import matplotlib
+    import numpy as np
+    import torch
+
+    def state() -> tuple:
+        return (
+            dict(os.environ),
+            torch.get_num_threads(),
+            torch.are_deterministic_algorithms_enabled(),
+            len(warnings.filters),
+            matplotlib.rcParams["figure.dpi"],
+            np.random.get_state()[1][:4].tolist(),
+            torch.get_rng_state()[:16].tolist(),
+        )
+
+    kernel = smoke_results["metrics_by_hand"]
+    before = state()
+    here = execute_here("metrics_by_hand", "smoke")
+    after = state()
+    assert {k: v for k, v in after[0].items() if before[0].get(k) != v} == {} and after[0].keys() == before[0].keys()
+    assert after[1:] == before[1:]
+    assert here["params"] == kernel["params"] and here["profile"] == "smoke"
+    assert set(here["tables"]) == set(kernel["tables"]) and len(here["tables"]) >= 5
+    assert json.dumps(here["tables"], sort_keys=True) == json.dumps(kernel["tables"], sort_keys=True)
 
 
 def test_prepare_only_reads_exponents_as_floats(runs: Path) -> None:

@@ -428,6 +428,64 @@ def prepare_only(name: str, profile: str, overrides: dict[str, Any]) -> dict[str
     return {r["parameter"]: r["value"] for r in tables.get("params", [])}
 
 
+@contextmanager
+def _process_state_restored() -> Iterator[None]:
+    """Put back what a notebook's run changes in its process: the environment, the random generators, torch's
+    threads, deterministic flag and default dtype, the BLAS thread limits, warning filters, plot style and figures,
+    and the mock Hub (`repro.start` seeds, sets threads and the plot theme, and installs the mock Hub)."""
+    environ = dict(os.environ)  # before the imports below: scikit-learn's sets an OpenMP variable
+    import random
+    import warnings
+
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from . import mockhub
+
+    generators = random.getstate(), np.random.get_state(), torch.get_rng_state()
+    threads, dtype = torch.get_num_threads(), torch.get_default_dtype()
+    deterministic = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    hub_served = mockhub.installed()
+    try:
+        with threadpool_limits(limits=None), warnings.catch_warnings(), matplotlib.rc_context():
+            yield
+    finally:
+        plt.close("all")
+        if not hub_served:
+            mockhub.uninstall()
+        torch._C._set_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])  # as seed_everything
+        torch.set_default_dtype(dtype)
+        torch.set_num_threads(threads)
+        random.setstate(generators[0])
+        np.random.set_state(generators[1])
+        torch.set_rng_state(generators[2])
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def execute_here(name: str, profile: str = "smoke", overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run notebook `name` in this process, without a kernel, the result cache or an executed notebook, and return
+    its parameters and tables as `run` does; the process's state is put back afterwards. For checks that need a run's
+    tables, not its page (the test suite's exercises and mock-Hub runs): no kernel start or imports of its own, and
+    no figure is rendered."""
+    overrides = dict(overrides or {})
+    source = find_notebook(name)
+    check_overrides(source, overrides)
+    try:
+        require_hub(profile)
+    except ParameterError as err:
+        raise RunError(f"ParameterError: {err}", EXIT_BAD_INPUT) from None
+    began = time.perf_counter()
+    with _process_state_restored():
+        tables = _run_in_this_process(to_ipynb(source), {"profile": profile, **overrides}, **{PREPARE_ONLY_VAR: ""})
+    params = {r["parameter"]: r["value"] for r in tables.get("params", [])}
+    seconds = round(time.perf_counter() - began, 2)
+    return {"notebook": source.stem, "profile": profile, "params": params, "tables": tables, "seconds": seconds}
+
+
 def cached_result(entry: Path, stem: str) -> dict[str, Any] | None:
     """The result stored in cache entry `entry`, or None when it is absent or damaged (a damaged one is removed)."""
     if not entry.is_dir():
