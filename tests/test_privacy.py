@@ -279,6 +279,26 @@ def test_cached_accounting_gives_opacus_own_numbers(tmp_path, monkeypatch: pytes
     assert trainers.rdp_epsilon([], 1e-5) == RDPAccountant().get_epsilon(1e-5) == 0
 
 
+def test_array_rdp_series_gives_opacus_rdp_and_its_calibrated_sigma() -> None:
+    from opacus.accountants import RDPAccountant
+    from opacus.accountants.analysis import rdp
+    from opacus.accountants.utils import get_noise_multiplier
+
+    orders = RDPAccountant.DEFAULT_ALPHAS
+    for q, sigma in [(0.25, 20.0), (1 / 12, 10.0), (0.5, 1.3), (0.05, 0.7), (1 / 3, 5.0), (0.01, 0.5), (1.0, 1.2)]:
+        ours = trainers._sgm_rdp(q, sigma, orders)
+        ref = rdp.compute_rdp(q=q, noise_multiplier=sigma, steps=1, orders=orders)
+        assert np.allclose(ours, ref, rtol=1e-8, atol=0), (q, sigma)
+        integer = [k for k, a in enumerate(orders) if float(a).is_integer()]
+        assert (ours[integer] == ref[integer]).all()  # integer orders: Opacus' own function
+    # the chapter's settings (smoke LSTM, S-DP and CRT phases; a default-size rate): the same σ, bit for bit
+    for epsilon, delta, q, epochs in [(5.0, 8e-5, 0.25, 2), (3.0, 8e-5, 1 / 12, 2), (8.0, 8e-5, 0.5, 1)]:
+        expected = get_noise_multiplier(
+            target_epsilon=epsilon, target_delta=delta, sample_rate=q, epochs=epochs, accountant="rdp"
+        )
+        assert trainers.calibrated_sigma(epsilon, delta, q, epochs) == expected
+
+
 def test_dp_training_returns_a_plain_module_without_opacus_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
     def hooks(model: torch.nn.Module) -> int:
         return sum(len(m._forward_hooks) + len(m._backward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
