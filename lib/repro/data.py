@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -155,8 +155,9 @@ def _bigbench_file(entry: str) -> str:
     return entry if "/" in entry else f"{entry}/task.json"
 
 
-def fetch_bigbench(entries: Sequence[str] = BIGBENCH_FILES) -> list[Path]:
-    """Extract task files (names or paths under benchmark_tasks/) from the PyPI bigbench sdist, kept only while copying."""
+def fetch_bigbench(entries: Sequence[str] = BIGBENCH_FILES, meanwhile: Callable[[], None] = lambda: None) -> list[Path]:
+    """Extract task files (names or paths under benchmark_tasks/) from the PyPI bigbench sdist, kept only while copying;
+    `meanwhile` runs here while pip fetches and unpacks the sdist (or at once when the files are there)."""
     import shutil
     import subprocess
     import sys
@@ -168,10 +169,11 @@ def fetch_bigbench(entries: Sequence[str] = BIGBENCH_FILES) -> list[Path]:
     targets = [bigbench_dir() / f for f in files]
     inputs_file = bigbench_dir() / TASK_INPUTS
     if all(t.exists() for t in targets) and inputs_file.exists():
+        meanwhile()
         return [*targets, inputs_file]
     with tempfile.TemporaryDirectory(prefix="bigbench-") as tmp:
         # The sdist declares a direct-URL dependency, so pip stops after unpacking it; --no-clean keeps the tree.
-        subprocess.run(
+        pip = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
@@ -186,9 +188,16 @@ def fetch_bigbench(entries: Sequence[str] = BIGBENCH_FILES) -> list[Path]:
                 tmp,
             ],
             env={**os.environ, "TMPDIR": tmp},
-            capture_output=True,
-            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
+        try:
+            meanwhile()
+            pip.wait()
+        finally:
+            if pip.poll() is None:  # `meanwhile` failed or was interrupted
+                pip.kill()
+                pip.wait()
         for file, target in zip(files, targets):
             found = sorted(Path(tmp).glob(f"pip-download-*/bigbench_*/bigbench/benchmark_tasks/{file}"))
             if not found:

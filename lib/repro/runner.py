@@ -690,9 +690,11 @@ def _main(args: argparse.Namespace) -> None:
         from .data import fetch_bigbench
         from .pretrained import minilm_path, smollm2_path
 
-        print(f"SmolLM2-135M: {smollm2_path()}")
-        print(f"all-MiniLM-L6-v2: {minilm_path()}")
-        for path in fetch_bigbench():
+        def models() -> None:  # converted while pip fetches the bigbench sdist
+            print(f"SmolLM2-135M: {smollm2_path()}")
+            print(f"all-MiniLM-L6-v2: {minilm_path()}")
+
+        for path in fetch_bigbench(meanwhile=models):
             print(f"BIG-bench task: {path}")
 
 
