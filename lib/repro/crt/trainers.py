@@ -189,9 +189,7 @@ def _sgm_rdp(q: float, sigma: float, orders: Sequence[float]) -> np.ndarray:
 
     orders = np.asarray(orders, dtype=float)
     out = np.empty(len(orders))
-    frac = orders != np.round(orders)
-    if q in (0.0, 1.0) or sigma == 0 or not frac.any():
-        frac[:] = False
+    frac = (orders != np.round(orders)) & (q not in (0.0, 1.0)) & (sigma != 0)
     for k in np.flatnonzero(~frac):
         out[k] = rdp._compute_rdp(q, sigma, float(orders[k]))
     if not frac.any():
@@ -204,8 +202,8 @@ def _sgm_rdp(q: float, sigma: float, orders: Sequence[float]) -> np.ndarray:
         alpha, i = alphas[active][:, None], np.arange(start, start + chunk, dtype=float)[None, :]
         coef = special.binom(alpha, i)
         log_coef, j = np.log(np.abs(coef)), alpha - i
-        log_e0 = np.log(0.5) + np.log(2) + special.log_ndtr(-(i - z0) / (np.sqrt(2) * sigma) * 2**0.5)
-        log_e1 = np.log(0.5) + np.log(2) + special.log_ndtr(-(z0 - j) / (np.sqrt(2) * sigma) * 2**0.5)
+        log_e0 = special.log_ndtr((z0 - i) / sigma)  # log(erfc((i - z0) / (√2 σ)) / 2)
+        log_e1 = special.log_ndtr((j - z0) / sigma)
         log_s0 = log_coef + i * np.log(q) + j * np.log(1 - q) + (i * i - i) / (2 * sigma**2) + log_e0
         log_s1 = log_coef + j * np.log(q) + i * np.log(1 - q) + (j * j - j) / (2 * sigma**2) + log_e1
         small = np.maximum(log_s0, log_s1) < -30
