@@ -209,3 +209,25 @@ def test_bim_stops_each_image_at_its_first_successful_step() -> None:
         assert np.array_equal(by_steps[-1][i], by_steps[first][i])  # frozen there: no further step was taken
     art = attacks.ARTIFACT["BIM"]  # the chapter's BIM is this one, over the ε grid
     assert art[0] == attacks.FIRST_SUCCESS_BIM and [t["max_iter"] for t in art[1]] == [10] * len(attacks.BIM_GRID)
+
+
+def test_minimal_fgsm_predicting_only_unfooled_images_gives_arts_examples() -> None:
+    from art.attacks.evasion import FastGradientMethod
+
+    from repro.data import image_dataset
+    from repro.deepgini import attacks, nets
+
+    x, y = image_dataset("digits", "train", "local", 0)
+    model = nets._fit(nets.build("lenet1", x.shape[1:], 10, seed=0), x[:200], y[:200], 1, "adam", 0, "attacked")
+    clf = attacks.classifier(model, x.shape[1:], 10)
+    x = x[200:260].astype(np.float32)
+    (kwargs,) = attacks.ARTIFACT["FGSM"][1]
+    assert kwargs["minimal"] and kwargs["eps_step"] == 0.01  # the artifact's 100-step search
+    ours = attacks._active_only_fgm()(clf, batch_size=16, **kwargs).generate(x)  # several batches
+    art = FastGradientMethod(clf, batch_size=16, **kwargs).generate(x)
+    assert np.array_equal(ours, art)
+    # the images are fooled at different ε, so the set still predicted shrinks step by step
+    steps = np.round(np.abs(ours - x).max(axis=(1, 2, 3)) / 0.01)
+    fooled = attacks._predict(clf, ours) != attacks._predict(clf, x)
+    assert fooled.mean() > 0.5 and len(set(steps[fooled])) > 3
+    assert np.array_equal(attacks.adversarial_examples(clf, x[:8], y[200:208], "FGSM"), ours[:8])  # the chapter's

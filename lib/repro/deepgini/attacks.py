@@ -80,11 +80,45 @@ def adversarial_examples(art_classifier, x: np.ndarray, y: np.ndarray, attack: s
         if cls_name == FIRST_SUCCESS_BIM:
             out[todo] = bim_first_success(art_classifier, x[todo].astype(np.float32), y[todo], **kwargs)
         else:
-            attacker = getattr(evasion, cls_name)(art_classifier, batch_size=batch, **kwargs, **_quiet(cls_name))
+            attack_class = _active_only_fgm() if kwargs.get("minimal") else getattr(evasion, cls_name)
+            attacker = attack_class(art_classifier, batch_size=batch, **kwargs, **_quiet(cls_name))
             with _seeded_globals(ATTACK_SEED):
                 out[todo] = attacker.generate(x[todo].astype(np.float32)).astype(np.float32)
         todo = todo[_predict(art_classifier, out[todo]) == y[todo]]
     return out
+
+
+def _active_only_fgm():
+    """ART's FastGradientMethod whose minimal search predicts, at each ε, only the images not yet fooled.
+
+    ART's `_minimal_perturbation` re-predicts the whole batch at every step of ε (100 steps for the artifact's
+    FGSM), although a fooled image no longer changes; this one predicts the rest only. The steps, the ε
+    accumulated in floating point and the stopping rule are ART's, so the examples are the same bits
+    (tests/test_deepgini_experiment.py compares the two)."""
+    from art.attacks.evasion import FastGradientMethod
+
+    class ActiveOnlyFGM(FastGradientMethod):
+        def _minimal_perturbation(self, x: np.ndarray, y: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+            if isinstance(self.eps, np.ndarray) or isinstance(self.eps_step, np.ndarray) or self.targeted:
+                return super()._minimal_perturbation(x, y, mask)  # only the scalar, untargeted search is rewritten
+            adv_x = x.copy()
+            for start in range(0, len(adv_x), self.batch_size):
+                stop = start + self.batch_size
+                batch, labels = adv_x[start:stop], np.argmax(y[start:stop], axis=1)
+                per_input_mask = mask is not None and len(mask.shape) == len(x.shape)
+                perturbation = self._compute_perturbation(
+                    batch, y[start:stop], mask[start:stop] if per_input_mask else mask
+                )
+                active, eps = np.arange(len(batch)), self.eps_step
+                while active.size > 0 and eps <= self.eps:
+                    current = self._apply_perturbation(x[start:stop][active], perturbation[active], eps)
+                    batch[active] = current
+                    preds = self.estimator.predict(batch[active], batch_size=self.batch_size)
+                    active = active[labels[active] == np.argmax(preds, axis=1)]
+                    eps = eps + self.eps_step
+            return adv_x
+
+    return ActiveOnlyFGM
 
 
 def bim_first_success(
