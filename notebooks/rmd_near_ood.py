@@ -40,6 +40,7 @@ seed = None  # first seed; model i of each kind is trained with seed + i
 n_seeds = None  # models trained per direction and feature type
 image_source = None  # "local": Fashion-MNIST + small CNNs; "hub": CIFAR-10/100 + ViT-B/16 in21k
 text_source = None  # "local": squad_shifts questions + all-MiniLM-L6-v2; "hub": clinc_oos + BERT
+text_layers = None  # first n layers of the local MiniLM only (0 keeps all 6; smoke)
 n_per_class = None  # training images per class (a cap)
 n_test_per_class = None  # test images per class (a cap)
 feat_dim = None  # width of the CNN / auto-encoder feature layer
@@ -67,7 +68,7 @@ n_boot = None  # bootstrap resamples per interval
 import repro
 from repro.rmd import experiment as ex
 
-P = repro.start(globals(), **ex.SPEC)
+P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
 
 # %% [markdown]
 # ## What we test

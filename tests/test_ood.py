@@ -294,3 +294,22 @@ def test_near_row_causes_follow_the_k_sweep() -> None:
     assert rule_fails["why"].startswith("regime: tested at classes K = 5") and rule_fails["measured_by"] == "regimes"
     text = "rmd_beats_md|Wikipedia + NYT + Reddit → Amazon|finetuned"
     assert cause(0.01, 0.03, text, pd.Series({"setting": "text-domain", "K": 3}))["why"][0] == "unknown"
+
+
+def test_the_smoke_minilm_is_the_first_layers_of_the_whole_one(tmp_path, monkeypatch) -> None:
+    from transformers import AutoModel, AutoTokenizer
+
+    from repro import pretrained
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    whole_path, cut_path = pretrained.minilm_path(), pretrained.minilm_path(n_layers=2)
+    assert cut_path == tmp_path / "models" / "all-minilm-l6-v2-2layers"
+    whole, cut = (AutoModel.from_pretrained(p).eval() for p in (whole_path, cut_path))
+    assert whole.config.num_hidden_layers == 6 and cut.config.num_hidden_layers == 2 and len(cut.encoder.layer) == 2
+    tokens = AutoTokenizer.from_pretrained(cut_path)(
+        ["a question about rivers", "why?"], padding=True, return_tensors="pt"
+    )
+    with torch.no_grad():
+        after_two = whole(**tokens, output_hidden_states=True).hidden_states[2]
+        torch.testing.assert_close(cut(**tokens).last_hidden_state, after_two, rtol=0, atol=1e-6)
+    assert pretrained.minilm_path(n_layers=2) == cut_path  # made once, then found

