@@ -99,8 +99,8 @@ SPEC = {
         paper=["BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA"],
         help="downstream sets",
     ),
-    "n_members": Param(int, 16, smoke=6, paper=200, low=4, high=5000, help="members per set"),
-    "n_nonmembers": Param(int, 32, smoke=12, paper=200, low=4, high=20_000, help="non-members scored per set"),
+    "n_members": Param(int, 16, smoke=4, paper=200, low=4, high=5000, help="members per set"),
+    "n_nonmembers": Param(int, 32, smoke=8, paper=200, low=4, high=20_000, help="non-members scored per set"),
     "review_words": Param(int, 200, smoke=30, paper=400, low=10, high=2000, help="words kept per review or article"),
     "background_tokens": Param(
         int, 3200, smoke=200, paper=27_000_000, low=100, high=10**9, help="main corpus background"
