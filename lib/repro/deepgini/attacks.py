@@ -102,10 +102,10 @@ def _active_only_fgm():
             if isinstance(self.eps, np.ndarray) or isinstance(self.eps_step, np.ndarray) or self.targeted:
                 return super()._minimal_perturbation(x, y, mask)  # only the scalar, untargeted search is rewritten
             adv_x = x.copy()
+            per_input_mask = mask is not None and len(mask.shape) == len(x.shape)  # else broadcast to every batch
             for start in range(0, len(adv_x), self.batch_size):
                 stop = start + self.batch_size
                 batch, labels = adv_x[start:stop], np.argmax(y[start:stop], axis=1)
-                per_input_mask = mask is not None and len(mask.shape) == len(x.shape)
                 perturbation = self._compute_perturbation(
                     batch, y[start:stop], mask[start:stop] if per_input_mask else mask
                 )
