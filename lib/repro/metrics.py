@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
+from scipy.integrate import trapezoid
 
 from .stats import hanley_mcneil_se
 
@@ -168,9 +168,12 @@ def _labels_scores(
 
 
 def auroc(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray) -> float:
-    """Area under the ROC curve, positives = label 1, higher score = more positive (scikit-learn)."""
+    """Area under the ROC curve, positives = label 1, higher score = more positive: scikit-learn's `roc_auc_score`,
+    computed as it computes it (the trapezoid rule over `roc_points`) without its input checks, so the same
+    number, several times faster on the small sets bootstraps call it for."""
     y, s = _labels_scores(labels, scores)
-    return float(roc_auc_score(y, s))
+    fpr, tpr = roc_points(y, s)
+    return float(trapezoid(tpr, fpr))
 
 
 def auc_standard_error(auc: float, n_pos: int, n_neg: int) -> float:
@@ -195,6 +198,38 @@ def tpr_at_fpr(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.
     y, s = _labels_scores(labels, scores)
     fprs, tprs = roc_points(y, s)
     return float(tprs[np.flatnonzero(fprs < fpr)[-1]])
+
+
+def tpr_at_fpr_rows(labels: np.ndarray, scores: np.ndarray, fpr: float = 0.05) -> np.ndarray:
+    """`tpr_at_fpr` of every row of (rows, items) labels and scores at once (a bootstrap's resamples): the same
+    ROC points, collinear points dropped as `roc_points` drops them, the same float divisions, so the same
+    numbers. labels: 0/1 with both classes in every row; scores finite."""
+    if not 0 < fpr < 1:
+        raise ValueError(f"fpr must lie in (0, 1), got {fpr}")
+    y, s = np.atleast_2d(labels), np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    rows, n = s.shape
+    order = np.argsort(s, axis=1, kind="mergesort")[:, ::-1]  # per row, as roc_points orders one set
+    s, y = np.take_along_axis(s, order, 1), np.take_along_axis(y, order, 1).astype(np.float64)
+    point = np.ones((rows, n), bool)
+    point[:, :-1] = np.diff(s, axis=1) != 0  # the last item of each distinct score is a ROC point
+    tps = np.cumsum(y, axis=1)
+    fps = 1 + np.arange(n) - tps
+    at = np.arange(n)
+    prev = np.maximum.accumulate(np.where(point, at, -1), axis=1)  # the point at or before each item
+    prev = np.c_[np.full((rows, 1), -1), prev[:, :-1]]  # strictly before
+    nxt = np.minimum.accumulate(np.where(point, at, n)[:, ::-1], axis=1)[:, ::-1]
+    nxt = np.c_[nxt[:, 1:], np.full((rows, 1), n)]  # strictly after
+    inner = (prev >= 0) & (nxt < n)
+    p, q = np.clip(prev, 0, n - 1), np.clip(nxt, 0, n - 1)
+
+    def bend(c: np.ndarray) -> np.ndarray:  # second difference along the points (np.diff(c, 2) of roc_points)
+        return np.take_along_axis(c, q, 1) - c - (c - np.take_along_axis(c, p, 1))
+
+    kept = point & (~inner | (bend(fps) != 0) | (bend(tps) != 0))
+    below = kept & (fps / fps[:, -1:] < fpr)
+    last = np.where(below, at, -1).max(axis=1)  # -1: only the (0, 0) point lies below
+    tpr = np.take_along_axis(tps, np.clip(last, 0, n - 1)[:, None], 1)[:, 0] / tps[:, -1]
+    return np.where(last >= 0, tpr, 0.0)
 
 
 def roc_points(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -559,22 +559,18 @@ def kl_quality_correlation(table: pd.DataFrame, seed: int, n_boot: int = N_BOOT)
     each target over its selections (method × size × selection draw, one LM each), averaged over targets, with a
     bootstrap over the selections within target."""
     rng = np.random.default_rng(seed)
+    groups = [(g.kl_reduction.to_numpy(), -np.log(g.perplexity.to_numpy())) for _, g in table.groupby("target")]
 
-    def rho(frame: pd.DataFrame) -> float:
-        vals = [sps.spearmanr(g.kl_reduction, -np.log(g.perplexity)).statistic for _, g in frame.groupby("target")]
-        return float(np.nanmean(vals))
+    def rho(picks: Sequence[np.ndarray | slice]) -> float:
+        """Mean over targets of Spearman's rho on the selections `picks` of each target."""
+        return float(np.nanmean([sps.spearmanr(kl[i], q[i]).statistic for (kl, q), i in zip(groups, picks)]))
 
-    groups = [g.reset_index(drop=True) for _, g in table.groupby("target")]
-    dist = []
-    for _ in range(n_boot):
-        parts = [g.iloc[rng.integers(0, len(g), len(g))] for g in groups]
-        dist.append(rho(pd.concat(parts)))
-    dist = np.asarray(dist)
+    dist = np.asarray([rho([rng.integers(0, kl.size, kl.size) for kl, _ in groups]) for _ in range(n_boot)])
     dist = dist[np.isfinite(dist)]
     low, high = np.percentile(dist, [2.5, 97.5]) if dist.size else (np.nan, np.nan)
     n = len(table)
     return stats.Interval(
-        rho(table),
+        rho([slice(None)] * len(groups)),
         float(low),
         float(high),
         f"bootstrap over {n} selections (method × size × draw, one LM each) within target, {n_boot:,} resamples",

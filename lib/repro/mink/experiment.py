@@ -1218,25 +1218,27 @@ def tpr_contrast(study: Study, a: str, b: str, names: Sequence[str], fpr: float,
     runs, splits = runs_of(study, "main"), [_split(study, n) for n in names]
 
     def per_seed(picks: Sequence[np.ndarray]) -> np.ndarray:
-        """Every seed's statistic on one resample (the texts `picks` of each set)."""
-        return np.array(
+        """Every seed's statistic on each resample: picks[j] holds set j's texts, one resample per row; (resamples,
+        seeds), the mean over the sets taken as the direct formula takes it."""
+        diffs = np.stack(
             [
-                np.mean(
-                    [
-                        metrics.tpr_at_fpr(sp.labels[i], study.scores[(r, sp.name)][a][i], fpr)
-                        - metrics.tpr_at_fpr(sp.labels[i], study.scores[(r, sp.name)][b][i], fpr)
-                        for sp, i in zip(splits, picks)
-                    ]
-                )
+                [
+                    metrics.tpr_at_fpr_rows(sp.labels[i], study.scores[(r, sp.name)][a][i], fpr)
+                    - metrics.tpr_at_fpr_rows(sp.labels[i], study.scores[(r, sp.name)][b][i], fpr)
+                    for sp, i in zip(splits, picks)
+                ]
                 for r in runs
             ]
-        )
+        )  # (seeds, sets, resamples)
+        return np.mean(diffs, axis=1).T
 
     rng = np.random.default_rng(seed)
-    draws = np.stack([per_seed([_stratified(sp.labels, rng) for sp in splits]) for _ in range(TPR_BOOT)])
+    picks = [[_stratified(sp.labels, rng) for sp in splits] for _ in range(TPR_BOOT)]  # the draws' order kept
+    draws = per_seed([np.stack([p[j] for p in picks]) for j in range(len(splits))])
     n = sum(len(sp.labels) for sp in splits)
     words = f"paired TPR at {fpr:.0%} FPR over {n:,} texts (resampled within set and class)"
-    return stats.hierarchical_interval(per_seed([np.arange(len(sp.labels)) for sp in splits]), draws, words=words)
+    whole = per_seed([np.arange(len(sp.labels))[None] for sp in splits])[0]
+    return stats.hierarchical_interval(whole, draws, words=words)
 
 
 def _pair(res: Results, label: str) -> stats.Interval:
