@@ -180,12 +180,23 @@ def exposure_score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: En
     }
 
 
-def score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: Encoder, designs: dict) -> dict:
-    """Exposure with its null, the three MIAs with their nulls and the per-sentence test NLL of one model."""
-    return exposure_score(p, data, run, model, enc) | {
-        "mia": mia_scores(model, enc, designs, p.n_null, run.seed),
-        "nll": test_nll(model, enc),
-    }
+def scores_of(
+    p: Any, data: Data, run: Run, trainer: Trainer, model: torch.nn.Module, enc: Encoder, designs: dict
+) -> dict:
+    """Exposure with its null, the three MIAs with their nulls and the per-sentence test NLL of one model, cached
+    beside it in two entries: the MIAs apart, so that the attack's sizes (n_mia, n_groups) re-score only them."""
+
+    def entry(kind: str, spec: dict, build: Any) -> dict:
+        path = cache.entry_path("crt", f"{kind}-{run.model}-{run.label}-s{run.seed}", spec, suffix=".pt")
+        found, _ = cache.file_entry(
+            path, lambda tmp: torch.save(build(), tmp), lambda f: torch.load(f, weights_only=False)
+        )
+        return found
+
+    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 3}
+    canaries = entry("exposure", spec, lambda: exposure_score(p, data, run, model, enc) | {"nll": test_nll(model, enc)})
+    spec |= {"n_groups": p.n_groups, "n_mia": p.n_mia}
+    return canaries | {"mia": entry("mia", spec, lambda: mia_scores(model, enc, designs, p.n_null, run.seed))}
 
 
 def run_all(p: Any, data: Data) -> Chapter:
@@ -202,13 +213,7 @@ def run_all(p: Any, data: Data) -> Chapter:
     models, scores = {}, {}
     for run in tqdm(planned_runs(p, fig2_gamma(p), tuning.chosen_rates(tuned)), desc="runs"):
         models[run] = trainer(run)
-        spec = {"model": trainer.spec(run), "n_null": p.n_null, "n_groups": p.n_groups, "n_mia": p.n_mia, "v": 2}
-        path = cache.entry_path("crt", f"scores-{run.model}-{run.label}-s{run.seed}", spec, suffix=".pt")
-        scores[run], _ = cache.file_entry(
-            path,
-            lambda tmp, run=run: torch.save(score(p, data, run, models[run][0], encoders[run.model], designs), tmp),
-            lambda found: torch.load(found, weights_only=False),
-        )
+        scores[run] = scores_of(p, data, run, trainer, models[run][0], encoders[run.model], designs)
     return Chapter(p, data, encoders, models, scores, tuned)
 
 
