@@ -198,3 +198,26 @@ def test_sizes_beyond_the_files_are_refused_naming_the_parameter() -> None:
     )
     assert ex.check_sizes({**p, "n_ood": 151}) == "n_ood: 151 exceeds the 150 documents of cnn_dm"
     assert ex.check_sizes({**p, "n_background": 10**5}).startswith("n_background: 100000 exceeds the ")
+
+
+def test_a_local_set_is_parsed_once_until_its_files_change(tmp_path, monkeypatch) -> None:
+    import json
+
+    from repro import data
+
+    task = tmp_path / "topical_chat" / "task.json"
+    task.parent.mkdir()
+
+    def write(*texts: str) -> None:
+        task.write_text(json.dumps({"examples": [{"comment": f"c{i}", "input": t} for i, t in enumerate(texts)]}))
+
+    monkeypatch.setattr(data, "bigbench_dir", lambda: tmp_path)
+    write("Hello  there.", "A second   chat.")
+    first = corpora.load("topical_chat")
+    assert [d.text for d in first] == ["Hello there.", "A second chat."]
+    first.clear()  # a caller's list is its own: the kept set is unchanged
+    hits = corpora._parsed.cache_info().hits
+    assert [d.text for d in corpora.load("topical_chat")] == ["Hello there.", "A second chat."]
+    assert corpora._parsed.cache_info().hits == hits + 1
+    write("Only one, now longer.")  # another size: read again
+    assert [d.text for d in corpora.load("topical_chat")] == ["Only one, now longer."]

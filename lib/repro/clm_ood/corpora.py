@@ -6,6 +6,7 @@ sets, `xsum`, `cnn_dailymail`, `reddit_tifu`, `samsum`, with C4 as the backgroun
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -122,7 +123,21 @@ def _topical_chat() -> list[Doc]:
 
 
 def _local(name: str) -> list[Doc]:
-    """One local set, deduplicated, in file order."""
+    """One local set, deduplicated, in file order; parsed once per process while the BIG-bench files stay the same
+    (a run reads each set twice, once for its size checks; the tests run a chapter many times in one process)."""
+    root = data.bigbench_dir()
+    stamps = tuple(sorted((str(f), f.stat().st_mtime_ns, f.stat().st_size) for f in root.rglob("*") if f.is_file()))
+    return list(_parsed(name, stamps))
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(name: str, stamps: tuple) -> tuple[Doc, ...]:
+    """`_read_local(name)`, kept for the BIG-bench files whose (path, mtime, size) are `stamps`."""
+    return tuple(_read_local(name))
+
+
+def _read_local(name: str) -> list[Doc]:
+    """One local set, read from the BIG-bench files."""
     if name == IN_DOMAIN:
         return _xsum_local()
     if name == "cnn_dm":
