@@ -179,15 +179,16 @@ def test_auroc_is_scikit_learns_roc_auc_score_bit_for_bit() -> None:
         assert metrics.auroc(y, s) == roc_auc_score(y, s), trial
 
 
-def test_tpr_at_fpr_rows_is_tpr_at_fpr_of_each_row() -> None:
+def test_tpr_at_fpr_rows_reads_each_rows_roc_points() -> None:
     rng = np.random.default_rng(6)
     for trial in range(300):
         rows, n = int(rng.integers(1, 6)), int(rng.integers(2, 60))
         y = np.stack([rng.permutation(np.r_[0, 1, rng.integers(0, 2, n - 2)]) for _ in range(rows)])
         s = [rng.normal(size=(rows, n)), rng.integers(0, 4, (rows, n)) * 1.0, np.round(rng.normal(size=(rows, n)), 1)]
-        for fpr in (0.01, 0.05, 0.3, 0.99):
-            got = metrics.tpr_at_fpr_rows(y, s[trial % 3], fpr)
-            assert got.tolist() == [metrics.tpr_at_fpr(y[r], s[trial % 3][r], fpr) for r in range(rows)], trial
+        points = [metrics.roc_points(y[r], s[trial % 3][r]) for r in range(rows)]
+        for fpr in (0.01, 0.05, 0.3, 0.99):  # the direct formula: the TPR of the last point whose FPR is below
+            want = [float(tprs[np.flatnonzero(fprs < fpr)[-1]]) for fprs, tprs in points]
+            assert metrics.tpr_at_fpr_rows(y, s[trial % 3], fpr).tolist() == want, trial
     # the diagonal case of roc_points: (1/3, 1/3) is kept and (2/3, 2/3) dropped, so at FPR < 0.7 the TPR is 1/3
     diagonal = np.array([[1, 0, 1, 0, 1, 0]]), np.array([[3.0, 3.0, 2.0, 2.0, 1.0, 1.0]])
     assert metrics.tpr_at_fpr_rows(*diagonal, 0.7).tolist() == [1 / 3]

@@ -193,17 +193,14 @@ def trend_call(before: float, after: float, se: float, expect: str = "up") -> st
 
 def tpr_at_fpr(labels: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray, fpr: float = 0.05) -> float:
     """TPR at the last ROC threshold whose FPR stays below `fpr` (the Min-K% authors' convention)."""
-    if not 0 < fpr < 1:
-        raise ValueError(f"fpr must lie in (0, 1), got {fpr}")
     y, s = _labels_scores(labels, scores)
-    fprs, tprs = roc_points(y, s)
-    return float(tprs[np.flatnonzero(fprs < fpr)[-1]])
+    return float(tpr_at_fpr_rows(y[None], s[None], fpr)[0])
 
 
 def tpr_at_fpr_rows(labels: np.ndarray, scores: np.ndarray, fpr: float = 0.05) -> np.ndarray:
-    """`tpr_at_fpr` of every row of (rows, items) labels and scores at once (a bootstrap's resamples): the same
-    ROC points, collinear points dropped as `roc_points` drops them, the same float divisions, so the same
-    numbers. labels: 0/1 with both classes in every row; scores finite."""
+    """TPR at `fpr` (see `tpr_at_fpr`) of every row of (rows, items) labels and scores at once (a bootstrap's
+    resamples): `roc_points`' ROC points, collinear points dropped as it drops them, the same float divisions.
+    labels: 0/1 with both classes in every row; scores finite (validate first)."""
     if not 0 < fpr < 1:
         raise ValueError(f"fpr must lie in (0, 1), got {fpr}")
     y, s = np.atleast_2d(labels), np.atleast_2d(np.asarray(scores, dtype=np.float64))
