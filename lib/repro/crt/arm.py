@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import cache, stats
+from .. import stats
 from ..pretrained import SMOLLM2_HUB
 from . import customersim, membership_attacks, pretrained_arm, trainers
-from .runs import CONTROL, DELTA, Data, Encoder, mia_scores, nll_of, test_nll
+from .runs import CONTROL, DELTA, Data, Encoder, cached, mia_scores, nll_of, test_nll
 
 TRAINERS = ("non-private", "DPSGD", "CRT")
 SMOKE_LAYERS = 2  # smoke runs keep only SmolLM2's first decoder blocks
@@ -127,12 +127,6 @@ def _score(p: Any, data: Data, trained: dict) -> dict:
     return out
 
 
-def _cached(name: str, spec: dict, build: Any) -> tuple[dict, bool]:
-    """One cached arm entry: (its dict, was it cached)."""
-    path = cache.entry_path("crt", name, spec, suffix=".pt")
-    return cache.file_entry(path, lambda tmp: torch.save(build(), tmp), lambda f: torch.load(f, weights_only=False))
-
-
 def run(p: Any, data: Data) -> dict:
     """The arm's results and its D_pub-only control, from the cache when they exist (training them is the arm's
     whole cost). The fine-tunes are kept apart from their scores: the attack's sizes (n_mia, n_null) re-score the
@@ -143,12 +137,12 @@ def run(p: Any, data: Data) -> dict:
     trained: dict[str, bool] = {}
 
     def fine_tunes() -> dict:
-        found, trained["cached"] = _cached("pretrained-arm-fine-tunes", train_spec, lambda: _train(p, data))
+        found, trained["cached"] = cached("pretrained-arm-fine-tunes", train_spec, lambda: _train(p, data))
         return found
 
-    result, cached = _cached("pretrained-arm", spec, lambda: _score(p, data, fine_tunes()))
-    control, _ = _cached("pretrained-arm-control", train_spec, lambda: _control(p, data))
-    return result | {CONTROL: control, "cached": trained.get("cached", cached)}
+    result, was_cached = cached("pretrained-arm", spec, lambda: _score(p, data, fine_tunes()))
+    control, _ = cached("pretrained-arm-control", train_spec, lambda: _control(p, data))
+    return result | {CONTROL: control, "cached": trained.get("cached", was_cached)}
 
 
 def perplexity(result: dict, trainer: str, kind: str, versus: str | None = None, seed: int = 0) -> stats.Interval:

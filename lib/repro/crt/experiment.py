@@ -35,6 +35,7 @@ from .runs import (
     Trainer,
     attack_designs,
     build_data,
+    cached,
     canary_copies_in_crt,
     canary_copies_missed,
     canary_scores,
@@ -187,11 +188,7 @@ def scores_of(
     beside it in two entries: the MIAs apart, so that the attack's sizes (n_mia, n_groups) re-score only them."""
 
     def entry(kind: str, spec: dict, build: Any) -> dict:
-        path = cache.entry_path("crt", f"{kind}-{run.model}-{run.label}-s{run.seed}", spec, suffix=".pt")
-        found, _ = cache.file_entry(
-            path, lambda tmp: torch.save(build(), tmp), lambda f: torch.load(f, weights_only=False)
-        )
-        return found
+        return cached(f"{kind}-{run.model}-{run.label}-s{run.seed}", spec, build)[0]
 
     spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 3}
     canaries = entry("exposure", spec, lambda: exposure_score(p, data, run, model, enc) | {"nll": test_nll(model, enc)})
@@ -247,10 +244,10 @@ def factorial_table(ch: Chapter) -> pd.DataFrame:
                 run = Run("LSTM", t, g, p.seed, dedup, ch.dp_lrs[("LSTM", "CRT")] if t == "CRT" else None)
                 model, info = trainer(run)
                 spec = {"model": trainer.spec(run), "n_null": p.n_null}
-                sc, _ = cache.file_entry(
-                    cache.entry_path("crt", f"factorial-scores-{run.label}-{dedup}", spec, suffix=".pt"),
-                    lambda tmp, run=run, model=model: torch.save(exposure_score(p, data, run, model, enc), tmp),
-                    lambda found: torch.load(found, weights_only=False),
+                sc, _ = cached(
+                    f"factorial-scores-{run.label}-{dedup}",
+                    spec,
+                    lambda run=run, model=model: exposure_score(p, data, run, model, enc),
                 )
                 rows.append(
                     {

@@ -434,3 +434,9 @@ def nll_of(nll: dict[str, np.ndarray], kind: str) -> tuple[np.ndarray, np.ndarra
     if kind == "redacted":
         return nll["redacted"], nll["n_redacted"]
     raise ValueError(f"kind must be one of {PERPLEXITIES}, got {kind!r}")
+
+
+def cached(name: str, spec: dict, build: Any) -> tuple[Any, bool]:
+    """One of the chapter's cached results, a torch-pickled data/crt entry keyed by `spec`: (it, was it cached)."""
+    path = cache.entry_path("crt", name, spec, suffix=".pt")
+    return cache.file_entry(path, lambda tmp: torch.save(build(), tmp), lambda f: torch.load(f, weights_only=False))
