@@ -353,9 +353,9 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
 def test_mink_chapter_tables(smoke_results) -> None:
     detection = table(smoke_results, "mink_contamination", "detection")
     runs = {r["run"] for r in detection}
-    # two seeds per condition (the frequency run has one); Fig. 5a's smallest size is the main run itself
+    # one seed per condition at smoke (the mock-paper run checks two); Fig. 5a's smallest size is the main run itself
     seeded = ("main", "lr", "size_outlier 400", "size_indist 64", "size_indist 256")
-    assert runs == {"base", "frequency", *seeded, *(f"{c} s1" for c in seeded)}
+    assert runs == {"base", "frequency", *seeded}
     assert all(r["auc_low"] <= r["auc"] <= r["auc_high"] and 0 <= r["tpr_at_5fpr"] <= 1 for r in detection)
     main = [r for r in detection if r["run"] == "main"]
     assert {"Min-K%", "Min-K%++", "PPL", "Zlib", "Lowercase", "Ref"} <= {r["method"] for r in main}
@@ -367,7 +367,7 @@ def test_mink_chapter_tables(smoke_results) -> None:
     assert (params["n_members"], params["n_nonmembers"]) == (4, 8)  # the smoke profile's
     assert [(r["members"], r["non-members"]) for r in datasets] == [(4, 8), (4, 8)]
     training = {r["run"]: r for r in table(smoke_results, "mink_contamination", "training")}
-    assert sorted(training) == sorted([*seeded, *(f"{c} s1" for c in seeded), "frequency"])
+    assert sorted(training) == sorted([*seeded, "frequency"])
     for r in training.values():
         assert r["train_tokens"] >= r["corpus_tokens"] > r["contaminant_tokens"] > 0
         assert r["steps"] >= np.ceil(r["train_tokens"] / 128)  # one 128-token block per step at smoke
@@ -375,11 +375,10 @@ def test_mink_chapter_tables(smoke_results) -> None:
         assert r["precision"] == "float32"  # CPU training is float32 on every CPU
     # a larger background with the same contaminants lowers the contamination share
     assert training["size_outlier 400"]["contamination"] < training["main"]["contamination"]
-    for seed in ("", " s1"):  # each seed's main and lr runs train one corpus; seeds differ in insertion positions
-        assert training[f"main{seed}"]["corpus_tokens"] == training[f"lr{seed}"]["corpus_tokens"]
+    assert training["main"]["corpus_tokens"] == training["lr"]["corpus_tokens"]  # one corpus, two learning rates
     forgetting = table(smoke_results, "mink_contamination", "forgetting")
     assert [r["condition"] for r in forgetting] == ["main", "size_outlier 400", "size_indist 64", "size_indist 256"]
-    assert all(-1 <= r["ci_low"] <= r["rho"] <= r["ci_high"] <= 1 and r["seeds"] == 2 for r in forgetting)
+    assert all(-1 <= r["ci_low"] <= r["rho"] <= r["ci_high"] <= 1 and r["seeds"] == 1 for r in forgetting)
     pairs = {r["contrast"]: r for r in table(smoke_results, "mink_contamination", "pairs")}
     assert set(pairs) == {
         "Min-K% − PPL",
@@ -389,7 +388,7 @@ def test_mink_chapter_tables(smoke_results) -> None:
         "Ref − Min-K%",
         "DC-PDD − Min-K%",
     }
-    main_seeds = [r for r in detection if r["condition"] == "main"]  # the contrasts average the seeds
+    main_seeds = [r for r in detection if r["condition"] == "main"]  # the contrasts average the seeds (one here)
     mean_auc = {
         m: np.mean([r["auc"] for r in main_seeds if r["method"] == m and (r["k"] is None or r["k"] == 0.2)])
         for m in ("Min-K%", "PPL", "Zlib", "DC-PDD")
@@ -400,7 +399,11 @@ def test_mink_chapter_tables(smoke_results) -> None:
     for other in ("PPL", "Zlib"):  # each contrast is the difference of the mean AUCs, with its interval around it
         r = pairs[f"Min-K% − {other}"]
         assert r["difference"] == pytest.approx(mean_auc["Min-K%"] - mean_auc[other], abs=1e-9)
-        assert r["ci_low"] <= r["difference"] <= r["ci_high"] and "paired AUC" in r["test"] and "2 seeds" in r["test"]
+        assert (
+            r["ci_low"] <= r["difference"] <= r["ci_high"]
+            and "paired AUC" in r["test"]
+            and "1 trained model" in r["test"]
+        )
     gains = table(smoke_results, "mink_contamination", "gain_over_base")
     assert all(g["gain"] == pytest.approx(g["after training"] - g["base model"], abs=2e-3) for g in gains)
     lr = table(smoke_results, "mink_contamination", "table4_lr")
@@ -412,7 +415,7 @@ def test_mink_chapter_tables(smoke_results) -> None:
         ("size_indist", 64),
         ("size_indist", 256),
     }
-    assert all(r["seeds"] == 2 and r["auc_low"] <= r["auc"] <= r["auc_high"] for r in sizes)
+    assert all(r["seeds"] == 1 and r["auc_low"] <= r["auc"] <= r["auc_high"] for r in sizes)
     sweep = table(smoke_results, "mink_contamination", "k_sweep")
     assert [r["k"] for r in sweep] == [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6]
     by_length = table(smoke_results, "mink_contamination", "length_sweep")  # smoke: 8, 16 and 32 of 64 tokens
@@ -428,8 +431,8 @@ def test_mink_chapter_tables(smoke_results) -> None:
     accuracy = table(smoke_results, "mink_contamination", "table8_accuracy")  # smoke: StrategyQA alone has options
     assert [(r["set"], r["model"], r["seeds"]) for r in accuracy] == [
         ("strategyqa", "base model", 1),
-        ("strategyqa", "learning rate 0.0001", 2),
-        ("strategyqa", "learning rate 1e-05", 2),
+        ("strategyqa", "learning rate 0.0001", 1),
+        ("strategyqa", "learning rate 1e-05", 1),
     ]
     assert all(0 <= r[c] <= 1 for r in accuracy for c in ("members", "non-members"))
     assert all(r["members' lead"] == pytest.approx(r["members"] - r["non-members"], abs=2e-3) for r in accuracy)
@@ -450,10 +453,10 @@ def test_mink_chapter_tables(smoke_results) -> None:
     assert all(r["regime"].startswith("miniature: ") for r in verdict if r["origin"] == "paper")
     # no table here measures why a row is not held: its cause is the regime (paper's rows) or unknown (ours)
     assert all(r["why"].startswith(("regime: ", "unknown: ")) for r in verdict if r["decision"] == "not held")
-    # between-run rows cover two trained models per condition; the occurrences row reads one run
-    tests = {r["claim"]: r["test"] for r in verdict if "permutation" not in r["test"]}
-    assert all(("2 seeds" in t) != ("1 trained model" in t) for t in tests.values())
-    assert [c for c, t in tests.items() if "1 trained model" in t] == ["More occurrences give a higher AUC"]
+    # one trained model per condition: every interval says that training randomness is not covered (the mock-paper
+    # run, with two seeds, checks the hierarchical intervals)
+    tests = [r["test"] for r in verdict if "permutation" not in r["test"]]
+    assert tests and all("1 trained model" in t and "training randomness not covered" in t for t in tests)
 
 
 def test_mink_main_run_separates_members(smoke_results) -> None:

@@ -80,7 +80,7 @@ CHECKS = [sets_of_source, subsets_in_sets, member_counts, rates_ordered, headlin
 SPEC = {
     "seed": Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
     "seeds": Param(
-        int, 3, smoke=2, low=1, high=20, help="training seeds per condition (insertion positions, data order)"
+        int, 3, smoke=1, low=1, high=20, help="training seeds per condition (insertion positions, data order)"
     ),
     "source": Param(
         str, "local", paper="hub", choices=("local", "hub"), help="offline stand-ins or the paper's Hub data"
