@@ -78,17 +78,12 @@ def test_cache_returns_the_same_result_at_once(smoke_results) -> None:
     assert again["tables"] == first["tables"]
 
 
-def test_fixed_seeds_give_identical_tables(smoke_results) -> None:
-    fresh = run("metrics_by_hand", "smoke", force=True)
-    assert fresh["cached"] is False
-    assert fresh["tables"] == smoke_results["metrics_by_hand"]["tables"]
+def test_override_changes_params_and_misses_the_cache(runs: Path, tiny: Path) -> None:
+    from repro.runner import cache_key
 
-
-def test_override_changes_params_and_misses_the_cache(smoke_results, isolated_runs: Path) -> None:
-    result = run("metrics_by_hand", "smoke", {"toy_n": 60, "n_sentences": 2})
-    assert result["cached"] is False
-    assert result["params"]["toy_n"] == 60
-    assert len(result["tables"]["min_k_sentences"]) == 2
+    result = run(str(tiny), "smoke", {"n": 5})  # smoke's n is 2
+    assert result["cached"] is False and result["cache_key"] != cache_key(tiny, "smoke", {})
+    assert result["params"]["n"] == 5 and len(result["tables"]["rows"]) == 5
 
 
 @pytest.mark.parametrize(
@@ -281,26 +276,34 @@ def test_declared_parameters_are_read_from_the_parameters_cell_without_running_i
         ("bogus", "unknown parameter 'bogus'"),
     ],
 )
-def test_bad_parameter_names_are_refused_before_running(runs: Path, tmp_path: Path, name: str, needle: str) -> None:
+def test_bad_parameter_names_are_refused_before_running(
+    runs: Path, tmp_path: Path, in_process, name: str, needle: str
+) -> None:
     marker = tmp_path / "pwned"
     stored = stored_result(runs)
-    proc = cli(
-        "run", "metrics_by_hand", "--profile", "smoke", "-p", name.format(marker=marker), "1", REPRO_RUNS=str(runs)
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ") and needle in proc.stderr, proc.stderr
+    args = ("run", "metrics_by_hand", "--profile", "smoke", "-p", name.format(marker=marker), "1")
+    if "{marker}" in name:  # the injection attempt as a user runs it, in its own interpreter
+        proc = cli(*args, REPRO_RUNS=str(runs))
+        code, err = proc.returncode, proc.stderr
+    else:  # the others in this process (the same `main`, no interpreter start)
+        code, _, err = in_process(*args, REPRO_RUNS=str(runs))
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("error: ") and needle in err, err
     assert not marker.exists() and stored.read_text() == '{"notebook": "earlier"}\n'
     assert not (runs / ".scratch").exists()  # no kernel was started
 
 
-def test_a_parameter_given_twice_is_an_error(runs: Path) -> None:
-    proc = cli("run", "metrics_by_hand", "-p", "toy_n", "100", "-p", "toy_n", "200", REPRO_RUNS=str(runs))
-    assert proc.returncode == 2 and proc.stderr == "error: parameter 'toy_n' is given twice with -p; give it once\n"
+def test_a_parameter_given_twice_is_an_error(runs: Path, in_process) -> None:
+    code, _, err = in_process(
+        "run", "metrics_by_hand", "-p", "toy_n", "100", "-p", "toy_n", "200", REPRO_RUNS=str(runs)
+    )
+    assert code == 2 and err == "error: parameter 'toy_n' is given twice with -p; give it once\n"
 
 
-def test_a_parameter_of_another_notebook_is_unknown(runs: Path) -> None:
-    proc = cli("run", "rmd_near_ood", "--prepare-only", "-p", "pairs", "[fashion_mnist]", REPRO_RUNS=str(runs))
-    assert proc.returncode == 2 and proc.stderr.startswith("error: unknown parameter 'pairs' of rmd_near_ood: allowed")
+def test_a_parameter_of_another_notebook_is_unknown(runs: Path, in_process) -> None:
+    args = ("run", "rmd_near_ood", "--prepare-only", "-p", "pairs", "[fashion_mnist]")
+    code, _, err = in_process(*args, REPRO_RUNS=str(runs))
+    assert code == 2 and err.startswith("error: unknown parameter 'pairs' of rmd_near_ood: allowed")
 
 
 def test_run_checks_names_given_through_the_api_too(runs: Path) -> None:
@@ -374,12 +377,17 @@ BOMB = (
         ("[" + "1, " * 5000 + "1]", "the limit is 10000"),
     ],
 )
-def test_hostile_values_give_one_line_errors(runs: Path, text: str, needle: str) -> None:
+def test_hostile_values_give_one_line_errors(runs: Path, in_process, text: str, needle: str) -> None:
     stored = stored_result(runs)
-    proc = cli("run", "metrics_by_hand", "--profile", "smoke", "-p", "toy_n", text, REPRO_RUNS=str(runs))
-    assert proc.returncode == 2
-    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: parameter 'toy_n': ")
-    assert needle in proc.stderr
+    args = ("run", "metrics_by_hand", "--profile", "smoke", "-p", "toy_n", text)
+    if text == BOMB:  # the billion laughs as a user sends it, in its own interpreter (memory and time stay small)
+        proc = cli(*args, REPRO_RUNS=str(runs))
+        code, err = proc.returncode, proc.stderr
+    else:  # the others in this process (the same `main`, no interpreter start)
+        code, _, err = in_process(*args, REPRO_RUNS=str(runs))
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("error: parameter 'toy_n': ")
+    assert needle in err
     assert stored.read_text() == '{"notebook": "earlier"}\n'
 
 
@@ -449,7 +457,7 @@ def test_a_run_in_this_process_gives_the_kernels_tables_and_puts_the_process_bac
             torch.get_rng_state()[:16].tolist(),
         )
 
-    kernel = smoke_results["metrics_by_hand"]
+    kernel = smoke_results["metrics_by_hand"]  # the book's smoke run, in its own kernel
     before = state()
     here = execute_here("metrics_by_hand", "smoke")
     after = state()
@@ -457,6 +465,7 @@ def test_a_run_in_this_process_gives_the_kernels_tables_and_puts_the_process_bac
     assert after[1:] == before[1:]
     assert here["params"] == kernel["params"] and here["profile"] == "smoke"
     assert set(here["tables"]) == set(kernel["tables"]) and len(here["tables"]) >= 5
+    # two executions, in two processes, give the same tables: every draw is seeded from the parameters
     assert json.dumps(here["tables"], sort_keys=True) == json.dumps(kernel["tables"], sort_keys=True)
 
 
