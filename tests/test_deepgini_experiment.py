@@ -68,6 +68,22 @@ def test_apfd_difference_is_the_normalized_difference_on_the_full_set() -> None:
     assert iv.method.endswith("1 trained model, training randomness not covered")
 
 
+def test_apfd_difference_on_a_set_whose_tests_all_fail_is_zero() -> None:
+    """Every order of an all-failing set has normalized APFD 1.0 (apfd_normalized's convention, the artifact's), so
+    the difference is 0 in every resample; beside a model with failures and passes it counts as one model's 0."""
+    rng = np.random.default_rng(2)
+    fails = np.ones(12, bool)
+    a, b = rng.permutation(12), rng.permutation(12)
+    assert metrics.apfd_normalized(fails[a]) - metrics.apfd_normalized(fails[b]) == 0.0
+    iv = dg.apfd_difference(fails, a, b, n_boot=200, seed=1)
+    assert (iv.estimate, iv.low, iv.high) == (0.0, 0.0, 0.0)
+    mixed = rng.random(300) < 0.3
+    other = (mixed, rng.permutation(300), rng.permutation(300))
+    both = dg.apfd_difference(*other, n_boot=200, seed=1, replicas=[(fails, a, b)])
+    alone = metrics.apfd_normalized(mixed[other[1]]) - metrics.apfd_normalized(mixed[other[2]])
+    assert both.estimate == pytest.approx(alone / 2, abs=1e-12)
+
+
 def test_apfd_difference_over_models_is_the_mean_of_each_models_difference() -> None:
     """Further trained models, each on its own test set: the estimate is the mean of the models' normalized
     differences and the interval a t interval over models (wider than any one model's bootstrap here)."""

@@ -274,7 +274,8 @@ def check_deepgini_apfd(result: dict) -> None:
     assert [f"{r['dataset']}:{r['model']}" for r in accuracy] == pairs and len(pairs) == 4
     assert {r["dataset"] for r in accuracy} == {"mnist", "cifar10", "fashion_mnist", "svhn"}  # every paper dataset
     assert {r["model"] for r in accuracy} == {"lenet1", "lenet5", "resnet20", "vgg16"}  # every paper architecture
-    assert all(0 <= r["test_accuracy"] <= 1 and r["test_images"] == 30 for r in accuracy)
+    n_test = mockhub.PAPER_SHRINK["deepgini_apfd"]["n_test"]
+    assert all(0 <= r["test_accuracy"] <= 1 and r["test_images"] == n_test for r in accuracy)
     assert len(rows(result, "test_sets")) == 4 * 2 + 1  # original and mixed per pair, the ablation on the first
     assert len(rows(result, "adversarial")) == 4 * 4 + 5  # FGSM, BIM, JSMA, C&W per pair; five fixed-ε attacks
     apfd = rows(result, "apfd")
