@@ -185,6 +185,11 @@ def test_plain_papermill_and_collect_work(tmp_path: Path, tiny: Path) -> None:
     params = {r["parameter"]: r["value"] for r in tables["params"]}
     assert params["profile"] == "smoke" and params["seed"] == 7 and params["n"] == 2  # n: smoke's value
     assert tables["rows"] == [{"i": 0}, {"i": 1}]
+    import jupytext
+
+    for source in (ROOT / "notebooks").glob("*.py"):  # each chapter names its kernel, as papermill alone needs
+        meta = jupytext.read(source).metadata
+        assert meta["kernelspec"]["name"] == "python3" and meta["kernelspec"]["language"] == "python", source.name
 
 
 def test_atomic_files_get_ordinary_permissions(tmp_path: Path) -> None:
