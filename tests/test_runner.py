@@ -37,9 +37,13 @@ def cli(*args: str, **env: str) -> subprocess.CompletedProcess:
 def in_process(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch):
     """`python -m repro ARGS` with extra environment variables, called in this process: no interpreter start and
     no imports to pay again, for commands that start no kernel (prepare-only, refused parameters). Returns
-    (exit status, stdout, stderr); a few tests keep the subprocess path itself under test."""
+    (exit status, stdout, stderr); a few tests keep the subprocess path itself under test. `interpreter=True`: the
+    same call in its own interpreter, as a user runs it (`cli`)."""
 
-    def call(*args: str, **env: str) -> tuple[int, str, str]:
+    def call(*args: str, interpreter: bool = False, **env: str) -> tuple[int, str, str]:
+        if interpreter:
+            proc = cli(*args, **env)
+            return proc.returncode, proc.stdout, proc.stderr
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         capsys.readouterr()
@@ -101,11 +105,8 @@ def test_bad_parameter_exits_2_and_keeps_earlier_results(
     run("metrics_by_hand", "smoke")  # make sure the stored result is the plain smoke one
     stored = isolated_runs / "smoke" / "metrics_by_hand.json"
     before = stored.read_bytes()
-    if args[1] == "toy_n" and args[2] == "5":  # one case as a user runs it, in its own interpreter
-        proc = cli("run", "metrics_by_hand", "--profile", "smoke", *args)
-        code, err = proc.returncode, proc.stderr
-    else:  # the others in this process (the same `main`, no interpreter start)
-        code, _, err = in_process("run", "metrics_by_hand", "--profile", "smoke", *args)
+    own = args[1:3] == ["toy_n", "5"]  # one case as a user runs it, in its own interpreter; the others in this process
+    code, _, err = in_process("run", "metrics_by_hand", "--profile", "smoke", *args, interpreter=own)
     assert code == 2
     lines = error_lines(err)
     assert len(lines) == 1 and needle in lines[0], err
@@ -279,11 +280,8 @@ def test_bad_parameter_names_are_refused_before_running(
     marker = tmp_path / "pwned"
     stored = stored_result(runs)
     args = ("run", "metrics_by_hand", "--profile", "smoke", "-p", name.format(marker=marker), "1")
-    if "{marker}" in name:  # the injection attempt as a user runs it, in its own interpreter
-        proc = cli(*args, REPRO_RUNS=str(runs))
-        code, err = proc.returncode, proc.stderr
-    else:  # the others in this process (the same `main`, no interpreter start)
-        code, _, err = in_process(*args, REPRO_RUNS=str(runs))
+    own = "{marker}" in name  # the injection attempt as a user runs it, in its own interpreter; the others here
+    code, _, err = in_process(*args, interpreter=own, REPRO_RUNS=str(runs))
     assert code == 2, err
     assert err.count("\n") == 1 and err.startswith("error: ") and needle in err, err
     assert not marker.exists() and stored.read_text() == '{"notebook": "earlier"}\n'
@@ -377,11 +375,8 @@ BOMB = (
 def test_hostile_values_give_one_line_errors(runs: Path, in_process, text: str, needle: str) -> None:
     stored = stored_result(runs)
     args = ("run", "metrics_by_hand", "--profile", "smoke", "-p", "toy_n", text)
-    if text == BOMB:  # the billion laughs as a user sends it, in its own interpreter (memory and time stay small)
-        proc = cli(*args, REPRO_RUNS=str(runs))
-        code, err = proc.returncode, proc.stderr
-    else:  # the others in this process (the same `main`, no interpreter start)
-        code, _, err = in_process(*args, REPRO_RUNS=str(runs))
+    own = text == BOMB  # the billion laughs as a user sends it, in its own interpreter; the others in this process
+    code, _, err = in_process(*args, interpreter=own, REPRO_RUNS=str(runs))
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("error: parameter 'toy_n': ")
     assert needle in err
