@@ -26,7 +26,14 @@ def test_candidate_ranks_are_a_permutation_for_continuous_scores() -> None:
 
 def test_candidate_ranks_equal_a_direct_loop_with_ties() -> None:
     rng = np.random.default_rng(1)
-    for scores in (rng.random(300), rng.integers(0, 20, 300).astype(float), np.r_[-np.inf, rng.normal(size=50)]):
+    for scores in (
+        rng.random(300),
+        rng.integers(0, 20, 300).astype(float),
+        np.r_[-np.inf, rng.normal(size=50), -np.inf, np.inf],
+        np.full(40, -3.5),
+        np.array([2.0]),
+        np.round(rng.normal(size=5000), 1),
+    ):
         loop = np.array([1 + np.count_nonzero(scores > s) for s in scores])
         assert np.array_equal(canary.candidate_ranks(scores), loop)
         assert all(canary.rank_of(scores, i) == loop[i] for i in range(0, scores.size, 7))
