@@ -41,8 +41,9 @@ book: data
 	$(BOOK_OFFLINE) $(PY) -m repro book --profile $(PROFILE)
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 
+# Two pytest-xdist workers, one per core: the tests that train run on one of them, one at a time (tests/conftest.py).
 test: data
-	$(OFFLINE) $(PY) -m pytest
+	$(OFFLINE) $(PY) -m pytest -n 2 --dist loadgroup
 
 clean:
 	rm -rf _build runs book/executed

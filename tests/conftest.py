@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 
 import pytest
@@ -55,14 +58,95 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
+# ---------------------------------------------------------------------------------------------------- two workers
+# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadgroup`), one per core, and never trains two
+# models at once: every test that trains or attacks a model, or runs a chapter (which trains), is in the `training`
+# group, which one worker runs alone, in collection order (the book's smoke runs first). The other worker takes the
+# rest: statistics, metrics, parameters, the runner on the metrics chapter (inference only) and the like. A test
+# outside the group that computes a gradient in its own process fails, naming itself (`_no_gradients`); a test whose
+# training happens in a subprocess or kernel of its own must be listed here or marked `trains`.
+TRAINING_GROUP = "training"
+TRAINING_FILES = frozenset(
+    {
+        "test_book.py",  # every chapter at smoke, in kernels
+        "test_sessions.py",  # the exercises: chapters at smoke
+        "test_mockhub.py",  # every chapter at mock paper
+        "test_notebooks.py",  # the chapters' smoke tables
+        "test_determinism.py",  # trainings in fresh processes
+        "test_mink_distributed.py",  # a gloo training in two processes
+    }
+)
+
+
+def trains(item: pytest.Item) -> bool:
+    """Whether a test trains (or attacks, or runs a chapter): its file, the smoke runs it reads, or its mark."""
+    return (
+        item.path.name in TRAINING_FILES
+        or "smoke_results" in getattr(item, "fixturenames", ())
+        or item.get_closest_marker("trains") is not None
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if trains(item):
+            item.add_marker(pytest.mark.xdist_group(TRAINING_GROUP))
+
+
+class TrainsOutsideTheGroup(RuntimeError):
+    """A test outside the training group computed a gradient."""
+
+
+@contextmanager
+def _no_gradients(nodeid: str) -> Iterator[None]:
+    """torch's backward and grad raise for the duration of one test."""
+    import torch
+
+    saved = torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad
+
+    def refuse(*args, **kwargs):
+        raise TrainsOutsideTheGroup(
+            f"{nodeid} computes a gradient outside the training group, so it could train beside another test: "
+            "mark it `trains` or list its file in conftest.TRAINING_FILES"
+        )
+
+    torch.Tensor.backward = torch.autograd.backward = torch.autograd.grad = refuse
+    try:
+        yield
+    finally:
+        torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad = saved
+
+
+def _guarded(item: pytest.Item) -> AbstractContextManager:
+    """No gradient for a test outside the training group; nothing for one inside it."""
+    return nullcontext() if trains(item) else _no_gradients(item.nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:  # its fixtures: a fixture may train too
+    with _guarded(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _guarded(item):
+        yield
+
+
 def _say(config: pytest.Config, line: str) -> None:
-    """A line in the terminal or CI log even while pytest captures output (where a long suite spends its time)."""
+    """A line in the terminal or CI log even while pytest captures output (where a long suite spends its time). An
+    xdist worker has no terminal: its line goes to its standard error, which is the log's."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None or capture is None:
+    if capture is None:
         return
     with capture.global_and_fixture_disabled():
-        reporter.write_line(line)
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            print(line, file=sys.stderr, flush=True)
+        elif reporter is not None:
+            reporter.write_line(line)
 
 
 class _LazyRuns(dict):

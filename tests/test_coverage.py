@@ -221,6 +221,7 @@ def test_the_artifact_layer_set_adds_pre_pool_maps_and_the_softmax() -> None:
 
 
 @pytest.mark.parametrize("shape", [(16, 4, 28, 28), (8, 12, 15, 13), (4, 3, 7, 6)])
+@pytest.mark.trains
 def test_the_fast_max_pool_equals_torch_max_pool_in_values_and_gradients(shape) -> None:
     """MaxPool2 against nn.MaxPool2d(2): the same outputs without gradients (its two elementwise maxima; odd sizes
     floored), before and after a ReLU, and with gradients the same outputs and input gradients (torch's kernel)."""

@@ -130,6 +130,7 @@ def test_load_arm_relabels_rows_so_that_vocab_ids_read_as_tokenizer_ids(two_laye
     torch.testing.assert_close(ours, theirs[..., swap], atol=1e-4, rtol=0)
 
 
+@pytest.mark.trains
 def test_per_sample_gradients_equal_single_example_gradients(two_layers, vocab, sentences) -> None:
     from opacus import GradSampleModule
 
@@ -149,6 +150,7 @@ def test_per_sample_gradients_equal_single_example_gradients(two_layers, vocab, 
 
 
 @pytest.mark.usefixtures("two_layers")  # skips without the packaged model
+@pytest.mark.trains
 def test_dpsgd_and_crt_change_only_the_trainable_block(sentences) -> None:
     model, vocab = load_arm(n_layers=2)
     data = [vocab.encode(t) for t in sentences[:8]]

@@ -102,6 +102,7 @@ def test_factorial_data_distinct_contexts_and_a_policy_blind_to_the_canary_forma
     assert not split.duplicate.any() and len(split.part(True)) + len(split.part(False)) == len(same.sentences)
 
 
+@pytest.mark.trains
 def test_the_split_trainer_without_d_pri_is_plain_training_on_d_pub() -> None:
     from repro.crt import trainers
 
@@ -183,6 +184,7 @@ def test_tuning_keeps_the_rate_of_lowest_final_validation_perplexity_and_a_diver
     assert "LSTM CRT keeps 2 (perplexity 10.00 after 2 epochs, still falling: 17% in its last epoch)" in words
 
 
+@pytest.mark.trains
 def test_when_every_gradient_is_clipped_dp_sgd_depends_on_learning_rate_times_clip() -> None:
     from dataclasses import replace
 

@@ -146,6 +146,7 @@ def test_steps_to_reach_interpolates_between_evals() -> None:
     assert math.isnan(dr.steps_to_reach(steps, values, 2.0))
 
 
+@pytest.mark.trains
 def test_tiny_doremi_run_upweights_the_domain_the_proxy_lags_on() -> None:
     # domain 0: uniform random tokens (irreducible loss ln 50 for any model); domain 1: a period-10 pattern the
     # reference never sees; domain 2: a period-7 pattern the reference is trained on, which the fresh proxy lags on.

@@ -209,6 +209,7 @@ def test_a_coverage_rival_must_order_the_pool() -> None:
     assert len(set(seeds.values())) == 3 and seeds["random"] == retraining.method_seed(3, "random")
 
 
+@pytest.mark.trains
 def test_bim_stops_each_image_at_its_first_successful_step() -> None:
     from repro.data import image_dataset
     from repro.deepgini import attacks, nets
@@ -227,6 +228,7 @@ def test_bim_stops_each_image_at_its_first_successful_step() -> None:
     assert art[0] == attacks.FIRST_SUCCESS_BIM and [t["max_iter"] for t in art[1]] == [10] * len(attacks.BIM_GRID)
 
 
+@pytest.mark.trains
 def test_minimal_fgsm_predicting_only_unfooled_images_gives_arts_examples() -> None:
     from art.attacks.evasion import FastGradientMethod
 

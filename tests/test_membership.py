@@ -306,6 +306,7 @@ def large_files(folder: Path, limit: int = 20 * 2**20) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and p.stat().st_size > limit]
 
 
+@pytest.mark.trains
 def test_cached_pretraining_trains_stores_and_reloads(tmp_path, monkeypatch) -> None:
     from transformers import AutoTokenizer
 
@@ -361,6 +362,7 @@ def test_neighbors_swap_exactly_one_word() -> None:
             assert len(n.split()) == len(text.split()) and len(diff) == 1, (text, n)
 
 
+@pytest.mark.trains
 def test_exported_corpus_trains_into_the_notebook_cache(tmp_path, monkeypatch) -> None:
     from transformers import AutoTokenizer
 

@@ -126,6 +126,7 @@ def test_select_and_subset_classes() -> None:
     assert np.bincount(labels[sub]).tolist() == [0, 2, 0, 2, 0, 2]
 
 
+@pytest.mark.trains
 def test_cached_weights_train_once_and_reload(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("REPRO_DATA", str(tmp_path))
     x = nets.images_tensor(np.random.default_rng(0).integers(0, 255, size=(16, 28, 28)), 255.0)

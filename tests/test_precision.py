@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 import torch
 
 from repro import training
@@ -49,6 +50,7 @@ class _Words:
         return {"input_ids": [[1 + ord(c) % 60 for c in d] for d in docs]}
 
 
+@pytest.mark.trains
 def test_continued_pretraining_on_this_cpu_runs_in_float32(tmp_path, monkeypatch):
     """A real Trainer step on a tiny LLaMA: no CPU autocast is active and activations are float32, even when bf16 is
     requested (the config's default)."""

@@ -183,6 +183,7 @@ def test_tree_rank_equals_brute_force_on_a_tiny_model(kind: str) -> None:
     assert canary.rank_of(tree, int(np.argmax(tree))) == 1
 
 
+@pytest.mark.trains
 def test_gpt2_per_sample_gradients_equal_a_loop_over_examples() -> None:
     from opacus import GradSampleModule
     from transformers.pytorch_utils import Conv1D
@@ -299,6 +300,7 @@ def test_array_rdp_series_gives_opacus_rdp_and_its_calibrated_sigma() -> None:
         assert trainers.calibrated_sigma(epsilon, delta, q, epochs) == expected
 
 
+@pytest.mark.trains
 def test_dp_training_returns_a_plain_module_without_opacus_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
     def hooks(model: torch.nn.Module) -> int:
         return sum(len(m._forward_hooks) + len(m._backward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
@@ -343,6 +345,7 @@ def test_both_readings_of_deduplication() -> None:
         redaction.crt_split(sentences, redaction.RegexPolicy(), "drop")
 
 
+@pytest.mark.trains
 def test_epoch_hook_sees_every_epoch_and_the_epsilon_spent_so_far() -> None:
     data = [[2, 5, 6, 7, 3], [2, 6, 5, 3], [2, 7, 7, 5, 6, 3]] * 6
     seen: dict[str, list] = {"dpsgd": [], "crt": [], "plain": []}

@@ -1,0 +1,32 @@
+"""The suite's two workers: what runs in the training group, and the guard on every other test."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from conftest import ROOT, TRAINING_FILES, TRAINING_GROUP, TrainsOutsideTheGroup
+
+
+def test_a_gradient_outside_the_training_group_fails_naming_the_test() -> None:
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(
+        TrainsOutsideTheGroup, match=r"test_suite_groups\.py::test_a_gradient_outside.*mark it `trains`"
+    ):
+        (x * 2).sum().backward()
+    with pytest.raises(TrainsOutsideTheGroup):
+        torch.autograd.grad((x * 2).sum(), x)
+    assert torch.no_grad()  # inference stays allowed: the other worker may score models
+
+
+@pytest.mark.trains
+def test_a_test_marked_trains_may_compute_gradients(request: pytest.FixtureRequest) -> None:
+    x = torch.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    assert TRAINING_GROUP in {m.args[0] for m in request.node.iter_markers("xdist_group")}
+
+
+def test_the_training_files_exist_and_make_test_runs_two_workers_by_group() -> None:
+    assert all((ROOT / "tests" / name).is_file() for name in TRAINING_FILES)
+    assert "pytest -n 2 --dist loadgroup" in (ROOT / "Makefile").read_text()
