@@ -94,6 +94,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(TRAINING_GROUP))
 
 
+@pytest.hookimpl(trylast=True)  # after xdist has added the group to the node ids
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a worker of `--dist loadgroup`, every training test carries the group in its id; if this pytest-xdist could
+    not add it (pytest 9.2 changed how node ids are kept), the tests would be spread over both workers: stop."""
+    if not (os.environ.get("PYTEST_XDIST_WORKER") and session.config.getvalue("loadgroup")):
+        return
+    lost = [item.nodeid for item in session.items if trains(item) and not item.nodeid.endswith(f"@{TRAINING_GROUP}")]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {len(lost)} training tests (first: {lost[0]}); "
+            "install the pytest and pytest-xdist of constraints.txt"
+        )
+
+
 class TrainsOutsideTheGroup(RuntimeError):
     """A test outside the training group computed a gradient."""
 
