@@ -114,10 +114,13 @@ class TrainsOutsideTheGroup(RuntimeError):
 
 @contextmanager
 def _no_gradients(nodeid: str) -> Iterator[None]:
-    """torch's backward and grad raise for the duration of one test."""
-    import torch
+    """torch's backward and grad raise for the duration of one test. Both (and `Tensor.backward`) reach the autograd
+    engine through one private function of `torch.autograd`, which is replaced here: replacing the public functions
+    themselves puts one object under two names that torch._dynamo's rule table keeps apart, and its first lookup
+    (transformers triggers one on import) then fails with "Duplicate torch object"."""
+    import torch.autograd
 
-    saved = torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad
+    saved = torch.autograd._engine_run_backward
 
     def refuse(*args, **kwargs):
         raise TrainsOutsideTheGroup(
@@ -125,11 +128,11 @@ def _no_gradients(nodeid: str) -> Iterator[None]:
             "mark it `trains` or list its file in conftest.TRAINING_FILES"
         )
 
-    torch.Tensor.backward = torch.autograd.backward = torch.autograd.grad = refuse
+    torch.autograd._engine_run_backward = refuse
     try:
         yield
     finally:
-        torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad = saved
+        torch.autograd._engine_run_backward = saved
 
 
 def _guarded(item: pytest.Item) -> AbstractContextManager:

@@ -19,6 +19,18 @@ def test_a_gradient_outside_the_training_group_fails_naming_the_test() -> None:
     assert torch.no_grad()  # inference stays allowed: the other worker may score models
 
 
+def test_the_guard_leaves_torch_dynamo_rule_table_consistent() -> None:
+    """transformers builds this table on import; replacing torch's public gradient functions broke it (CI, stop 43)."""
+    from torch._dynamo import trace_rules
+
+    trace_rules.get_torch_obj_rule_map.cache_clear()
+    try:
+        rules = trace_rules.get_torch_obj_rule_map()
+    finally:
+        trace_rules.get_torch_obj_rule_map.cache_clear()  # not keep a table built while the guard is on
+    assert rules[torch.autograd.grad] is not None
+
+
 @pytest.mark.trains
 def test_a_test_marked_trains_may_compute_gradients(request: pytest.FixtureRequest) -> None:
     x = torch.ones(3, requires_grad=True)
