@@ -16,7 +16,7 @@ def test_a_gradient_outside_the_training_group_fails_naming_the_test() -> None:
         (x * 2).sum().backward()
     with pytest.raises(TrainsOutsideTheGroup):
         torch.autograd.grad((x * 2).sum(), x)
-    assert torch.no_grad()  # inference stays allowed: the other worker may score models
+    assert (x * 2).sum().item() == 6.0  # a forward pass stays allowed: the other worker may score models
 
 
 def test_the_guard_leaves_torch_dynamo_rule_table_consistent() -> None:
