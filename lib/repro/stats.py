@@ -20,6 +20,7 @@ __all__ = [
     "Interval",
     "attack_null",
     "bootstrap",
+    "clustered_interval",
     "delong",
     "delong_interval",
     "fast_auc",
@@ -40,6 +41,7 @@ __all__ = [
     "seeds_and_items_contrast",
     "seeds_and_items_perplexity",
     "threshold_attack_accuracy",
+    "unit_weights",
 ]
 
 ArrayLike = Sequence[float] | np.ndarray
@@ -398,6 +400,160 @@ def hierarchical_interval(
         f"combined with a t interval over seeds ({how})"
     )
     return Interval(estimate, estimate - half, estimate + half, method)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# clustered units: items come in clusters (tasks, articles, source images, sets), models (seeds) on top
+
+FEW_CLUSTERS = 5  # below this many clusters an interval is a t interval over clusters, and the method says so
+
+
+def _cluster_layout(clusters: object, strata: object | None, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster and stratum codes (0..k-1) of n items; a missing clustering makes every item its own cluster."""
+    c = np.arange(n) if clusters is None else np.asarray(clusters)
+    s = np.zeros(n, dtype=int) if strata is None else np.asarray(strata)
+    if c.shape != (n,) or s.shape != (n,):
+        raise ValueError(f"clusters and strata need one label per item, got {c.shape} and {s.shape} for {n} items")
+    return c, s
+
+
+def _cluster_strata(labels: np.ndarray, strata: np.ndarray) -> dict[Any, Any]:
+    """Each cluster's stratum: its items' stratum when they share one, else one 'mixed' stratum of its own kind."""
+    clusters, code = np.unique(labels, return_inverse=True)
+    kinds, kind = np.unique(strata, return_inverse=True)
+    low = np.full(clusters.size, kind.max() + 1)
+    high = np.full(clusters.size, -1)
+    np.minimum.at(low, code, kind)
+    np.maximum.at(high, code, kind)
+    return {c.item(): kinds[lo].item() if lo == hi else ("mixed",) for c, lo, hi in zip(clusters, low, high)}
+
+
+def _cluster_counts(kinds: dict[Any, Any], n_resamples: int, rng: np.random.Generator) -> dict[Any, np.ndarray]:
+    """How often each cluster is drawn in each resample: clusters drawn with replacement within their stratum."""
+    by_kind: dict[Any, list] = {}
+    for cluster, kind in kinds.items():
+        by_kind.setdefault(kind, []).append(cluster)
+    counts: dict[Any, np.ndarray] = {}
+    for members in by_kind.values():
+        drawn = rng.multinomial(len(members), np.full(len(members), 1 / len(members)), size=n_resamples)
+        counts.update({cluster: drawn[:, j] for j, cluster in enumerate(members)})
+    return counts
+
+
+def _item_weights(
+    labels: np.ndarray, strata: np.ndarray, counts: dict[Any, np.ndarray], rng: np.random.Generator
+) -> np.ndarray:
+    """Item multiplicities (resamples x items): each of a cluster's c draws resamples its items (within stratum) with
+    replacement; c independent resamples of n items sum to one multinomial draw of c n items."""
+    clusters, cluster_code = np.unique(labels, return_inverse=True)
+    _, stratum_code = np.unique(strata, return_inverse=True)
+    _, cell, size = np.unique(cluster_code * (stratum_code.max() + 1) + stratum_code, return_inverse=True,
+                              return_counts=True)  # fmt: skip
+    order = np.argsort(cell, kind="stable")
+    members = np.split(order, np.cumsum(size)[:-1])  # each cell's items
+    owner = [clusters[cluster_code[m[0]]].item() for m in members]  # each cell's cluster
+    weights = np.zeros((next(iter(counts.values())).size, labels.size))
+    for n in np.unique(size):  # cells of one size in one vectorized draw
+        group = np.flatnonzero(size == n)
+        totals = np.stack([counts[owner[j]] for j in group], axis=1) * n
+        drawn = rng.multinomial(totals, np.full(n, 1 / n))  # (resamples, cells, n)
+        weights[:, np.concatenate([members[j] for j in group])] = drawn.reshape(drawn.shape[0], -1)
+    return weights
+
+
+def unit_weights(
+    clusters: object | Sequence[object],
+    strata: object | Sequence[object] | None = None,
+    *,
+    n_resamples: int = 2000,
+    seed: int = 0,
+    n_items: int | None = None,
+) -> np.ndarray | list[np.ndarray]:
+    """Two-stage bootstrap multiplicities: clusters resampled with replacement (within the stratum of their items,
+    e.g. the class, when a cluster holds one), then each drawn cluster's items resampled within it.
+
+    clusters: one label per item (None with n_items: every item its own cluster, the plain bootstrap within strata),
+    giving a (resamples, items) matrix; or a list of such arrays, one per trained model scored on items of its own
+    whose clusters are shared by label (source images, tasks): the cluster draws are the same for every model, the
+    items within them drawn per model, and a list of matrices comes back."""
+    if n_resamples < 2:
+        raise ValueError(f"n_resamples must be >= 2, got {n_resamples}")
+    rng = np.random.default_rng(seed)
+    per_model = isinstance(clusters, (list, tuple))
+    groups = list(clusters) if per_model else [clusters]
+    layers = list(strata) if per_model and strata is not None else [strata] * len(groups)
+    sizes = [n_items if g is None else len(np.asarray(g)) for g in groups]
+    if any(s is None or s < 1 for s in sizes):
+        raise ValueError("give the clusters (one label per item) or n_items")
+    layouts = [_cluster_layout(g, s, n) for g, s, n in zip(groups, layers, sizes)]
+    kinds: dict[Any, Any] = {}
+    for labels, st in layouts:
+        kinds.update(_cluster_strata(labels, st))
+    counts = _cluster_counts(kinds, n_resamples, rng)
+    out = [_item_weights(labels, st, counts, rng) for labels, st in layouts]
+    return out if per_model else out[0]
+
+
+def clustered_interval(
+    per_seed: ArrayLike,
+    draws: np.ndarray,
+    *,
+    n_clusters: int | None = None,
+    unit: str = "clusters",
+    sharing: str = "items",
+    level: float = 0.95,
+    words: str = "",
+) -> Interval:
+    """Interval of the mean over trained models (seeds) of a statistic whose items come in clusters.
+
+    per_seed: the statistic of each seed's model, shape (seeds,); draws: the statistic on two-stage resamples
+    (unit_weights: clusters, then items within them), shape (resamples, seeds). sharing: 'items' (every seed scored on
+    the same items; one resample serves all), 'clusters' (each seed its own items within the same clusters, e.g.
+    adversarial versions of the same source images; the cluster draws are shared) or 'none' (each seed its own
+    clusters). The clusters' variance of the seed mean (the bootstrap's, times G / (G - 1)) has G - 1 degrees of
+    freedom; the seeds' spread over n seeds adds n - 1 (Welch-Satterthwaite). With one seed: estimate +- t * SE,
+    training randomness not covered. Under FEW_CLUSTERS clusters the method says so; under 2 there is no interval.
+    n_clusters None: items are independent (hierarchical_interval's behaviour)."""
+    if n_clusters is None:
+        return hierarchical_interval(per_seed, draws, level=level, shared_items=sharing != "none", words=words)
+    _check_level(level)
+    if sharing not in ("items", "clusters", "none"):
+        raise ValueError(f"sharing must be 'items', 'clusters' or 'none', got {sharing!r}")
+    theta = _finite_1d(per_seed, "per_seed")
+    d = np.asarray(draws, dtype=np.float64)
+    if d.ndim != 2 or d.shape[1] != theta.size or d.shape[0] < 2:
+        raise ValueError(f"draws needs shape (resamples >= 2, {theta.size} seeds), got {d.shape}")
+    if not np.all(np.isfinite(d)):
+        raise ValueError("the statistic was undefined (NaN/inf) on some resamples: pass strata (e.g. the labels)")
+    n, g = theta.size, int(n_clusters)
+    estimate = float(theta.mean())
+    lead = f"{words}: " if words else ""
+    few = f"; only {g} {unit}: t interval with {g - 1} df" if g < FEW_CLUSTERS else ""
+    seeds = "1 trained model, training randomness not covered" if n == 1 else f"{n:,} seeds"
+    head = f"{lead}{g:,} {unit} resampled, then items within them ({d.shape[0]:,} resamples)"
+    if g < 2:
+        return Interval(
+            estimate, math.nan, math.nan, f"{head}; 1 {unit[:-1] if unit.endswith('s') else unit}: no interval"
+        )
+    inflate = g / (g - 1)
+    if sharing == "none" and n > 1:
+        total = max(float(theta.var(ddof=1)), float(d.var(0, ddof=1).mean()) * inflate) / n
+        df = float(min(n - 1, g - 1)) if g < FEW_CLUSTERS else float(n - 1)
+        how = f"{seeds}, each its own {unit}, t interval"
+    else:
+        units = float(d.mean(1).var(ddof=1)) * inflate
+        between = float(theta.var(ddof=1)) / n if n > 1 else 0.0
+        total = between + units
+        parts = (between**2 / (n - 1) if n > 1 else 0.0) + units**2 / (g - 1)
+        df = total**2 / parts if parts > 0 else math.inf
+        how = (
+            seeds
+            if n == 1
+            else f"{seeds} on {'the same items' if sharing == 'items' else 'shared ' + unit}, Satterthwaite df"
+        )
+    quantile = sps.t.ppf(0.5 + level / 2, df) if math.isfinite(df) else sps.norm.ppf(0.5 + level / 2)
+    half = float(quantile) * math.sqrt(total)
+    return Interval(estimate, estimate - half, estimate + half, f"{head}, combined with a t interval ({how}){few}")
 
 
 def seeds_and_items_contrast(
