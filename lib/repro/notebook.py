@@ -17,6 +17,7 @@ import pandas as pd
 from . import page
 from .params import PROFILES, Check, Param, ParameterError, Resolved, resolve, run_checks, spec_table
 from .results import forget_published, publish
+from .verdict import forget_checks
 
 SEED_LIMIT = 2**32  # NumPy's legacy seeding takes 0 <= seed < 2**32
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -99,6 +100,7 @@ def start(namespace: dict[str, Any], /, checks: Sequence[Check] = (), **spec: Pa
     """Validate parameters against `spec` and `checks`, publish them as table `params`, seed, theme plots."""
     values = Resolved(resolve(namespace, spec))
     forget_published()
+    forget_checks()
     check_seed(values)
     run_checks(values, checks)
     require_hub(values["profile"])

@@ -12,6 +12,7 @@ import pandas as pd
 
 META_KEY = "repro"
 _PUBLISHED: set[str] = set()  # names of the tables this kernel has published since repro.start
+_DISTINCT: dict[str, dict[str, int]] = {}  # each published table's columns: how many distinct values each holds
 
 
 def published() -> frozenset[str]:
@@ -22,6 +23,13 @@ def published() -> frozenset[str]:
 def forget_published() -> None:
     """Start a run's record of published tables afresh (called by repro.start)."""
     _PUBLISHED.clear()
+    _DISTINCT.clear()
+
+
+def distinct_values(name: str) -> dict[str, int]:
+    """How many distinct values each column of the published table `name` holds (empty if not published): what a
+    verdict's measuring table varies."""
+    return dict(_DISTINCT.get(name, {}))
 
 
 def _json_safe(value: Any) -> Any:
@@ -97,6 +105,7 @@ def publish(
     frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
     payload = {META_KEY: {"table": name, "records": to_records(frame)}}
     _PUBLISHED.add(name)
+    _DISTINCT[name] = {str(c): int(frame[c].astype(str).nunique()) for c in frame.columns}
     if show:
         shown = frame if view is None else view
         display({"text/html": html_table(shown, digits), "text/plain": f"table {name}"}, raw=True, metadata=payload)

@@ -40,6 +40,7 @@ __all__ = [
     "seeds_and_items_auc",
     "seeds_and_items_contrast",
     "seeds_and_items_perplexity",
+    "simulated_power",
     "threshold_attack_accuracy",
     "unit_weights",
 ]
@@ -978,6 +979,15 @@ def paired_seed_diff(a: ArrayLike, b: ArrayLike, level: float = 0.95) -> Interva
     if x.size == 1:
         return summary
     return Interval(summary.estimate, summary.low, summary.high, f"paired difference over {x.size:,} seeds, t interval")
+
+
+def simulated_power(detects: Callable[[np.random.Generator], bool], n_sims: int = 200, seed: int = 0) -> float:
+    """The power of a test at an effect fixed in advance (an equivalence row's margin): the share of `n_sims` data
+    sets simulated at that effect (detects(rng) builds one and says whether the test detects the effect)."""
+    if n_sims < 1:
+        raise ValueError(f"n_sims must be >= 1, got {n_sims}")
+    rng = np.random.default_rng(seed)
+    return float(np.mean([bool(detects(rng)) for _ in range(n_sims)]))
 
 
 def exact(value: float, method: str = "exact recomputation of a published example (no sampling)") -> Interval:

@@ -7,10 +7,13 @@ paper's own numbers), and its `Regime`: the variable the effect depends on, the 
 our own (sanity rows, invariants) are marked `ours=True` and counted apart.
 
 A notebook publishes its claims with `plan(...)` before any number is computed. `judge(claim, ours, interval, ...)`
-applies the rule to the estimate and its 95 % interval (or, for attack-style claims, the null band); a row not held
-names its cause and, for a cause other than `unknown`, the published table that measures it (`measured_by`); a
-miniature-regime row that contradicts the paper is caused by the `regime` unless a sweep shows the gap does not
-close; an inconclusive row says how much more data would decide it. `conclude(rows)` publishes the verdict once.
+applies the rule to the estimate and its 95 % interval (or, for attack-style claims, the null band). The setup may
+not decide a row: a clustered claim's test resamples its clusters (`units`); a `paper` label needs the regime's
+criterion computed on the data (`check_regime`); a cause names a table that varies what it names (a sweep of the
+governing variable for `regime`, an ablation for `setup` / `finding`) or is `unknown`; arms that overlap, or a
+comparator below the method's fitness, make a row `untestable here`; a built-in positive control is set aside; and
+a paper's 'no effect' is an equivalence test with its power shown. An inconclusive row says how much more data
+would decide it. `conclude(rows)` publishes the regime checks and the verdict once.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import pandas as pd
 from .results import publish, published
 from .stats import Interval
 
-DECISIONS = ("held", "not held", "inconclusive")
+DECISIONS = ("held", "not held", "inconclusive", "untestable here")
 CAUSES = ("finding", "setup", "regime", "unknown")
 MEASURED_CAUSES = ("finding", "setup", "regime")  # each names the published table that measures it
 REGIMES = ("paper", "miniature")
@@ -44,8 +47,12 @@ COLUMNS = (
     "decision",
     "why",
     "measured_by",
+    "varies",
 )
 REGIME_TABLE = "regimes"  # published by plan(): each claim's governing variable, the paper's value and ours
+CHECKS_TABLE = "regime_checks"  # published by conclude(): each paper-regime criterion, computed on the data
+SWEEP_POINTS = 3  # a regime cause needs a sweep of the governing variable over at least this many values
+_CHECKS: dict[Any, dict[str, Any]] = {}  # this run's computed regime criteria, by regime
 
 
 def _fmt(x: float) -> str:
@@ -66,7 +73,7 @@ class Rule:
     text: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in ("above", "below", "within", "in_null", "above_null", "not_above_null"):
+        if self.kind not in ("above", "below", "within", "equivalent", "in_null", "above_null", "not_above_null"):
             raise ValueError(f"unknown rule kind {self.kind!r}")
         if self.low > self.high:
             raise ValueError(f"rule band is empty: [{self.low}, {self.high}]")
@@ -97,6 +104,17 @@ class Rule:
         """Held if `what` equals `value` within `tolerance` (a worked example, an exact recomputation)."""
         rule = cls.within(value - tolerance, value + tolerance, what)
         return cls("within", rule.low, rule.high, f"held if {what} is {_fmt(value)} ± {_fmt(tolerance)}")
+
+    @classmethod
+    def equivalent(cls, low: float, high: float, what: str = "the effect") -> Rule:
+        """'No effect' as an equivalence test: held only if the whole interval of `what` lies inside the margin
+        [low, high] stated before the numbers, not held if it lies wholly outside; judge() then needs the power of
+        the test at the margin (stats.simulated_power, at an effect fixed in advance)."""
+        text = (
+            f"no effect: held if the 95 % interval of {what} lies inside the margin [{_fmt(low)}, {_fmt(high)}]; "
+            "not held if it lies wholly outside"
+        )
+        return cls("equivalent", low=low, high=high, text=text)
 
     @classmethod
     def in_null(cls, what: str = "the attack") -> Rule:
@@ -132,30 +150,66 @@ class Rule:
             return "held"
         return "not held" if ci_high < self.low or ci_low > self.high else "inconclusive"
 
+    @property
+    def fails_to_reject(self) -> bool:
+        """Whether the rule holds a 'no effect' by failing to reject a null (which any weak attack passes)."""
+        return self.kind in ("in_null", "not_above_null")
+
     def threshold_gap(self, ours: float) -> float:
         """Distance from the estimate to the nearest threshold the rule decides on (NaN for null-band rules)."""
         if self.kind == "above":
             return abs(ours - self.low)
         if self.kind == "below":
             return abs(ours - self.high)
-        if self.kind == "within":
+        if self.kind in ("within", "equivalent"):
             return min(abs(ours - self.low), abs(ours - self.high))
         return math.nan
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """What makes a setting the paper's, written in the register before any number: the governing variable within
+    the paper's range and the setting's defining property (model accuracy, OOD nearness, contaminant share ...),
+    measured on the data, within the paper's range. The run computes both (check_regime) and publishes them."""
+
+    variable_range: tuple[float, float]
+    prop: str
+    prop_range: tuple[float, float]
+
+    def __post_init__(self) -> None:
+        for name, (low, high) in (("variable_range", self.variable_range), ("prop_range", self.prop_range)):
+            if not low <= high:
+                raise ValueError(f"criterion {name} is empty: [{low}, {high}]")
+        if not self.prop.strip():
+            raise ValueError("name the setting's defining property that the criterion measures")
+
+    def passes(self, variable: float, prop: float) -> bool:
+        """Whether both computed values lie in their ranges (NaN never does)."""
+        (a, b), (c, d) = self.variable_range, self.prop_range
+        return bool(a <= variable <= b and c <= prop <= d)
+
+    @property
+    def text(self) -> str:
+        """'variable in [50, 150] and median OOD-class CLP in [-1, 0]'."""
+        (a, b), (c, d) = self.variable_range, self.prop_range
+        return f"variable in [{_fmt(a)}, {_fmt(b)}] and {self.prop} in [{_fmt(c)}, {_fmt(d)}]"
 
 
 @dataclass(frozen=True)
 class Regime:
     """Where a claim was tested: the variable its effect depends on, the paper's value and ours.
 
-    kind `paper`: ours is within what the claim tolerates (`tolerance` says why); `miniature` otherwise. A miniature
-    row that contradicts the paper is caused by the regime unless a sweep of `variable` shows the gap does not
-    close toward the paper's value (`judge(..., trend_checked=True)`)."""
+    kind `paper` is a claim to be tested by `criterion`, written before the numbers: a row is labelled `paper` only
+    when the run computed the criterion on the data (check_regime) and it passed; otherwise the row is `miniature`,
+    and says why. A regime never explains a contradiction by itself: a `regime` cause needs a sweep of `variable`
+    (judge's `sweep`)."""
 
     variable: str
     paper: Any
     ours: Any
     kind: str = "miniature"
     tolerance: str = ""
+    criterion: Criterion | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in REGIMES:
@@ -164,11 +218,60 @@ class Regime:
             raise ValueError("name the variable the claim's effect depends on")
         if self.kind == "paper" and not self.tolerance.strip():
             raise ValueError(f"regime {self.variable!r}: say why ours counts as the paper's regime (tolerance)")
+        if self.kind == "paper" and self.criterion is None:
+            raise ValueError(
+                f"regime {self.variable!r}: a paper regime needs its criterion, written before the numbers"
+            )
 
     @property
     def text(self) -> str:
         """'miniature: classes K = 5 (paper 100)'."""
         return f"{self.kind}: {self.variable} = {_as_cell(self.ours)} (paper {_as_cell(self.paper)})"
+
+    def computed(self) -> tuple[str, str]:
+        """(kind, text) as this run's computed criterion decides: `paper` only when its check passed."""
+        if self.kind != "paper":
+            return self.kind, self.text
+        check = _CHECKS.get(repr(self))
+        body = self.text.split(": ", 1)[1]
+        if check is None:
+            return "miniature", f"miniature: {body}; the paper-regime criterion was not computed"
+        if not check["passes"]:
+            return "miniature", (
+                f"miniature: {body}; criterion failed ({self.criterion.prop} = {check['prop']:.3g}, "
+                f"needs {_fmt(self.criterion.prop_range[0])}..{_fmt(self.criterion.prop_range[1])})"
+            )
+        return "paper", self.text
+
+
+def check_regime(regime: Regime, variable: float, prop: float) -> bool:
+    """Compute a paper regime's criterion on this run's data: the governing variable's value and the defining
+    property's; recorded for the rows that use the regime and published as table `regime_checks` by conclude()."""
+    if regime.criterion is None:
+        raise ValueError(f"regime {regime.variable!r} has no criterion to check (only paper regimes have one)")
+    passes = regime.criterion.passes(float(variable), float(prop))
+    _CHECKS[repr(regime)] = {
+        "regime": regime.text,
+        "variable": regime.variable,
+        "value": float(variable),
+        "range": f"[{_fmt(regime.criterion.variable_range[0])}, {_fmt(regime.criterion.variable_range[1])}]",
+        "property": regime.criterion.prop,
+        "prop": float(prop),
+        "prop_range": f"[{_fmt(regime.criterion.prop_range[0])}, {_fmt(regime.criterion.prop_range[1])}]",
+        "passes": passes,
+    }
+    return passes
+
+
+def forget_checks() -> None:
+    """Start a run's computed regime criteria afresh (repro.start)."""
+    _CHECKS.clear()
+
+
+def checks_table() -> pd.DataFrame:
+    """This run's computed regime criteria (table `regime_checks`)."""
+    columns = ["regime", "variable", "value", "range", "property", "prop", "prop_range", "passes"]
+    return pd.DataFrame(list(_CHECKS.values()), columns=columns)
 
 
 @dataclass(frozen=True)
@@ -180,7 +283,16 @@ class Claim:
     comparator: what the paper compares with, as the paper does; paper_values: the paper's own numbers for this
     claim; paper_estimate: the rule's statistic computed from them (a number, or (estimate, band low, band high)
     for null-band rules; None where the paper reports nothing the rule applies to); regime: where we test it.
-    ours=True marks a check of our own (no quote or comparator needed), counted apart from the paper's claims."""
+    ours=True marks a check of our own (no quote or comparator needed), counted apart from the paper's claims.
+
+    What the interval resamples and what makes the comparison decidable, declared before the numbers:
+    units: the sampling unit the items are clustered in ("tasks", "articles", "source images", "sets", "dialogues"),
+    "items" where the items are independent, "none" for an exact recomputation; a clustered row's test must name
+    it. overlap_max: for a comparison of two arms, the share of shared selections (shared picks, shared top k,
+    top k decided by ties) above which no amount of data separates them (the row is `untestable here`).
+    fitness: each arm's fitness measure (accuracy, validation loss), higher better, and fitness_margin: how far below
+    the method's the comparator's may be before the row is refused (`untestable here`). control: a positive control
+    built into the setup (a noise domain, a leak every arm catches); the row is decided at the point without it."""
 
     claim: str
     source: str
@@ -193,11 +305,20 @@ class Claim:
     paper_estimate: float | tuple[float, float, float] | None = None
     paraphrase: bool = False
     ours: bool = False
+    units: str = ""
+    overlap_max: float | None = None
+    fitness: str = ""
+    fitness_margin: float | None = None
+    control: str = ""
 
     def __post_init__(self) -> None:
+        if self.overlap_max is not None and not 0 < self.overlap_max <= 1:
+            raise ValueError(f"claim {self.claim!r}: overlap_max is a share in (0, 1], got {self.overlap_max}")
+        if bool(self.fitness.strip()) != (self.fitness_margin is not None):
+            raise ValueError(f"claim {self.claim!r}: give the arms' fitness measure and its margin together")
         if self.ours:
             return
-        missing = [name for name in ("quote", "comparator") if not str(getattr(self, name)).strip()]
+        missing = [name for name in ("quote", "comparator", "units") if not str(getattr(self, name)).strip()]
         if self.regime is None:
             missing.append("regime")
         if missing:
@@ -230,6 +351,11 @@ def register_table(claims: Sequence[Claim]) -> pd.DataFrame:
                 "paper": _as_cell(c.paper),
                 "paper_values": "; ".join(f"{k} {_as_cell(v)}" for k, v in c.paper_values.items()),
                 "regime": c.regime.text if c.regime else "",
+                "criterion": c.regime.criterion.text if c.regime and c.regime.criterion else "",
+                "units": c.units,
+                "overlap_max": c.overlap_max,
+                "fitness": f"{c.fitness} (margin {_fmt(c.fitness_margin)})" if c.fitness else "",
+                "control": c.control,
                 "rule": c.rule.text,
             }
             for c in claims
@@ -293,9 +419,34 @@ def narrowing(rule: Rule, ours: float, low: float, high: float, narrow_by: str) 
     return f"to decide at this estimate: {amount} the {narrow_by} (the interval shrinks as 1/√n)"
 
 
-def _why(claim: Claim, decision: str, why: tuple[str, str] | None, measured_by: str, trend_checked: bool) -> str:
-    """The cause of a row not held, checked: a known kind, one sentence, a measuring table for measured kinds; a
-    miniature row's contradiction is the regime's unless a sweep showed the gap does not close."""
+@dataclass(frozen=True)
+class Sweep:
+    """A published sweep of a regime's governing variable: `table`, the `column` that varies it, the `variable` as
+    the register names it, and `trend`: how the gap to the paper's value moves along the sweep, signed so that a
+    positive trend moves toward the paper's value, with an interval that includes the test rows' noise (not only
+    the fits' spread)."""
+
+    table: str
+    column: str
+    variable: str
+    trend: Interval
+
+
+def _at(claim: Claim) -> tuple[str, str]:
+    """(the regime's variable, 'tested at <variable> = ours (paper ...)')."""
+    regime = claim.regime
+    if regime is None:
+        return "the governing variable", "tested in our setting"
+    return regime.variable, f"tested at {regime.variable} = {_as_cell(regime.ours)} (paper {_as_cell(regime.paper)})"
+
+
+def _why(
+    claim: Claim, why: tuple[str, str] | None, measured_by: str, varies: str, sweep: Sweep | None
+) -> tuple[str, str, str]:
+    """(cause text, measuring table, the column it varies) of a row not held, checked: a known kind, one sentence; a
+    `regime` cause needs a sweep of the regime's variable that moves toward the paper's value (else it is
+    `unknown`, saying which sweep would tell); `finding` and `setup` need the ablation or control table and the
+    column of it that varies what the cause names."""
     if why is None:
         raise ValueError(f"claim {claim.claim!r} is not held: give its cause (cause, sentence) and measured_by")
     cause, sentence = why
@@ -303,16 +454,58 @@ def _why(claim: Claim, decision: str, why: tuple[str, str] | None, measured_by: 
         raise ValueError(f"why: cause must be one of {', '.join(CAUSES)}, got {cause!r}")
     if not sentence.strip():
         raise ValueError("why: give one sentence naming the cause")
-    regime = claim.regime
-    if regime is not None and regime.kind == "miniature" and cause in ("finding", "unknown") and not trend_checked:
-        sentence = f"tested at {regime.variable} = {_as_cell(regime.ours)} (paper {_as_cell(regime.paper)}); {sentence}"
-        cause, measured_by = "regime", measured_by or REGIME_TABLE
-    if cause in MEASURED_CAUSES and not measured_by:
+    if cause == "regime":
+        variable, at = _at(claim)
+        if sweep is None or sweep.variable != variable:
+            return f"unknown: {at}; a sweep of {variable} would tell", "", ""
+        if not sweep.trend.low > 0:
+            t = sweep.trend
+            return (
+                f"unknown: {at}; the sweep of {variable} does not move toward the paper's value "
+                f"(trend {t.estimate:.3g} [{t.low:.3g}, {t.high:.3g}])",
+                sweep.table,
+                sweep.column,
+            )
+        return f"regime: {sentence.strip()}", sweep.table, sweep.column
+    if cause in MEASURED_CAUSES and not (measured_by and varies):
         raise ValueError(
-            f"claim {claim.claim!r}: a {cause!r} cause names the published table that measures it (measured_by); "
-            "without one the cause is 'unknown' and says which ablation would tell (verdict.unexplained)"
+            f"claim {claim.claim!r}: a {cause!r} cause names the published table that measures it (measured_by) and "
+            "the column of it that varies what the cause names (varies); without them the cause is 'unknown' and "
+            "says which ablation would tell (verdict.unexplained)"
         )
-    return f"{cause}: {sentence.strip()}"
+    return (
+        f"{cause}: {sentence.strip()}",
+        (measured_by if cause != "unknown" else ""),
+        (varies if cause != "unknown" else ""),
+    )
+
+
+def _untestable(
+    claim: Claim, overlap: tuple[float, str] | None, fitness: tuple[float, float] | None
+) -> tuple[str, str] | None:
+    """(why, measuring table) when the setup alone decides a comparison: arms that overlap above the register's
+    threshold, or a comparator below the method's fitness by more than the register's margin."""
+    if claim.overlap_max is not None:
+        if overlap is None:
+            raise ValueError(f"claim {claim.claim!r}: give the arms' overlap (share, table) its register bounds")
+        share, table = overlap
+        if not math.isfinite(share) or share > claim.overlap_max:
+            return (
+                f"the arms share {share:.1%} of their selections (register's limit {claim.overlap_max:.0%}): "
+                "no amount of data separates them",
+                table,
+            )
+    if claim.fitness:
+        if fitness is None:
+            raise ValueError(f"claim {claim.claim!r}: give (method's, comparator's) {claim.fitness}")
+        method, comparator = (float(v) for v in fitness)
+        if not comparator >= method - claim.fitness_margin:
+            return (
+                f"refused: the comparator is under-trained ({claim.fitness} {comparator:.3g} against the method's "
+                f"{method:.3g}, margin {_fmt(claim.fitness_margin)}); train it to the same standard",
+                "",
+            )
+    return None
 
 
 def judge(
@@ -323,35 +516,71 @@ def judge(
     why: tuple[str, str] | None = None,
     measured_by: str = "",
     narrow_by: str = "items (and seeds, where models are trained)",
-    trend_checked: bool = False,
+    *,
+    varies: str = "",
+    sweep: Sweep | None = None,
+    overlap: tuple[float, str] | None = None,
+    fitness: tuple[float, float] | None = None,
+    without_control: tuple[float, Interval | tuple[float, float]] | None = None,
+    power: tuple[float, str] | None = None,
 ) -> dict[str, Any]:
     """One verdict row: apply the claim's rule to `ours` and its interval (a stats.Interval or (low, high)).
 
-    `test` names the comparison (an Interval's own method is used when omitted). For a row not held, `why` is
-    (cause, sentence), cause one of finding / setup / regime / unknown, and `measured_by` the published table that
-    measures a finding, setup or regime cause. A miniature row's finding or unknown becomes a regime cause unless
-    `trend_checked` (a sweep of the regime variable shows the gap does not close). An inconclusive row's `why` says
-    how much more `narrow_by` would decide it; a held row has none. `why` may be given for every decision: it is
-    used only when the row is not held."""
+    `test` names the comparison (an Interval's own method is used when omitted); for a clustered claim it names the
+    register's units. For a row not held, `why` is (cause, sentence), cause one of finding / setup / regime /
+    unknown: a finding or setup cause names `measured_by` (an ablation or control table) and the column of it that
+    `varies` what the cause names; a regime cause needs `sweep` (a sweep of the regime's variable moving toward the
+    paper's value), else it becomes `unknown` and says which sweep would tell. An inconclusive row says how much more
+    `narrow_by` would decide it. Comparisons: `overlap` (share of shared selections, the table publishing it) and
+    `fitness` ((method's, comparator's) fitness) as the register asks; a claim with a built-in positive control is
+    decided at the point `without_control` ((estimate, interval) there). An equivalence rule needs `power` ((the
+    test's power at the margin, the effect it was simulated at)). A paper's 'no effect' is never held by failing to
+    reject a null."""
     if isinstance(interval, Interval):
         low, high, test = interval.low, interval.high, test or interval.method
     else:
         low, high = interval
     if not test:
         raise ValueError(f"claim {claim.claim!r}: name the test that gave the interval")
+    units = claim.units.strip()
+    if units and units not in ("items", "none") and units.lower() not in test.lower():
+        raise ValueError(f"claim {claim.claim!r}: its items are clustered in {units}; the test must resample them")
+    note = ""
+    if claim.control:
+        if without_control is None:
+            raise ValueError(f"claim {claim.claim!r}: built-in control ({claim.control}): give the point without it")
+        with_decision = claim.rule.decide(float(ours), float(low), float(high))
+        note = f"decided without {claim.control}; with it: {with_decision}, {float(ours):.3g} [{low:.3g}, {high:.3g}]"
+        ours, iv = without_control
+        low, high = iv.as_tuple() if isinstance(iv, Interval) else iv
+    if claim.rule.kind == "equivalent":
+        if power is None:
+            raise ValueError(f"claim {claim.claim!r}: an equivalence row shows its power at the margin (power)")
+        test = f"{test}; power {power[0]:.0%} at {power[1]}"
     ours, low, high = float(ours), float(low), float(high)
     decision = claim.rule.decide(ours, low, high)
-    if decision == "not held":
-        cause = _why(claim, decision, why, measured_by, trend_checked)
-        measured = measured_by or (REGIME_TABLE if cause.startswith("regime: ") else "")
+    measured, column = "", ""
+    blocked = _untestable(claim, overlap, fitness)
+    if blocked is not None:
+        decision, (cause, measured) = "untestable here", blocked
+    elif decision == "held" and claim.rule.fails_to_reject and not claim.ours:
+        decision = "inconclusive"
+        cause = (
+            "failing to reject a null does not show no effect: an equivalence test with a margin stated before the "
+            "numbers and its power shown would"
+        )
+    elif decision == "not held":
+        cause, measured, column = _why(claim, why, measured_by, varies, sweep)
     else:
         cause = narrowing(claim.rule, ours, low, high, narrow_by) if decision == "inconclusive" else ""
-        measured = ""
+    if note:
+        cause = f"{cause}; {note}" if cause else note
+    _, regime_text = claim.regime.computed() if claim.regime else ("ours", "ours: a check of our own")
     return {
         "claim": claim.claim,
         "source": claim.source,
         "origin": claim.origin,
-        "regime": claim.regime.text if claim.regime else "ours: a check of our own",
+        "regime": regime_text,
         "paper": _as_cell(claim.paper),
         "ours": ours,
         "ci_low": low,
@@ -361,6 +590,7 @@ def judge(
         "decision": decision,
         "why": cause,
         "measured_by": measured,
+        "varies": column,
     }
 
 
@@ -396,8 +626,12 @@ def view(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
 
 
 def conclude(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """Check every row has the shared columns, a legal decision and a published measuring table, then publish
-    table `verdict` once."""
+    """Check every row has the shared columns, a legal decision, a published measuring table that varies what the
+    cause names (a regime cause's sweep over at least SWEEP_POINTS values) and a `paper` label its computed criterion
+    passed; publish table `regime_checks` and then table `verdict` once."""
+    from .results import distinct_values
+
+    passed = {c["regime"] for c in _CHECKS.values() if c["passes"]}
     for row in rows:
         if missing := set(COLUMNS) - set(row):
             raise ValueError(f"verdict row {row.get('claim', row)!r} lacks {sorted(missing)}")
@@ -408,6 +642,17 @@ def conclude(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
                 f"verdict row {row['claim']!r}: its cause is measured by table {row['measured_by']!r}, "
                 "which this run has not published"
             )
+        if row["varies"]:
+            need = SWEEP_POINTS if str(row["why"]).startswith("regime: ") else 2
+            if distinct_values(row["measured_by"]).get(row["varies"], 0) < need:
+                raise ValueError(
+                    f"verdict row {row['claim']!r}: table {row['measured_by']!r} does not vary {row['varies']!r} "
+                    f"over at least {need} values, so it does not measure the cause"
+                )
+        if str(row["regime"]).startswith("paper: ") and row["regime"] not in passed:
+            raise ValueError(f"verdict row {row['claim']!r} is labelled paper without a computed criterion")
+    if _CHECKS:
+        publish(CHECKS_TABLE, checks_table(), show=False)
     frame = pd.DataFrame(list(rows), columns=list(COLUMNS))
     publish("verdict", frame, view=view(rows))
     return frame
