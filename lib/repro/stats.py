@@ -418,6 +418,11 @@ def _cluster_layout(clusters: object, strata: object | None, n: int) -> tuple[np
     return c, s
 
 
+def _plain(value: Any) -> Any:
+    """A label as a plain Python value (numpy scalars unwrapped; strings of an object array as they are)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _cluster_strata(labels: np.ndarray, strata: np.ndarray) -> dict[Any, Any]:
     """Each cluster's stratum: its items' stratum when they share one, else one 'mixed' stratum of its own kind."""
     clusters, code = np.unique(labels, return_inverse=True)
@@ -426,7 +431,7 @@ def _cluster_strata(labels: np.ndarray, strata: np.ndarray) -> dict[Any, Any]:
     high = np.full(clusters.size, -1)
     np.minimum.at(low, code, kind)
     np.maximum.at(high, code, kind)
-    return {c.item(): kinds[lo].item() if lo == hi else ("mixed",) for c, lo, hi in zip(clusters, low, high)}
+    return {_plain(c): _plain(kinds[lo]) if lo == hi else ("mixed",) for c, lo, hi in zip(clusters, low, high)}
 
 
 def _cluster_counts(kinds: dict[Any, Any], n_resamples: int, rng: np.random.Generator) -> dict[Any, np.ndarray]:
@@ -452,7 +457,7 @@ def _item_weights(
                               return_counts=True)  # fmt: skip
     order = np.argsort(cell, kind="stable")
     members = np.split(order, np.cumsum(size)[:-1])  # each cell's items
-    owner = [clusters[cluster_code[m[0]]].item() for m in members]  # each cell's cluster
+    owner = [_plain(clusters[cluster_code[m[0]]]) for m in members]  # each cell's cluster
     weights = np.zeros((next(iter(counts.values())).size, labels.size))
     for n in np.unique(size):  # cells of one size in one vectorized draw
         group = np.flatnonzero(size == n)
