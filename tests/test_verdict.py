@@ -7,7 +7,7 @@ import math
 import pytest
 
 from repro import frontpage, stats, verdict
-from repro.verdict import COLUMNS, Claim, Regime, Rule, conclude, judge, unexplained, view
+from repro.verdict import COLUMNS, Claim, Criterion, Regime, Rule, Sweep, conclude, judge, unexplained, view
 
 
 @pytest.mark.parametrize(
@@ -53,7 +53,20 @@ def test_rules_say_what_they_test_before_the_numbers() -> None:
 
 
 REGIME = Regime("classes K", 100, 5, "miniature")
-PAPER = dict(quote="A beats B.", comparator="B", regime=Regime("items", 400, 400, "paper", "the same test set"))
+SAME_SET = Regime("items", 400, 400, "paper", "the same test set", Criterion((400, 400), "model accuracy", (0.9, 1)))
+PAPER = dict(quote="A beats B.", comparator="B", regime=SAME_SET, units="items")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_run():
+    """Each test starts a run afresh: no published tables, no computed regime criteria (as repro.start does)."""
+    from repro import results
+
+    results.forget_published()
+    verdict.forget_checks()
+    verdict.check_regime(SAME_SET, 400, 0.95)
+    yield
+    verdict.forget_checks()
 
 
 def test_judge_builds_a_row_with_every_column_and_a_cause_when_not_held() -> None:
@@ -71,6 +84,7 @@ def test_judge_builds_a_row_with_every_column_and_a_cause_when_not_held() -> Non
         test="DeLong test",
         why=("setup", "our corpus is 50 % contaminants"),
         measured_by="contamination_ablation",
+        varies="contaminant share",
     )
     assert lost["decision"] == "not held" and lost["why"] == "setup: our corpus is 50 % contaminants"
     assert lost["measured_by"] == "contamination_ablation"
@@ -80,6 +94,8 @@ def test_judge_builds_a_row_with_every_column_and_a_cause_when_not_held() -> Non
         judge(claim, 0.03, (0.01, 0.05))
     with pytest.raises(ValueError, match="measured_by"):  # a measured kind of cause without its table
         judge(claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "B is better here"))
+    with pytest.raises(ValueError, match="varies"):  # or without the column of it that varies what it names
+        judge(claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "B is better here"), measured_by="apfd")
     with pytest.raises(ValueError, match="give its cause"):
         judge(claim, -0.05, (-0.08, -0.02), test="t")
     results.forget_published()
@@ -98,26 +114,131 @@ def test_an_inconclusive_row_says_how_much_more_data_would_decide_it() -> None:
     assert "over 100×" in judge(claim, 0.001, (-0.02, 0.022), test="t")["why"]
 
 
-def test_a_miniature_contradiction_is_caused_by_the_regime_unless_a_sweep_says_otherwise() -> None:
+def test_a_regime_cause_needs_a_sweep_of_its_variable_that_moves_toward_the_paper() -> None:
+    """A miniature row against the paper is no longer put down to the regime by default (the old rule turned a
+    finding or unknown into `regime`, measured by the table that only restates the regime)."""
+    from repro import results
+
     claim = Claim(
-        "RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="RMD improves.", comparator="MD", regime=REGIME
-    )
-    row = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD separates the classes better"))
-    assert row["why"] == "regime: tested at classes K = 5 (paper 100); MD separates the classes better"
-    assert row["measured_by"] == "regimes" and row["regime"] == "miniature: classes K = 5 (paper 100)"
-    unknown = judge(claim, -0.05, (-0.08, -0.02), test="t", why=unexplained("a sweep of K"))
-    assert unknown["why"].startswith("regime: tested at classes K = 5") and "a sweep of K would tell" in unknown["why"]
-    swept = judge(
-        claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "the gap grows with K"), measured_by="k_sweep",
-        trend_checked=True,
+        "RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="RMD improves.", comparator="MD", regime=REGIME,
+        units="items",
     )  # fmt: skip
-    assert swept["why"] == "finding: the gap grows with K" and swept["measured_by"] == "k_sweep"
-    setup = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("setup", "features untuned"), measured_by="ablation")
-    assert setup["why"] == "setup: features untuned"
+    finding = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD wins"), measured_by="m", varies="k")
+    assert finding["why"] == "finding: MD wins" and finding["measured_by"] == "m"
+    bare = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("regime", "K is too small"))
+    assert bare["why"] == "unknown: tested at classes K = 5 (paper 100); a sweep of classes K would tell"
+    assert bare["measured_by"] == ""
+    toward = stats.Interval(0.02, 0.01, 0.03, "slope over K")
+    swept = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("regime", "the gap closes with K"),
+                  sweep=Sweep("k_sweep", "K", "classes K", toward))  # fmt: skip
+    assert swept["why"] == "regime: the gap closes with K" and (swept["measured_by"], swept["varies"]) == (
+        "k_sweep",
+        "K",
+    )
+    flat = Sweep("k_sweep", "K", "classes K", stats.Interval(0.01, -0.01, 0.03, "slope over K"))
+    away = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("regime", "the gap closes with K"), sweep=flat)
+    assert away["why"].startswith("unknown: tested at classes K = 5") and "does not move toward" in away["why"]
+    other = Sweep("size_sweep", "n", "training rows", toward)  # a sweep of another variable measures nothing here
+    assert judge(claim, -0.05, (-0.08, -0.02), test="t", why=("regime", "x"), sweep=other)["why"].startswith("unknown")
+    results.publish("k_sweep", [{"K": 5, "gap": -0.05}, {"K": 10, "gap": -0.03}], show=False)
+    with pytest.raises(ValueError, match="does not vary 'K' over at least 3 values"):
+        conclude([swept])  # two points are not a sweep
+    results.publish("k_sweep", [{"K": k, "gap": -0.05 + k / 1000} for k in (5, 10, 20)], show=False)
+    results.publish("m", [{"k": 1, "auc": 0.5}, {"k": 1, "auc": 0.6}], show=False)
+    with pytest.raises(ValueError, match="does not vary 'k'"):
+        conclude([finding])  # the ablation table holds one value of what the cause names
+    conclude([swept])
+
+
+def test_a_paper_label_needs_its_criterion_computed_on_the_data() -> None:
+    from repro import results
+
+    criterion = Criterion((50, 150), "median OOD-class CLP", (-1.0, 0.0))
+    near = Regime("classes K", 150, 60, "paper", "K ≥ 50", criterion)
+    claim = Claim("RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="q", comparator="MD", regime=near,
+                  units="tasks")  # fmt: skip
+    unchecked = judge(claim, 0.1, (0.05, 0.15), test="bootstrap over 12 tasks")
+    assert unchecked["regime"] == "miniature: classes K = 60 (paper 150); the paper-regime criterion was not computed"
+    assert not verdict.check_regime(near, 60, -3.4)  # far OOD: the defining property fails
+    failed = judge(claim, 0.1, (0.05, 0.15), test="bootstrap over 12 tasks")
+    assert (
+        failed["regime"].startswith("miniature: classes K = 60") and "median OOD-class CLP = -3.4" in failed["regime"]
+    )
+    assert verdict.check_regime(near, 60, -0.5)
+    passed = judge(claim, 0.1, (0.05, 0.15), test="bootstrap over 12 tasks")
+    assert passed["regime"] == "paper: classes K = 60 (paper 150)"
+    conclude([passed])
+    checks = results.distinct_values("regime_checks")
+    assert checks["passes"] == 1 and "regime_checks" in results.published()
+    with pytest.raises(ValueError, match="criterion"):
+        Regime("classes K", 150, 60, "paper", "K ≥ 50")  # a paper regime without its criterion
+    verdict.forget_checks()
+    with pytest.raises(ValueError, match="labelled paper without a computed criterion"):
+        conclude([passed])
+
+
+def test_a_clustered_claim_is_tested_over_its_clusters() -> None:
+    claim = Claim("A beats B", "Table 3", 0.05, Rule.above(0.0), quote="q", comparator="B", regime=REGIME,
+                  units="tasks")  # fmt: skip
+    with pytest.raises(ValueError, match="clustered in tasks"):
+        judge(claim, 0.1, stats.Interval(0.1, 0.05, 0.15, "bootstrap over 2,000 items, 2,000 resamples"))
+    row = judge(claim, 0.1, stats.Interval(0.1, 0.05, 0.15, "12 tasks resampled, then items within them"))
+    assert row["decision"] == "held"
+    with pytest.raises(ValueError, match="units"):
+        Claim("A beats B", "Table 3", 0.05, Rule.above(0.0), quote="q", comparator="B", regime=REGIME)
+
+
+def test_a_comparison_the_setup_decides_is_untestable_here() -> None:
+    alike = Claim("DSIR resampling beats top-k", "Table 1", 0.01, Rule.above(0.0), quote="q", comparator="top-k",
+                  regime=REGIME, units="items", overlap_max=0.9)  # fmt: skip
+    same = judge(alike, 0.02, (0.01, 0.03), test="t", overlap=(0.977, "selection_overlap"))
+    assert same["decision"] == "untestable here" and same["measured_by"] == "selection_overlap"
+    assert "share 97.7% of their selections" in same["why"] and "no amount of data" in same["why"]
+    apart = judge(alike, 0.02, (0.01, 0.03), test="t", overlap=(0.4, "selection_overlap"))
+    assert apart["decision"] == "held"
+    with pytest.raises(ValueError, match="overlap"):
+        judge(alike, 0.02, (0.01, 0.03), test="t")
+    weak = Claim("RMD at least as good as MSP", "Table 2", 0.0, Rule.above(-0.01), quote="q", comparator="MSP",
+                 regime=REGIME, units="items", fitness="test accuracy", fitness_margin=0.02)  # fmt: skip
+    refused = judge(weak, 0.05, (0.02, 0.08), test="t", fitness=(0.853, 0.769))
+    assert refused["decision"] == "untestable here" and refused["why"].startswith("refused: the comparator")
+    assert judge(weak, 0.05, (0.02, 0.08), test="t", fitness=(0.853, 0.84))["decision"] == "held"
+    with pytest.raises(ValueError, match="fitness"):
+        Claim("x", "y", 0, Rule.above(0), ours=True, fitness="accuracy")  # a measure without its margin
+
+
+def test_a_built_in_positive_control_is_set_aside() -> None:
+    doremi = Claim("DoReMi lowers perplexity", "Fig. 3", 0.9, Rule.below(1.0), quote="q", comparator="baseline",
+                   regime=REGIME, units="items", control="the 40 % noise domain")  # fmt: skip
+    row = judge(doremi, 0.8, (0.7, 0.9), test="t", without_control=(0.97, (0.85, 1.12)))
+    assert row["decision"] == "inconclusive" and (row["ours"], row["ci_low"], row["ci_high"]) == (0.97, 0.85, 1.12)
+    assert "decided without the 40 % noise domain; with it: held, 0.8 [0.7, 0.9]" in row["why"]
+    with pytest.raises(ValueError, match="built-in control"):
+        judge(doremi, 0.8, (0.7, 0.9), test="t")
+
+
+def test_no_effect_is_an_equivalence_test_with_its_power_not_a_failure_to_reject() -> None:
+    null_claim = Claim("no leak", "§5", "chance", Rule.not_above_null("the attack"), **PAPER)
+    row = judge(null_claim, 0.5, (0.46, 0.55), "permutation null")
+    assert row["decision"] == "inconclusive" and row["why"].startswith("failing to reject a null")
+    assert judge(null_claim, 0.6, (0.46, 0.55), "permutation null", why=unexplained("x"))["decision"] == "not held"
+    own = Claim("no leak", "ours", "—", Rule.not_above_null("the attack"), ours=True)
+    assert judge(own, 0.5, (0.46, 0.55), "permutation null")["decision"] == "held"  # our own null checks stay
+    margin = Rule.equivalent(-0.05, 0.05, "MIA accuracy − 0.5")
+    assert margin.text.startswith("no effect: held if the 95 % interval of MIA accuracy − 0.5 lies inside")
+    equiv = Claim("MIA at chance", "§5", "0.5", margin, **PAPER)
+    with pytest.raises(ValueError, match="power"):
+        judge(equiv, 0.0, (-0.02, 0.03), test="bootstrap")
+    held = judge(equiv, 0.0, (-0.02, 0.03), test="bootstrap", power=(0.91, "accuracy 0.55"))
+    assert held["decision"] == "held" and held["test"] == "bootstrap; power 91% at accuracy 0.55"
+    wide = judge(equiv, 0.0, (-0.08, 0.08), test="bootstrap", power=(0.4, "accuracy 0.55"))
+    assert wide["decision"] == "inconclusive"  # an interval too wide to show no effect is not "held"
+    power = stats.simulated_power(lambda rng: rng.normal(0.0392, 0.02) - 1.96 * 0.02 > 0, n_sims=2000, seed=1)
+    assert power == pytest.approx(0.5, abs=0.04)  # an effect at the margin, detected about half the time
 
 
 def test_the_register_needs_the_papers_words_and_checks_its_rule_on_the_papers_numbers() -> None:
-    with pytest.raises(ValueError, match="quote, comparator, regime"):
+    with pytest.raises(ValueError, match="quote, comparator, units, regime"):
         Claim("A beats B", "Table 3", 0.05, Rule.above(0.0))
     with pytest.raises(ValueError, match="tolerance"):
         Regime("classes K", 100, 100, "paper")
@@ -134,12 +255,13 @@ def test_the_register_needs_the_papers_words_and_checks_its_rule_on_the_papers_n
 
 def test_front_page_counts_groups_by_regime_and_marks_rows_without_intervals() -> None:
     claim = Claim("A beats B", "Table 3", 0.05, Rule.above(0.0), **PAPER)
-    mini = Claim("RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="q", comparator="MD", regime=REGIME)
+    mini = Claim("RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="q", comparator="MD", regime=REGIME,
+                 units="items")  # fmt: skip
     own = Claim("control in null band", "ours", "—", Rule.in_null(), ours=True)
     new_rows = [
         judge(claim, 0.03, (0.01, 0.05), test="t"),
         judge(claim, 0.0, (-0.01, 0.01), test="t"),
-        judge(mini, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD wins")),
+        judge(mini, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD wins"), measured_by="m", varies="K"),
         judge(own, 0.5, (0.45, 0.55), test="permutation null"),
     ]
     legacy = [{"claim": "old claim", "paper": "0.9", "ours": "0.8", "held": "partly"}]
@@ -150,10 +272,10 @@ def test_front_page_counts_groups_by_regime_and_marks_rows_without_intervals() -
     page = frontpage.render("smoke", chapters)
     assert "Built from the `smoke` profile" in page and "4 of the papers' claims and 1 checks of our own" in page
     # metrics: paper claims 1 held, 1 not held, 1 inconclusive; 2 of 3 in the paper's regime; 1 check of our own
-    assert "<td>1</td><td>1</td><td>1</td><td>2 of 3</td><td>1</td>" in page
+    assert "<td>1</td><td>1</td><td>1</td><td>0</td><td>2 of 3</td><td>1</td>" in page  # none untestable here
     assert "### Tested in the paper's regime (1 held, 0 not held, 1 inconclusive)" in page
     assert "### Tested in a miniature regime (0 held, 1 not held, 0 inconclusive)" in page
-    assert "### Checks of our own (1 held" in page and "(measured by: regimes)" in page
+    assert "### Checks of our own (1 held" in page and "(measured by: m)" in page
     assert "about 0.2 of them would miss the true value by chance alone" in page  # 5 rows with intervals x 0.05
     assert "0.03 [0.01, 0.05]" in page and 'class="repro-inconclusive"' in page
     assert "no interval yet" in page and 'href="executed/deepgini_apfd.html#verdict"' in page

@@ -159,8 +159,9 @@ def render(profile: str, chapters: list[tuple[str, list[dict[str, str]]]]) -> st
         for key, heading in GROUPS:
             group = [r for r in rows if r["group"] == key]
             if group:
-                held, not_held, unsure = _tally(group)
+                held, not_held, unsure, untestable = _tally(group)
                 words = f"{held} held, {not_held} not held, {unsure} inconclusive"
+                words += f", {untestable} untestable here" if untestable else ""
                 sections += [f"### {heading} ({words})", "", _claims_table(group), ""]
     every = [r for _, rows in chapters for r in rows]
     paper_total = sum(r["group"] != "ours" for r in every)
