@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 
@@ -221,18 +222,33 @@ def order_scores(order: np.ndarray) -> np.ndarray:
 
 
 def apfd_difference(
-    truth: np.ndarray, order_a: np.ndarray, order_b: np.ndarray, n_boot: int, seed: int, replicas: list = ()
+    truth: np.ndarray,
+    order_a: np.ndarray,
+    order_b: np.ndarray,
+    n_boot: int,
+    seed: int,
+    replicas: list = (),
+    sources: list | None = None,
 ):
     """Normalized APFD(a) - APFD(b), paired bootstrap over each model's tests (misclassified count fixed per
     resample). `replicas`: (truth, order_a, order_b) of further trained models of the pair, each on its own test
     set; the interval is then a t interval over models with each model's item noise (stats.hierarchical_interval,
     items per seed). With one model it is the bootstrap's percentile interval. A set whose tests all fail has every
-    order's normalized APFD at 1.0 (metrics.apfd_normalized), so its difference is 0 in every resample."""
+    order's normalized APFD at 1.0 (metrics.apfd_normalized), so its difference is 0 in every resample.
+
+    `sources`: the source image of every test, one array per model (the first model's, then the replicas'), for a
+    mixed set whose adversarial inputs come several to a source image: the bootstrap then resamples source images
+    (the draws shared by the models, whose sets are built from the same test images), then tests within each drawn
+    image with its misclassified count fixed (stats.unit_weights), and the interval is stats.clustered_interval over
+    source images (sharing 'clusters')."""
     from .. import stats
     from ..metrics import apfd_bounds
 
+    runs = [(truth, order_a, order_b), *replicas]
+    if sources is not None:
+        return _clustered_apfd_difference(runs, sources, n_boot, seed)
     estimates, draws, sizes = [], [], []
-    for flags, a, b in [(truth, order_a, order_b), *replicas]:
+    for flags, a, b in runs:
         est, dist, method = stats.paired_apfd_draws(
             flags, order_scores(a), order_scores(b), n_resamples=n_boot, seed=seed
         )
@@ -250,6 +266,51 @@ def apfd_difference(
         )
     return stats.hierarchical_interval(
         estimates, np.stack(draws, axis=1), shared_items=False, words=f"normalized APFD difference, {method}"
+    )
+
+
+WEIGHT_BLOCK = 100  # resamples per block of two-stage bootstrap weights (resamples x tests per model in memory)
+
+
+def _clustered_apfd_difference(runs: list, sources: list, n_boot: int, seed: int):
+    """apfd_difference over source images: two-stage bootstrap weights in blocks, each model's normalized
+    difference on every resample, and the clustered interval over models."""
+    from .. import stats
+    from ..metrics import apfd_bounds
+
+    flags = [np.asarray(f, bool) for f, _, _ in runs]
+    labels = [np.asarray(src) for src in sources]
+    if len(labels) != len(runs) or any(len(src) != len(f) for src, f in zip(labels, flags)):
+        raise ValueError("sources needs one source image per test, one array per model")
+    scorers, scales, estimates = [], [], []
+    for f, a, b in runs:
+        worst, best = apfd_bounds(len(f), int(f.sum()))
+        wa, wb = stats._WeightedApfd(f, order_scores(a)), stats._WeightedApfd(f, order_scores(b))
+        scorers.append((wa, wb))
+        scales.append(best - worst)
+        ones = np.ones(len(f))
+        estimates.append(0.0 if best == worst else (wa(ones) - wb(ones)) / (best - worst))
+    draws = []
+    for i, block in enumerate(np.array_split(np.arange(n_boot), max(1, n_boot // WEIGHT_BLOCK))):
+        weights = stats.unit_weights(labels, flags, n_resamples=len(block), seed=seed + 7_919 * i)
+        draws.append(
+            np.stack(
+                [
+                    np.zeros(len(block)) if scale == 0 else np.array([wa(w) - wb(w) for w in ws]) / scale
+                    for (wa, wb), scale, ws in zip(scorers, scales, weights)
+                ],
+                axis=1,
+            )
+        )
+    sizes = [len(f) for f in flags]
+    tests = f"{sizes[0]:,} tests" if min(sizes) == max(sizes) else f"each model's tests ({min(sizes):,}–{max(sizes):,})"
+    words = (
+        f"normalized APFD difference, paired two-stage bootstrap over {tests}: source images, then the tests of each "
+        "drawn image with its misclassified count fixed, each method ordering the resample as it ordered the full set"
+    )
+    n_clusters = int(np.unique(np.concatenate(labels)).size)
+    return stats.clustered_interval(
+        estimates, np.concatenate(draws), n_clusters=n_clusters, unit="source images", sharing="clusters", words=words
     )
 
 
@@ -396,7 +457,7 @@ def _cost_row(
 ) -> dict:
     """The smallest time ratio (method / DeepGini) among `methods`, end to end, with a bootstrap of the minima; a
     row not held is measured by the naive-vs-incremental CAM benchmark (`bench`) where one is given."""
-    from ..verdict import judge
+    from ..verdict import judge, unexplained
     from .cost import ratio_interval
 
     gini = timings[timings["method"] == "DeepGini"]["seconds"].to_numpy()
@@ -413,12 +474,12 @@ def _cost_row(
     )
     best = timings[timings["method"] == m].nsmallest(1, "seconds").iloc[0]
     ref = timings[timings["method"] == "DeepGini"].nsmallest(1, "seconds").iloc[0]
-    why = (
-        "finding",
-        f"end to end both are mostly the forward pass: {m} adds {best['method_s']:.3f} s to its "
-        f"{best['forward_s']:.3f} s forward pass, DeepGini {ref['method_s']:.4f} s to its {ref['forward_s']:.3f} s",
+    why = unexplained(
+        f"an ablation timing each method with and without its forward pass (in table cost, {m} adds "
+        f"{best['method_s']:.3f} s to its {best['forward_s']:.3f} s forward pass, DeepGini {ref['method_s']:.4f} s to "
+        f"its {ref['forward_s']:.3f} s)"
     )
-    measured = "cost"
+    measured, varies = "", ""
     if bench is not None and len(bench):
         fastest = bench.loc[bench["speedup"].idxmax()]
         why = (
@@ -429,13 +490,16 @@ def _cost_row(
             f"artifact's does, is {fastest['speedup']:,.0f}× slower on {int(fastest['tests']):,} tests "
             f"({fastest['criterion']})",
         )
-        measured = "cam_benchmark"
-    return judge(claim, est, (low, high), test=test, why=why, measured_by=measured, narrow_by="timing repeats")
+        measured, varies = "cam_implementations", "implementation"
+    return judge(
+        claim, est, (low, high), test=test, why=why, measured_by=measured, narrow_by="timing repeats", varies=varies
+    )
 
 
 def _picks_cause(picks: pd.DataFrame, pair: str, rival: str, percent: int, protocol: str = "one-shot"):
-    """(why, measured_by) of a retraining row not held: the make-up of DeepGini's picks against the rival's, where
-    DeepGini over-picks one attack by 10 points or more or draws on fewer source images; otherwise unexplained."""
+    """(why, measured_by) of a retraining row not held: unexplained, since no table varies the picks' make-up with
+    the method held fixed; where DeepGini over-picks one attack by 10 points or more or draws on fewer source images
+    than the rival, the sentence says so as what that ablation would test."""
     from ..verdict import unexplained
 
     mine = picks if "protocol" not in picks else picks[picks["protocol"] == protocol]
@@ -450,13 +514,12 @@ def _picks_cause(picks: pd.DataFrame, pair: str, rival: str, percent: int, proto
         if "mean_loss" in by and np.isfinite(gini["mean_loss"])
         else ""
     )
-    sentence = (
+    seen = (
         f"on {pair}, DeepGini's {percent} % picks are {gini[attack]:.0%} {attack.removeprefix('share ')} inputs from "
         f"{gini['source_images']:,.0f} source images, {rival}'s {other[attack]:.0%} from "
-        f"{other['source_images']:,.0f}{loss}: DeepGini retrains on a narrower mix, and the held-out half holds "
-        "every attack"
+        f"{other['source_images']:,.0f}{loss} (table retraining_picks): whether that narrower mix is the cause"
     )
-    return ("setup", sentence), "retraining_picks"
+    return unexplained(f"an ablation that matches the picks' make-up across methods ({seen})"), ""
 
 
 def _retraining_row(claim: object, diffs: pd.DataFrame, picks: pd.DataFrame, protocol: str, rival: str) -> dict:
@@ -495,7 +558,49 @@ def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str, n_mode
     trained = f"{n_models} trained model{'s' if n_models > 1 else ''} per pair"
     test = f"deciding unit {_label(k)} vs {m}; {summary}; {trained}: {iv.method}"
     narrow = "trained models per pair" if n_models > 1 else "test inputs"  # the t interval over models dominates
-    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="apfd", narrow_by=narrow)
+    if n_models == 1 and "source images resampled" in iv.method:
+        narrow = "source images"
+    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="apfd", narrow_by=narrow, varies="method")
+
+
+def _shortfall(accuracy: pd.DataFrame, pairs: list[str]) -> float:
+    """The largest test-accuracy shortfall from the artifact's model (artifact - ours) among `pairs` ("dataset:model")
+    whose artifact accuracy is known; NaN when none is."""
+    rows = accuracy[(accuracy["dataset"] + ":" + accuracy["model"]).isin(pairs)]
+    gaps = (rows["artifact_accuracy"] - rows["test_accuracy"]).dropna()
+    return float(gaps.max()) if len(gaps) else math.nan
+
+
+def check_regimes(claim_set: dict, accuracy: pd.DataFrame, test_sets: pd.DataFrame, timings: pd.DataFrame,
+                  params: object) -> None:  # fmt: skip
+    """Compute every paper regime's criterion on this run (verdict.check_regime), from what the run measured: the
+    pairs' test accuracy against the artifact's models (the APFD and max-coverage rows), and for the cost rows the
+    tests timed and the neurons the coverage methods track against the artifact's Fashion-MNIST LeNet-1. A property
+    the run cannot compute (no artifact accuracy for any pair judged, a timed pair the artifact does not count
+    neurons for) leaves the criterion uncomputed: the row then reads miniature."""
+    from ..verdict import check_regime
+    from .claims import PAPER_NEURONS, images, max_coverage_scope, pairs_at_paper
+
+    for key, claim in claim_set.items():
+        regime = claim.regime
+        if regime is None or regime.kind != "paper":
+            continue
+        kind = key.split("|")[0]
+        if kind in ("beats_coverage", "softmax_match", "beats_surprise"):
+            variable, prop = pairs_at_paper(params), _shortfall(accuracy, list(params.pairs))
+        elif kind == "max_coverage":
+            judged, _ = max_coverage_scope(params)
+            variable = min(images(params, pair.split(":")[0])[1] for pair in judged)
+            prop = _shortfall(accuracy, judged)
+        elif kind in ("cost", "cost_slow"):
+            ds, arch = timings["dataset"].iloc[0], timings["model"].iloc[0]
+            sets = test_sets[(test_sets["dataset"] == ds) & (test_sets["model"] == arch)]
+            variable = float(timings["tests"].iloc[0])
+            prop = float(sets["neurons"].iloc[0]) / PAPER_NEURONS[ds, arch] if (ds, arch) in PAPER_NEURONS else math.nan
+        else:
+            continue
+        if math.isfinite(variable) and math.isfinite(prop):
+            check_regime(regime, variable, prop)
 
 
 def verdict_rows(
@@ -512,9 +617,12 @@ def verdict_rows(
     seed: int,
     bench: pd.DataFrame | None = None,
     replicas: dict | None = None,
+    mixed: dict | None = None,
 ) -> list[dict]:
     """Apply every claim's rule to each pair (or unit) and decide the claim; a row not held names its cause and the
-    published table that measures it (apfd, max_coverage, retraining_picks), or the ablation that would tell."""
+    published table that measures it (apfd, max_coverage, cam_implementations) with the column that varies it, or the
+    ablation that would tell. A claim whose units are source images (the mixed set) resamples them: its intervals
+    need `mixed` (the chapter's model's sets, for their source images) and the replicas' source images."""
     from .. import stats
     from ..verdict import judge
 
@@ -523,22 +631,32 @@ def verdict_rows(
     replicas = replicas or {}
     n_models = 1 + min((len(v) for v in replicas.values()), default=0)
 
-    def diff(k: tuple, a: str, b: str):
-        more = [(flags, o[a], o[b]) for flags, o in replicas.get(k, [])]
-        return apfd_difference(truth[k], orders[(*k, a)], orders[(*k, b)], n_boot, seed, more)
+    def diff(k: tuple, a: str, b: str, clustered: bool = False):
+        more = [(flags, o[a], o[b]) for flags, o, _ in replicas.get(k, [])]
+        sources = None
+        if clustered:
+            if mixed is None:
+                raise ValueError("a claim over source images needs the mixed sets (mixed=) for their source images")
+            sources = [mixed[k].source, *(src for _, _, src in replicas.get(k, []))]
+        return apfd_difference(truth[k], orders[(*k, a)], orders[(*k, b)], n_boot, seed, more, sources)
 
     rows = []
     for key, claim in claim_set.items():
         kind, *rest = key.split("|")
         keys = [k for k in norm.index if rest and k[2] == rest[0]]
+        by_source = claim.units == "source images" or (claim.ours and rest and rest[0] != "original")
         if kind == "beats_coverage":
             ivs = {(k, norm.loc[k, baselines].idxmax()): None for k in keys}
-            rows.append(_apfd_row(claim, {(k, b): diff(k, "DeepGini", b) for k, b in ivs}, norm, "coverage", n_models))
+            ivs = {(k, b): diff(k, "DeepGini", b, by_source) for k, b in ivs}
+            rows.append(_apfd_row(claim, ivs, norm, "coverage", n_models))
         elif kind == "beats_surprise":
             ivs = {(k, norm.loc[k, ["LSA", "DSA"]].idxmax()): None for k in keys}
-            rows.append(_apfd_row(claim, {(k, b): diff(k, "DeepGini", b) for k, b in ivs}, norm, "surprise", n_models))
+            ivs = {(k, b): diff(k, "DeepGini", b, by_source) for k, b in ivs}
+            rows.append(_apfd_row(claim, ivs, norm, "surprise", n_models))
         elif kind == "softmax_match":
-            ivs = {(k, m): diff(k, m, "DeepGini") for k in keys for m in ("max-softmax", "entropy", "margin")}
+            ivs = {
+                (k, m): diff(k, m, "DeepGini", by_source) for k in keys for m in ("max-softmax", "entropy", "margin")
+            }
             rows.append(_apfd_row(claim, ivs, norm, "softmax", n_models))
         elif kind == "max_coverage":
             judged = maxcov[maxcov["judged"]]
@@ -554,7 +672,7 @@ def verdict_rows(
                 f"{worst['method']} keeps adding coverage until test {int(worst['tests_to_max']):,} of "
                 f"{worst['dataset']} {worst['model']}",
             )
-            rows.append(judge(claim, iv.estimate, iv, why=why, measured_by="max_coverage"))
+            rows.append(judge(claim, iv.estimate, iv, why=why, measured_by="max_coverage", varies="method"))
         elif kind == "retraining":
             rows.append(_retraining_row(claim, retrain_diffs, picks, "iterative", "coverage"))
         elif kind == "retraining_oneshot":
@@ -826,8 +944,8 @@ def see_all(models: dict[tuple[str, str], Pair], mixed: dict, params: object) ->
 def replicate(models: dict, params: object, methods: dict[str, str]) -> tuple[dict, pd.DataFrame]:
     """Models 2 .. models_per_pair of every pair (seeds seed + 1, ..., same data and recipe), each with its own
     artifact-style mixed set (its own attacks): every prioritizer's APFD on its original and mixed sets. Returns
-    {(dataset, model, set): [(misclassified, {method: order}), ...]} for the verdict's intervals, and the records
-    (column trained_model: 1, 2, ...; the chapter's model is 0)."""
+    {(dataset, model, set): [(misclassified, {method: order}, source image of each test), ...]} for the verdict's
+    intervals, and the records (column trained_model: 1, 2, ...; the chapter's model is 0)."""
     from tqdm.auto import tqdm
 
     from . import nets, testsets
@@ -840,13 +958,17 @@ def replicate(models: dict, params: object, methods: dict[str, str]) -> tuple[di
             pair = Pair(ds, arch, p.train, p.test, model)
             m, _ = testsets.build(model, *p.test, "artifact", caps, params.seed, CLASSES)
             fit_references(pair, params.sa_train, params.seed)
-            subjects, truth = {}, {}
-            for name, (x, y) in {"original": p.test, "original+adversarial": (m.x, m.y)}.items():
+            subjects, truth, source = {}, {}, {}
+            for name, (x, y, src) in {
+                "original": (*p.test, np.arange(len(p.test[1]))),
+                "original+adversarial": (m.x, m.y, m.source),
+            }.items():
                 subjects[ds, arch, name], truth[ds, arch, name], _ = see(pair, x, y)
+                source[ds, arch, name] = src
             frame, orders = apfd_records(subjects, truth, methods, params.seed)
             frames.append(frame.drop(columns="seconds").assign(trained_model=i))
             for key in subjects:
-                replicas.setdefault(key, []).append((truth[key], {n: orders[(*key, n)] for n in methods}))
+                replicas.setdefault(key, []).append((truth[key], {n: orders[(*key, n)] for n in methods}, source[key]))
     return replicas, (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
 
 
@@ -1069,6 +1191,15 @@ def cam_benchmark(subjects: dict, truth: dict, n: int, seed: int) -> pd.DataFram
             }
         )
     return pd.DataFrame(rows)
+
+
+def cam_implementations(bench: pd.DataFrame) -> pd.DataFrame:
+    """The CAM benchmark in long form, one row per criterion and implementation (incremental, naive): the table
+    that varies the implementation, which the efficiency rows' setup cause names."""
+    long = bench.melt(
+        ["criterion", "tests"], ["incremental_s", "naive_s"], var_name="implementation", value_name="seconds"
+    )
+    return long.assign(implementation=long["implementation"].str.removesuffix("_s"))
 
 
 # ----------------------------------------------------------------------------------------------------- retraining
