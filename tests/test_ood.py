@@ -286,13 +286,13 @@ def test_near_row_causes_follow_the_k_sweep() -> None:
         return ex._contrast_cause(planned[key], "rmd_beats_md", "pretrained", row, res)
 
     grows = cause(0.01, 0.03)
-    assert grows["why"][0] == "regime" and grows["measured_by"] == "k_sweep"
-    widens = cause(-0.03, -0.01)
-    assert widens["why"][0] == "finding" and widens["trend_checked"]
-    assert cause(-0.01, 0.01)["why"][0] == "unknown"
-    # a miniature row whose cause is unknown is judged a regime row, measured by the regimes table
-    rule_fails = judge(planned[key], -0.05, (-0.08, -0.02), "t", **cause(-0.01, 0.01))
-    assert rule_fails["why"].startswith("regime: tested at classes K = 5") and rule_fails["measured_by"] == "regimes"
+    assert grows["why"][0] == "regime" and grows["sweep"].table == "k_sweep" and grows["sweep"].column == "K"
+    judged = judge(planned[key], -0.05, (-0.08, -0.02), "t", **grows)
+    assert judged["why"].startswith("regime: ") and (judged["measured_by"], judged["varies"]) == ("k_sweep", "K")
+    # a sweep that widens the gap, or does not tell, leaves the cause unknown and says so
+    for low, high in ((-0.03, -0.01), (-0.01, 0.01)):
+        judged = judge(planned[key], -0.05, (-0.08, -0.02), "t", **cause(low, high))
+        assert judged["why"].startswith("unknown: tested at classes K = 5 (paper 10 / 100); the sweep of classes K")
     text = "rmd_beats_md|Wikipedia + NYT + Reddit → Amazon|finetuned"
     assert cause(0.01, 0.03, text, pd.Series({"setting": "text-domain", "K": 3}))["why"][0] == "unknown"
 

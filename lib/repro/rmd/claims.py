@@ -8,8 +8,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..verdict import Claim, Regime, Rule
-from .experiment import CIFAR_GROUPS, CLINC_GROUPS, KINDS, NEAR_GROUPS, PAPER_VALUES, SPEC, domain_groups, task_groups
+from ..verdict import Claim, Criterion, Regime, Rule
+from .experiment import (
+    CIFAR_GROUPS,
+    CLINC_GROUPS,
+    KINDS,
+    NEAR_CLP,
+    NEAR_GROUPS,
+    NEARNESS,
+    PAPER_VALUES,
+    SPEC,
+    domain_groups,
+    task_groups,
+)
 
 __all__ = ["SPEC", "TEXT", "Near", "claims", "near_directions"]
 
@@ -73,12 +84,20 @@ class Near:
         return f"{self.in_dist} → {self.ood}"
 
     @property
+    def units(self) -> str:
+        """What this direction's test rows cluster in: a task's inputs share its format, an article's questions
+        its source text; Fashion-MNIST images, CIFAR images and CLINC queries are independent items."""
+        return {"text-tasks": "tasks", "text-domain": "articles"}.get(self.setting, "items")
+
+    @property
     def many(self) -> bool:
         """Whether this direction is in the paper's regime of K: its own K, or at least PAPER_K_FLOOR classes."""
         return self.k == self.paper_k or self.k >= PAPER_K_FLOOR
 
     def regime(self) -> Regime:
-        """K of this direction against the paper's: the paper's regime where K is the paper's own or K >= 50."""
+        """K of this direction against the paper's: a claim to the paper's regime where K is the paper's own or
+        K >= 50, labelled `paper` only when the run computes the criterion (K in range and OOD classes as near as
+        NEAR_CLP) and it passes."""
         if self.k == self.paper_k:
             why = f"K = {self.k} is the paper's own on {self.benchmark}; K governs the gain (the K sweep)"
         else:
@@ -86,7 +105,10 @@ class Near:
                 f"K = {self.k} ≥ {PAPER_K_FLOOR}: RMD reads {self.k - 1} discriminant directions, as many as the paper's "
                 f"near-OOD benchmarks give it in order of magnitude (K − 1 = 99 and 149)"
             )
-        return Regime(K, self.paper_k, self.k, "paper" if self.many else "miniature", why if self.many else "")
+        if not self.many:
+            return Regime(K, self.paper_k, self.k)
+        ks = (self.k, self.k) if self.k == self.paper_k else (PAPER_K_FLOOR, CLINC_K)
+        return Regime(K, self.paper_k, self.k, "paper", why, Criterion(ks, NEARNESS, (NEAR_CLP, 0.0)))
 
 
 def near_directions(p: Mapping[str, Any]) -> list[Near]:
@@ -114,8 +136,12 @@ def _k_regime(near: list[Near]) -> Regime:
     """K over every near direction (claims pooled over directions)."""
     ours = tuple(sorted({n.k for n in near}))
     same = all(n.k == n.paper_k for n in near)
-    why = "every near direction has the paper's K on its benchmark" if same else ""
-    return Regime(f"{K} of the near directions", (*PAPER_IMAGE_K, CLINC_K), ours, "paper" if same else "miniature", why)
+    variable = f"{K} of the near directions"
+    if not same:
+        return Regime(variable, (*PAPER_IMAGE_K, CLINC_K), ours)
+    why = "every near direction has the paper's K on its benchmark"
+    criterion = Criterion((min(PAPER_IMAGE_K), CLINC_K), f"lowest {NEARNESS} over the near directions", (NEAR_CLP, 0.0))
+    return Regime(variable, (*PAPER_IMAGE_K, CLINC_K), ours, "paper", why, criterion)
 
 
 def _label_free_regime(n: Near, hub: bool) -> Regime:
@@ -162,6 +188,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 quote=ABSTRACT_GAIN,
                 comparator=f"MD (Lee et al. 2018) on the same {kind} features",
                 regime=n.regime(),
+                units=n.units,
                 **_against(_colab(n, kind), "MD", "RMD > MD"),
             )
         out[f"pretrained_gain|{n.tag}"] = Claim(
@@ -174,6 +201,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             paraphrase=True,
             comparator="the same MD→RMD gain with the model fine-tuned on the in-distribution classes",
             regime=_label_free_regime(n, hub),
+            units=n.units,
         )
         out[f"rmd_vs_msp|{n.tag}"] = Claim(
             f"{TEXT['rmd_vs_msp']}: {n.tag}",
@@ -184,6 +212,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             paraphrase=True,
             comparator="MSP (Hendrycks & Gimpel 2017) of the same fine-tuned classifier",
             regime=n.regime(),
+            units=n.units,
             **_against(_colab(n, "finetuned"), "MSP", "RMD ≥ MSP"),
         )
     for n in near:
@@ -196,6 +225,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                     quote=INTRO_NEAR,
                     comparator=f"MD on the same {kind} features and the same test rows",
                     regime=n.regime(),
+                    units=n.units,
                     paper="MD fails on near OOD",
                 )
     for n in [m for m in near if m.setting in ("text-tasks", "text-near")] + [
@@ -210,6 +240,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             paraphrase=True,
             comparator="MD from the trailing half of the same eigendirections",
             regime=n.regime(),
+            units=n.units,
         )
     out["k_trend"] = Claim(
         TEXT["k_trend"],
@@ -228,6 +259,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         comparator="far-OOD pairs (CIFAR-10 vs SVHN) against near-OOD pairs (CIFAR-100 vs CIFAR-10); we rank OOD "
         "classes by CLP (Winkens et al. 2020, whom the paper cites for near OOD)",
         regime=_k_regime(near),
+        units="items",  # the items are the OOD classes themselves (a task is one class), resampled within directions
     )
     out["pc"] = Claim(
         TEXT["pc"],
@@ -238,6 +270,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         comparator="MD on the same features, over the same hyperparameter (here the number of leading principal "
         "components k)",
         regime=_k_regime(near),
+        units="near directions",  # a direction's two feature units share its data: the directions are resampled
     )
     out["covariance"] = Claim(
         TEXT["covariance"],

@@ -33,6 +33,8 @@ class Direction:
     test_ood_x: Any
     test_ood_class: np.ndarray  # the original class name of each OOD test row
     in_classes: tuple[str, ...] = ()
+    test_units: np.ndarray | None = None  # the cluster of each test row (in-distribution first), None: independent
+    unit: str = "items"  # what the clusters are ("tasks", "articles"); "items" when the test rows are independent
 
     @property
     def n_classes(self) -> int:
@@ -53,8 +55,10 @@ def both_ways(
     test: tuple[Any, np.ndarray],
     groups: Mapping[str, Sequence[int]],
     both: bool = True,
+    units: tuple[str, np.ndarray] | None = None,
 ) -> list[Direction]:
-    """Directions A -> B (and B -> A when `both`) of a two-group split of (train, test) inputs and labels."""
+    """Directions A -> B (and B -> A when `both`) of a two-group split of (train, test) inputs and labels; `units`
+    (what the clusters are, the cluster of every test input) where the test inputs come in clusters."""
     (a_name, a), (b_name, b) = groups.items()
     pairs = [((a_name, a), (b_name, b)), ((b_name, b), (a_name, a))][: 2 if both else 1]
     out = []
@@ -78,6 +82,8 @@ def both_ways(
                 training.take(test[0], te_ood),
                 np.asarray([names[c] for c in test[1][te_ood]]),
                 tuple(names[c] for c in sorted(ind)),
+                None if units is None else np.r_[np.asarray(units[1])[te_in], np.asarray(units[1])[te_ood]],
+                "items" if units is None else units[0],
             )
         )
     return out
