@@ -6,6 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.stats import kendalltau
 
@@ -221,3 +222,62 @@ def test_a_local_set_is_parsed_once_until_its_files_change(tmp_path, monkeypatch
     assert corpora._parsed.cache_info().hits == hits + 1
     write("Only one, now longer.")  # another size: read again
     assert [d.text for d in corpora.load("topical_chat")] == ["Only one, now longer."]
+
+
+def test_items_that_share_a_source_document_carry_it() -> None:
+    """Paragraphs of one Wikipedia or NYT article and turns of one SGD dialogue name their source; every other set's
+    item is a document of its own."""
+    for name in corpora.CLUSTERED:
+        docs = corpora.load(name)
+        assert all(d.source for d in docs) and len({d.unit for d in docs}) < len(docs), name
+    for name in ("cnn_dm", "wikihow", "amazon_reviews", "reddit", "mlsum_de"):
+        docs = corpora.load(name)
+        assert all(d.source == "" for d in docs) and len({d.unit for d in docs}) == len(docs), name
+
+
+def test_weighted_auroc_is_the_auroc_of_the_repeated_items() -> None:
+    from repro.clm_ood import experiment as ex
+    from repro.metrics import auroc
+
+    rng = np.random.default_rng(0)
+    y, s = rng.integers(0, 2, 40), np.round(rng.normal(size=40), 1)  # ties
+    w = rng.integers(0, 3, (5, 40))
+    got = ex.weighted_auroc(y, s, w)
+    for row, value in zip(w, got):
+        idx = np.repeat(np.arange(40), row)
+        assert value == pytest.approx(auroc(y[idx], s[idx]))
+
+
+def _frame(shifts: dict[str, float], per_set: int = 20, article: int = 0) -> pd.DataFrame:
+    """Synthetic scored items: three times `per_set` in-domain inputs, `per_set` per OOD set shifted by its value;
+    with `article`, that many OOD inputs share one source document."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for name, shift in {corpora.IN_DOMAIN: 0.0, **shifts}.items():
+        for i in range(per_set * (3 if name == corpora.IN_DOMAIN else 1)):
+            unit = f"{name}:a{i // article}" if article and name != corpora.IN_DOMAIN else f"{name}:#{i}"
+            ood = int(name != corpora.IN_DOMAIN)
+            rows.append(
+                {"set": name, "ood": ood, "unit": unit, "a": rng.normal() + shift, "b": rng.normal() + shift / 2}
+            )
+    return pd.DataFrame(rows)
+
+
+def test_the_ladder_resamples_the_sets_and_names_them() -> None:
+    from repro.clm_ood import experiment as ex
+
+    frame = _frame({"s1": 0.2, "s2": 0.6, "s3": 1.0, "s4": 1.4, "s5": 1.8, "s6": 2.2})
+    overlap = pd.DataFrame({"set": frame["set"].unique(), "jaccard_1": np.linspace(0.6, 0.1, 7)})
+    ci = ex.ladder(frame, overlap, "a", n_boot=200, seed=0)
+    assert ci.estimate < -0.8 and -1 <= ci.low <= ci.high < 0  # a clear ladder: ρ near -1, the interval below 0
+    assert "6 sets resampled" in ci.method
+
+
+def test_a_clustered_auroc_difference_resamples_the_source_documents() -> None:
+    from repro.clm_ood import experiment as ex
+
+    frame = _frame({"s1": 1.0}, per_set=40, article=8)  # 40 OOD inputs from 5 source documents
+    plain = ex.auroc_diff(frame, ["s1"], "a", "b")
+    clustered = ex.auroc_diff(frame, ["s1"], "a", "b", "source documents", n_boot=300, seed=0)
+    assert clustered.estimate == pytest.approx(plain.estimate)
+    assert "125 source documents resampled" in clustered.method  # 120 in-domain inputs and 5 documents

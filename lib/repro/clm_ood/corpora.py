@@ -20,11 +20,19 @@ IN_DOMAIN = "xsum"
 
 @dataclass(frozen=True)
 class Doc:
-    """One input text and its reference summary ('' where the set has none)."""
+    """One input text and its reference summary ('' where the set has none); `source`: the document it was cut
+    from where several items share one (a Wikipedia or NYT article's paragraphs, a dialogue's turns), '' where the
+    item is a document of its own."""
 
     id: str
     text: str
     reference: str = ""
+    source: str = ""
+
+    @property
+    def unit(self) -> str:
+        """The sampling unit the item belongs to: its source document, or itself."""
+        return self.source or self.id
 
 
 # Local OOD sets, nearest first as the paper's ladder orders them (news, encyclopedia, forum, how-to, reviews,
@@ -47,7 +55,16 @@ HUB_SETS = {
     "samsum": ("SAMSum", True),
 }
 HUB_TEST_SPLIT = {"reddit_tifu": "train"}  # Reddit TIFU has one split
-NEAR = {"local": "cnn_dm", "hub": "cnn_dailymail"}  # the paper's near-OOD set for XSUM
+NEAR = {"local": "cnn_dm", "hub": "cnn_dailymail"}
+# Sets whose items share source documents, and what those documents are: SQuAD-shifts' Wikipedia and NYT paragraphs
+# come from 48 and 797 articles; SGD's items are turns of one dialogue (several per dialogue). Every other set's item
+# is a document of its own (an article, a conversation, a review: SQuAD-shifts' Amazon "articles" are batches of five
+# reviews of different products, its Reddit file one list of separate posts).
+CLUSTERED = {
+    "new_wiki": "articles",
+    "nyt": "articles",
+    "schema_guided_dialog": "dialogues",
+}  # the paper's near-OOD set for XSUM
 # The C4 stand-in mixes English general text only (C4 is English), never an item that is also a test item.
 LOCAL_BACKGROUND = (
     "cnn_dm",
@@ -122,6 +139,16 @@ def _topical_chat() -> list[Doc]:
     return [Doc(k, v) for k, v in longest.items()]
 
 
+_HISTORY = re.compile(r'The conversation so far has been for following: (user: ".*?"\. response: ".*?"\.)')
+
+
+def _dialogue(text: str) -> str:
+    """An SGD item's dialogue, named by its history's first exchange (the file keeps no dialogue id; two dialogues
+    that open with the same exchange are taken as one, which only makes the clusters coarser)."""
+    m = _HISTORY.search(text)
+    return f"sgd-dialogue:{m.group(1) if m else text}"
+
+
 def _local(name: str) -> list[Doc]:
     """One local set, deduplicated, in file order; parsed once per process while the BIG-bench files stay the same
     (a run reads each set twice, once for its size checks; the tests run a chapter many times in one process)."""
@@ -148,15 +175,24 @@ def _read_local(name: str) -> list[Doc]:
         refs = LOCAL_SETS[name][1]
         return _dedupe(
             [
-                Doc(e["comment"], _clean(e["input"]), _clean(e["target"]) if refs else "")
+                Doc(
+                    e["comment"],
+                    _clean(e["input"]),
+                    _clean(e["target"]) if refs else "",
+                    _dialogue(_clean(e["input"])) if name == "schema_guided_dialog" else "",
+                )
                 for e in _task_examples(_GEM[name])
             ]
         )
     if name == "topical_chat":
         return _dedupe(_topical_chat())
     if name in data.SQUAD_DOMAINS:
-        paras = (p for article in data.squad_paragraphs(name) for p in article)
-        return [Doc(f"{name}-{i}", text) for i, text in enumerate(paras)]
+        articles = data.squad_paragraphs(name)
+        paras = [(a if name in CLUSTERED else None, p) for a, article in enumerate(articles) for p in article]
+        return [
+            Doc(f"{name}-{i}", text, source="" if a is None else f"{name}-article-{a}")
+            for i, (a, text) in enumerate(paras)
+        ]
     raise ValueError(f"unknown local set {name!r}")
 
 

@@ -4,6 +4,7 @@ the scores, and tidy tables (AUROC per OOD set, Kendall's τ with quality, quali
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,6 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from .. import cache, stats
-from ..metrics import auroc
 from ..params import Param
 from . import clm, corpora
 from . import selective as sel
@@ -267,8 +267,8 @@ def similarity(predictions: Sequence[str], references: Sequence[str], source: st
 
 
 def items(p: Any, s: Split, r: Run) -> pd.DataFrame:
-    """One row per test input: its set, OOD label, every score, and the quality of its summary (NaN where the set
-    has no reference)."""
+    """One row per test input: its set, OOD label, sampling unit (its source document where several inputs share one,
+    else itself), every score, and the quality of its summary (NaN where the set has no reference)."""
     ridge = "ledoit-wolf" if p.covariance == "ledoit-wolf" else 0.0
     frames = []
     for name, docs in s.test_sets.items():
@@ -281,6 +281,7 @@ def items(p: Any, s: Split, r: Run) -> pd.DataFrame:
                     "set": name,
                     "ood": int(name != corpora.IN_DOMAIN),
                     "id": [d.id for d in docs],
+                    "unit": [f"{name}:{d.source}" if d.source else f"{name}:#{i}" for i, d in enumerate(docs)],
                     "input_md": in_md,
                     "input_rmd": in_rmd,
                     "output_md": out_md,
@@ -343,10 +344,44 @@ def pair(frame: pd.DataFrame, sets: Sequence[str]) -> pd.DataFrame:
     return frame[(frame["ood"] == 0) | frame["set"].isin(list(sets))]
 
 
-def auroc_diff(frame: pd.DataFrame, sets: Sequence[str], a: str, b: str) -> stats.Interval:
-    """AUROC(a) − AUROC(b) on the in-domain test vs the pooled `sets`, DeLong's paired interval."""
+def weighted_auroc(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """AUROC (label 1 scored higher) of every row of `weights` (resamples x items: item i counts weights[r, i]
+    times), ties one half; NaN for a row without positive or negative weight."""
+    y = np.asarray(labels).astype(bool)
+    _, tied = np.unique(np.asarray(scores, dtype=np.float64), return_inverse=True)
+    groups = np.zeros((y.size, tied.max() + 1))
+    groups[np.arange(y.size), tied] = 1.0  # items by tied score, lowest first
+    w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    pos, neg = (w * y) @ groups, (w * ~y) @ groups
+    below = np.cumsum(neg, axis=1) - neg
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (pos * (below + 0.5 * neg)).sum(1) / (pos.sum(1) * neg.sum(1))
+
+
+def auroc_diff(
+    frame: pd.DataFrame, sets: Sequence[str], a: str, b: str, units: str = "items", n_boot: int = 500, seed: int = 0
+) -> stats.Interval:
+    """AUROC(a) − AUROC(b) on the in-domain test vs the pooled `sets`: DeLong's paired interval where every input is
+    a document of its own (`units` 'items'); else a two-stage bootstrap, the source documents resampled within each
+    set, then the inputs within them, named by `units`."""
     sub = pair(frame, sets)
-    return stats.delong(sub["ood"], sub[a], sub[b]).as_interval()
+    if units == "items":
+        return stats.delong(sub["ood"], sub[a], sub[b]).as_interval()
+    y = sub["ood"].to_numpy()
+    draws = stats.unit_weights(
+        sub["unit"].to_numpy(dtype=str), sub["set"].to_numpy(dtype=str), n_resamples=n_boot, seed=seed
+    )
+
+    def diff(w: np.ndarray) -> np.ndarray:
+        return weighted_auroc(y, sub[a].to_numpy(), w) - weighted_auroc(y, sub[b].to_numpy(), w)
+
+    return stats.clustered_interval(
+        diff(np.ones((1, len(sub)))),
+        diff(draws)[:, None],
+        n_clusters=sub["unit"].nunique(),
+        unit=units,
+        words="AUROC difference (Wikipedia and NYT paragraphs by article, SGD turns by dialogue)",
+    )
 
 
 def with_quality(frame: pd.DataFrame) -> pd.DataFrame:
@@ -430,24 +465,41 @@ def ladder(
     frame: pd.DataFrame, overlap: pd.DataFrame, score: str, n_boot: int, seed: int, n: int = 1
 ) -> stats.Interval:
     """Spearman ρ between each OOD set's n-gram overlap with the training data and the AUROC of `score` on it (ρ < 0:
-    the nearer the set, the harder to detect), bootstrap resampling outputs within each set."""
+    the nearer the set, the harder to detect). ρ is a statistic over the OOD sets, so the interval resamples the
+    sets (then the inputs within each drawn set; the in-domain inputs one by one): a set drawn c times counts c
+    times in ρ."""
     jac = dict(zip(overlap["set"], overlap[f"jaccard_{n}"]))
     names = [s for s in frame["set"].unique() if s != corpora.IN_DOMAIN]
-    codes = frame["set"].map({s: i for i, s in enumerate([corpora.IN_DOMAIN, *names])}).to_numpy()
     x = np.array([jac[s] for s in names])
+    sets, ood, values = frame["set"].to_numpy(), frame["ood"].to_numpy() == 1, frame[score].to_numpy()
+    clusters = np.where(ood, sets, frame["unit"].to_numpy()).astype(str)  # an OOD set one cluster, in-domain apart
+    draws = stats.unit_weights(clusters, ood.astype(int), n_resamples=n_boot, seed=seed)
 
-    def rho(values: np.ndarray, code: np.ndarray) -> float:
-        base = values[code == 0]
-        aucs = [
-            auroc(np.r_[np.zeros(base.size), np.ones((code == i + 1).sum())], np.r_[base, values[code == i + 1]])
-            for i in range(len(names))
-        ]
-        rho = float(spearmanr(x, aucs).statistic)
-        return 0.0 if np.isnan(rho) else rho  # every AUROC (or overlap) equal: no ordering
+    def rho(w: np.ndarray) -> np.ndarray:
+        aucs, copies = np.zeros((w.shape[0], len(names))), np.zeros((w.shape[0], len(names)), dtype=int)
+        for i, name in enumerate(names):
+            keep = ~ood | (sets == name)
+            aucs[:, i] = weighted_auroc(ood[keep], values[keep], w[:, keep])
+            copies[:, i] = np.rint(w[:, sets == name].sum(1) / (sets == name).sum())
+        out = np.zeros(w.shape[0])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a resample of one set, or of equal AUROCs, has no ordering: ρ = 0
+            for r in range(w.shape[0]):
+                drawn = copies[r] > 0
+                value = spearmanr(np.repeat(x[drawn], copies[r, drawn]), np.repeat(aucs[r, drawn], copies[r, drawn]))
+                out[r] = 0.0 if np.isnan(value.statistic) else value.statistic
+        return out
 
-    return stats.bootstrap(
-        rho, frame[score].to_numpy(), codes, n_resamples=n_boot, seed=seed, strata=codes, unit="outputs"
+    ci = stats.clustered_interval(
+        rho(np.ones((1, len(frame)))),
+        rho(draws)[:, None],
+        n_clusters=len(names),
+        unit="sets",
+        words="Spearman ρ over the OOD sets",
     )
+    if np.isnan(ci.low):  # one OOD set: no interval
+        return ci
+    return stats.Interval(ci.estimate, max(ci.low, -1.0), min(ci.high, 1.0), f"{ci.method}; clipped to [-1, 1]")
 
 
 def examples(frame: pd.DataFrame, per_set: int = 1) -> pd.DataFrame:
@@ -526,8 +578,14 @@ def verdict_rows(
     n_boot, seed = p.n_boot, p.seed
 
     def judge(claim: Any, estimate: float, ci: stats.Interval, why: tuple[str, str]) -> dict:
-        return verdict.judge(claim, estimate, ci, why=why, narrow_by="test inputs (one model; nothing is trained)")
+        narrow = {"sets": "OOD sets", "source documents": "source documents (articles, dialogues)"}
+        more = narrow.get(claim.units, "test inputs")
+        return verdict.judge(claim, estimate, ci, why=why, narrow_by=f"{more} (one model; nothing is trained)")
 
+    paper = {repr(c.regime): c.regime for c in claim_set.values() if c.regime and c.regime.kind == "paper"}
+    inside = frame.loc[frame["set"] == corpora.IN_DOMAIN, "rouge_l"].mean()
+    for regime in paper.values():  # fit pairs and the summarizer's in-domain quality, against the paper's
+        verdict.check_regime(regime, p.n_fit, inside)
     for key, claim in claim_set.items():
         kind, *rest = key.split("|")
         if kind == "ppl_near":
@@ -542,7 +600,7 @@ def verdict_rows(
         elif kind == "rmd":
             side, other, group = rest
             b = f"{side}_md" if other == "md" else "perplexity"
-            ci = auroc_diff(frame, groups[group], f"{side}_rmd", b)
+            ci = auroc_diff(frame, groups[group], f"{side}_rmd", b, claim.units, n_boot, seed)
             rows.append(judge(claim, *_est(ci), why=unexplained(f"{FIT_BETTER}, or a background nearer C4")))
         elif kind == "quality_falls":
             rows.append(judge(claim, *_est(quality_drop(frame, n_boot, seed)), why=unexplained(FIT_BETTER)))
