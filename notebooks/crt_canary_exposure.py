@@ -293,7 +293,7 @@ page.say(ex.power_words(power))
 # two. We report three perplexities on the held-out dialogues: raw; on non-secret tokens
 # only (the model still reads the secrets as context); and on the redacted test set, where
 # every gold secret is a `<MASK>`. The table shows them at Fig. 2's γ with 95 % intervals
-# over test sentences and seeds.
+# over test dialogues (then the sentences within them) and seeds.
 
 # %%
 publish(
@@ -433,10 +433,10 @@ if P.profile == "paper":
 # ## Verdict
 #
 # Each row applies the rule fixed in "What we test". A row that does not hold names its
-# cause: a setup choice or the regime, with the table that measures it, or `unknown` with the
-# ablation that would tell. A row tested in a miniature regime that contradicts the paper is
-# put down to the regime unless a sweep shows otherwise. An inconclusive row says how much
-# more data would decide it.
+# cause: a setup choice or a finding, with the table that varies what it names, or `unknown`
+# with the ablation that would tell; no table here sweeps a regime variable, so no row is put
+# down to the regime. A "no leak" row is at best inconclusive: failing to reject a null does
+# not show no effect. An inconclusive row says how much more data would decide it.
 
 # %%
 rows = ex.verdict_rows(ch, planned, exposure, mia, power, factorial, arm_result, amp)

@@ -219,7 +219,7 @@ def test_crt_below_dpsgd_names_the_measured_cause_an_unconverged_crt_or_a_weak_p
     versus = Interval(1.9, 1.5, 2.3, "ratio")
     weak, strong = Interval(1.7, 1.4, 2.0, "ratio"), Interval(0.9, 0.7, 1.1, "ratio")
     _, _, _, why, table = experiment._versus(chapter([12.0, 10.0]), "LSTM", versus, strong)
-    assert why[0] == "setup" and table == "dp_tuning"
+    assert why[0] == "setup" and table == "fig2_per_epoch"
     assert "LSTM CRT's validation perplexity still fell 17% in its last epoch" in why[1]
     _, _, _, why, table = experiment._versus(chapter([12.0, 10.0]), "LSTM", versus, weak)  # the public part first
     assert why[0] == "finding" and table == "utility" and "at 1.70 [1.40, 2.00] times DPSGD's" in why[1]

@@ -14,7 +14,7 @@ import torch
 from .. import stats
 from ..pretrained import SMOLLM2_HUB
 from . import customersim, membership_attacks, pretrained_arm, trainers
-from .runs import CONTROL, DELTA, Data, Encoder, cached, mia_scores, nll_of, test_nll
+from .runs import CONTROL, DELTA, Data, Encoder, cached, dialogue_perplexity, dialogues_of, mia_scores, nll_of, test_nll
 
 TRAINERS = ("non-private", "DPSGD", "CRT")
 SMOKE_LAYERS = 2  # smoke runs keep only SmolLM2's first decoder blocks
@@ -145,10 +145,15 @@ def run(p: Any, data: Data) -> dict:
     return result | {CONTROL: control, "cached": trained.get("cached", was_cached)}
 
 
-def perplexity(result: dict, trainer: str, kind: str, versus: str | None = None, seed: int = 0) -> stats.Interval:
-    """Test perplexity of one fine-tune (or its ratio to another), bootstrapped over test sentences."""
+def perplexity(
+    result: dict, trainer: str, kind: str, versus: str | None = None, seed: int = 0, test: list | None = None
+) -> stats.Interval:
+    """Test perplexity of one fine-tune (or its ratio to another), bootstrapped over test sentences; with `test` (the
+    full test sentences, whose first ones the arm scores) over their test dialogues, then the sentences within them."""
     a, counts = nll_of(result[trainer]["nll"], kind)
     b = None if versus is None else nll_of(result[versus]["nll"], kind)[0][None]
+    if test is not None:
+        return dialogue_perplexity(a[None], counts, b, dialogues_of(test[: counts.size]), seed=seed)
     return stats.seeds_and_items_perplexity(a[None], counts, b, seed=seed)
 
 

@@ -7,10 +7,11 @@ Figs. 2-5 are plots: the paper gives numbers only for Fig. 6's example (ε 1.0 �
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..verdict import Claim, Regime, Rule
+from ..verdict import Claim, Criterion, Regime, Rule
 from .canary import chance_max_exposure
 from .runs import MODELS, SDP_MODELS
 
@@ -104,6 +105,22 @@ def model_name(p: Mapping[str, Any], model: str) -> str:
     return NAMES[model]
 
 
+MEMORIZED = (math.log2(10**6) - 1, math.log2(10**6))  # rank 2 to rank 1 of the 10^6 candidates (18.93..19.93)
+MEMORIZES = "max canary exposure at γ = 0 of the non-private"  # a paper-scale criterion's property, models appended
+# The attack rows' units: the 10 canaries are independent random secrets, and the MIA nulls swap each member with its
+# look-alike independently (the two are exchangeable under the null whatever training dialogue the pair comes from).
+# Fig. 5's group − individual interval resamples pairs as independent although pairs share training dialogues.
+ATTACK_UNITS = "items"
+TEST_UNITS = "dialogues"  # the perplexity rows resample the test dialogues their sentences come from
+
+
+def memorization(models: tuple[str, ...]) -> Criterion:
+    """The paper's scale, written before the numbers: the paper's 10,000 dialogues or more, and models that memorize
+    as the paper's non-private LSTM does (Selective DP's No-DP LSTM: rank 1, 19.93 bits), read on our non-private
+    models at γ = 0 (the lower of the models named)."""
+    return Criterion((PAPER_DIALOGUES, math.inf), f"{MEMORIZES} {' and '.join(models)} (bits)", MEMORIZED)
+
+
 def scale(p: Mapping[str, Any], model: str, copies: bool = False) -> Regime:
     """The regime of a trained-model claim: corpus size, model and epochs (and, for exposure, the canary insertions);
     the paper's values from §5.1 and Appendix A.3."""
@@ -124,12 +141,20 @@ def scale(p: Mapping[str, Any], model: str, copies: bool = False) -> Regime:
         ours, paper = f"{ours} · {p['canary_copies']}", f"{paper} · {PAPER_COPIES}"
         full = full and p["canary_copies"] == PAPER_COPIES
     tolerance = "the paper's corpus size, model size and epochs" if full else ""
-    return Regime(variable, paper, ours, kind="paper" if full else "miniature", tolerance=tolerance)
+    criterion = memorization((model,)) if full else None
+    return Regime(
+        variable, paper, ours, kind="paper" if full else "miniature", tolerance=tolerance, criterion=criterion
+    )
+
+
+MISSED = "share of the canary copies π leaves unredacted at γ = 0"  # the perfect-policy criterion's property
 
 
 def perfect_policy(what: str) -> Regime:
-    """The regime of a γ = 0 claim: a perfect policy, whatever the scale."""
-    return Regime("policy miss rate γ", 0.0, 0.0, kind="paper", tolerance=what)
+    """The regime of a γ = 0 claim: a perfect policy, whatever the scale; its criterion: γ = 0 and no canary copy left
+    unredacted (computed on the corpus)."""
+    criterion = Criterion((0.0, 0.0), MISSED, (0.0, 0.0))
+    return Regime("policy miss rate γ", 0.0, 0.0, kind="paper", tolerance=what, criterion=criterion)
 
 
 def both_models(p: Mapping[str, Any], copies: bool = False) -> Regime:
@@ -138,7 +163,9 @@ def both_models(p: Mapping[str, Any], copies: bool = False) -> Regime:
     full = lstm.kind == gpt2.kind == "paper"
     tolerance = "the paper's corpus size, model size and epochs" if full else ""
     paper, ours = f"LSTM {lstm.paper}; GPT {gpt2.paper}", f"LSTM {lstm.ours}; GPT-2 {gpt2.ours}"
-    return Regime(lstm.variable, paper, ours, kind="paper" if full else "miniature", tolerance=tolerance)
+    criterion = memorization(MODELS) if full else None
+    kind = "paper" if full else "miniature"
+    return Regime(lstm.variable, paper, ours, kind=kind, tolerance=tolerance, criterion=criterion)
 
 
 ATTACK_MODELS = {"mask": MODELS, "sdp": SDP_MODELS, "crt": MODELS, "np": MODELS}  # the models each trainer's rows judge
@@ -182,6 +209,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             regime=both_copies,
             paper_values={"CRT exposure, every γ (text: close to 0)": 0.0},
             paper_estimate=chance_exposure(k),
+            units=ATTACK_UNITS,
         ),
     }
     perfect = perfect_policy(
@@ -211,7 +239,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             ("group", "group MIA rises above chance for γ > 0", "Fig. 5", "surges above 0.5",
              leak("the group MIA accuracy, at every γ > 0 and model"), regimes["attack"], FIG45_RISE, mia_rising),
         ):  # fmt: skip
-            words: dict[str, Any] = {"quote": quote, "comparator": comparator}
+            words: dict[str, Any] = {"quote": quote, "comparator": comparator, "units": ATTACK_UNITS}
             if short == "sdp" and kind == "zero":  # the sentence is about γ > 0; γ = 0 is read off Fig. 3
                 words["paraphrase"] = True
             if kind == "zero":
@@ -245,6 +273,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         quote=FIG5_GROUP,
         comparator="the individual MIA on the same models",
         regime=both,
+        units=ATTACK_UNITS,
     )
     for attack, fig, quote in (("individual", "Fig. 4", FIG45_CRT), ("group", "Fig. 5", FIG45_CRT),
                                ("address", "Fig. 4, Appendix A.5", f"{A5_ADDRESS} … {FIG45_CRT}")):  # fmt: skip
@@ -258,6 +287,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             regime=both,
             paper_values={f"CRT {attack} MIA accuracy, every γ (text: aligns with 0.5)": 0.5},
             paper_estimate=(0.5, 0.5, 0.5),
+            units=ATTACK_UNITS,
         )
     return out
 
@@ -288,6 +318,7 @@ def perplexity_claims(
             quote=close_quote,
             comparator=f"{non_private}, by test perplexity",
             regime=regime,
+            units=TEST_UNITS,
         ),
         "crt_vs_dpsgd": Claim(
             f"{name}: CRT's perplexity is below DPSGD's at the same DP-SGD ε",
@@ -297,8 +328,13 @@ def perplexity_claims(
             quote=CONTRIBUTION_5,
             comparator=f"{dpsgd} (an existing solution), by test perplexity; CRT's confidentiality ε is the lower",
             regime=regime,
+            units=TEST_UNITS,
         ),
     }
+
+
+SIGMA = "the DP-SGD σ calibrated to ε′ = 1 (authors' notebook: 3.783)"  # the accounting criterion's property
+SIGMA_RANGE = (3.7825, 3.7835)  # the notebook's σ to its three decimals
 
 
 def arm_regime(p: Mapping[str, Any]) -> Regime:
@@ -319,12 +355,14 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         ARM_NAME, "§5.2, Fig. 2, CRT-GPT (plot only)", FIG2_GPT_CLOSE, "Non-private-GPT", "DPSGD-GPT", arm_regime(p)
     )
     out |= {f"arm:{key}": claim for key, claim in arm.items()}
+    gpt_paper = p["profile"] == "paper" and p["n_dialogues"] >= PAPER_DIALOGUES
     gpt_regime = Regime(
         "GPT-2 · dialogues",
         f"distilgpt2 pretrained · {PAPER_DIALOGUES:,}",
         f"{model_name(p, 'GPT-2')} · {p['n_dialogues']:,}",
-        kind="paper" if p["profile"] == "paper" and p["n_dialogues"] >= PAPER_DIALOGUES else "miniature",
-        tolerance="the paper's pretrained GPT-2 and corpus size" if p["profile"] == "paper" else "",
+        kind="paper" if gpt_paper else "miniature",
+        tolerance="the paper's pretrained GPT-2 and corpus size" if gpt_paper else "",
+        criterion=memorization(MODELS) if gpt_paper else None,
     )
     for trainer, key in (("CRT", "crt"), ("DPSGD", "dpsgd")):
         out[f"fig2:{key}_gpt_vs_lstm"] = Claim(
@@ -335,6 +373,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             quote=FIG2_ORDER,
             comparator=f"{trainer}-LSTM, by test perplexity",
             regime=gpt_regime,
+            units=TEST_UNITS,
         )
     accounting = Regime(
         "accounting inputs",
@@ -342,6 +381,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         "q = 0.1, 100 steps, δ = 8e-5, ε′ = 1, γ = 0.1",
         kind="paper",
         tolerance="the inputs of the authors' accounting notebook (autodp)",
+        criterion=Criterion((0.1, 0.1), SIGMA, SIGMA_RANGE),
     )
     out["accounting:fig6"] = Claim(
         "Fig. 6: DP-SGD at ε′ = 1 with γ = 0.1 gives ε_conf = 0.12",
@@ -353,6 +393,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         regime=accounting,
         paper_values={"ε_conf at ε′ = 1.0, γ = 0.1": 0.12},
         paper_estimate=0.12,
+        units="none",
     )
     out["accounting:notebook"] = Claim(
         "Authors' accounting notebook: ε_conf = 0.1158 at ε′ = 1, γ = 0.1 (σ 3.783, ε_dp 0.801)",

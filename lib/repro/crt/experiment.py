@@ -14,10 +14,21 @@ from tqdm.auto import tqdm
 
 from .. import cache, stats
 from ..params import Param
-from ..verdict import Claim, judge, unexplained
+from ..verdict import Claim, check_regime, judge, unexplained
 from . import accounting, canary, gpt, language_model, membership_attacks, redaction, tuning
 from . import arm as arm_module
-from .claims import ALPHA, ATTACK_MODELS, NAMES, PAPER_DIALOGUES, attack_tests, bonferroni_ks, no_leak_level
+from .claims import (
+    ALPHA,
+    ATTACK_MODELS,
+    MEMORIZES,
+    MISSED,
+    NAMES,
+    PAPER_DIALOGUES,
+    SIGMA,
+    attack_tests,
+    bonferroni_ks,
+    no_leak_level,
+)
 from .runs import (
     ATTACKS,
     CANARY_DIGITS,
@@ -39,6 +50,8 @@ from .runs import (
     canary_copies_in_crt,
     canary_copies_missed,
     canary_scores,
+    dialogue_perplexity,
+    dialogues_of,
     mia_scores,
     nll_of,
     planned_runs,
@@ -269,8 +282,17 @@ def factorial_table(ch: Chapter) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _factorial_state(table: pd.DataFrame, context: str, dedup: str, arm: str) -> str:
+    """'leaks' (exposure above the cell's one-sided 95 % null point, the plain_leaks row's rule), 'chance' (not above
+    its 1 − 0.05/2 point, the dp_protects row's rule) or 'unclear' (between the two), for one factorial cell."""
+    row = table[(table.canaries == context) & (table.dedup == dedup) & (table.trainer == arm)].iloc[0]
+    if row.exposure > row.null_upper:
+        return "leaks"
+    return "chance" if row.exposure <= row["null_upper_k2"] else "unclear"
+
+
 def factorial_words(table: pd.DataFrame) -> str:
-    """Which component protects the canaries, read off the factorial."""
+    """Which component protects the canaries, read off the factorial with the rules of its verdict rows (one seed)."""
     out = []
     for context in FACTORIAL_CONTEXTS:
         parts = []
@@ -282,11 +304,43 @@ def factorial_words(table: pd.DataFrame) -> str:
                 + f" (null point {c.null_upper.mean():.1f})"
             )
         out.append(f"With the canary copies in the {context}, " + "; ".join(parts) + ".")
-    return (
-        "When π misses the canaries' format, CRT's protection has two parts. "
-        + " ".join(out)
-        + " Deduplication protects copies that repeat one sentence; only DP-SGD on D_pri protects copies that differ."
+    state = lambda context, dedup, arm: _factorial_state(table, context, dedup, arm)
+    on, off = FACTORIAL_DEDUP
+    same, distinct = FACTORIAL_CONTEXTS
+    plain_same = {d: state(same, d, "plain SGD") for d in (on, off)}
+    dedup_protects = plain_same[on] == "chance" and plain_same[off] == "leaks"
+    dp_distinct = {d: state(distinct, d, "DP-SGD (CRT)") for d in (on, off)}
+    plain_distinct = {d: state(distinct, d, "plain SGD") for d in (on, off)}
+    dp_only = set(dp_distinct.values()) == {"chance"} and set(plain_distinct.values()) == {"leaks"}
+    reading = {"leaks": "leaks", "chance": "stays at chance", "unclear": "is between its two null points"}
+    first = (
+        "Deduplication protects copies that repeat one sentence"
+        if dedup_protects
+        else (
+            f"Deduplication does not show here as what protects copies that repeat one sentence: plain SGD on D_pri "
+            f"{reading[plain_same[on]]} with {on} and {reading[plain_same[off]]} with {off}"
+        )
     )
+    second = (
+        "only DP-SGD on D_pri protects copies that differ"
+        if dp_only
+        else (
+            "DP-SGD on D_pri does not show here as the only protection of copies that differ: with them, DP-SGD "
+            + " and ".join(f"{reading[dp_distinct[d]]} with {d}" for d in (on, off))
+            + ", plain SGD "
+            + " and ".join(f"{reading[plain_distinct[d]]} with {d}" for d in (on, off))
+        )
+    )
+    lead = (
+        "When π misses the canaries' format, CRT's protection has two parts. "
+        if dedup_protects and dp_only
+        else "When π misses the canaries' format, the factorial reads as follows. "
+    )
+    rule = (
+        "(one seed; a cell leaks above its one-sided 95 % null point and stays at chance under its 1 − 0.05/2 point, "
+        "the rules of the factorial's verdict rows)"
+    )
+    return lead + " ".join(out) + f" {first}; {second} {rule}."
 
 
 # --- tables -------------------------------------------------------------------------------------------------
@@ -454,12 +508,12 @@ def utility_runs(ch: Chapter) -> dict[tuple[str, str], list[Run]]:
 
 
 def perplexity(ch: Chapter, runs: list[Run], kind: str, versus: list[Run] | None = None) -> stats.Interval:
-    """Seed-mean test perplexity of `runs` (or its ratio to `versus`, paired by seed) with a seeds-and-sentences
-    bootstrap interval."""
+    """Seed-mean test perplexity of `runs` (or its ratio to `versus`, paired by seed) with a two-stage interval over the
+    test dialogues and the sentences within them, seeds on top."""
     a = np.stack([nll_of(ch.scores[r]["nll"], kind)[0] for r in runs])
     counts = nll_of(ch.scores[runs[0]]["nll"], kind)[1]
     b = None if versus is None else np.stack([nll_of(ch.scores[r]["nll"], kind)[0] for r in versus])
-    return stats.seeds_and_items_perplexity(a, counts, b, seed=ch.p.seed)
+    return dialogue_perplexity(a, counts, b, dialogues_of(ch.data.test), seed=ch.p.seed)
 
 
 def utility_table(ch: Chapter) -> pd.DataFrame:
@@ -657,8 +711,10 @@ def _missed_words(ch: Chapter, gamma: float) -> str:
 
 
 def _power_cause(ch: Chapter, power: pd.DataFrame, trainer: str) -> Any:
-    """The cause of a redacting trainer's group MIA not rising at (model, γ): the group design's power at the effect
-    these models show (table `mia_power`), when it is below POWER_TARGET; else unknown."""
+    """The cause of a redacting trainer's group MIA not rising at (model, γ): unknown, naming the larger group design
+    that would tell, and the group design's power at the effect these models show (table `mia_power`) when it is
+    below POWER_TARGET. No published table varies the group design, so the low power is reported, not a measured
+    cause."""
 
     def cause(model: str, g: float) -> Any:
         cell = power[(power.model == model) & (power.trainer == trainer) & (power.gamma == g)]
@@ -666,12 +722,11 @@ def _power_cause(ch: Chapter, power: pd.DataFrame, trainer: str) -> Any:
         if cell.empty or cell.group_power.iloc[0] >= POWER_TARGET:
             return unexplained(f"a larger group design ({design})")
         c = cell.iloc[0]
-        sentence = (
-            f"the group design has power {c.group_power:.2f} at the effect {NAMES[model]} shows at γ = {g:g} (the "
-            f"individual attack at {c.individual:.3f} against its null point {c.individual_null_upper:.3f}, power "
-            f"{c.individual_power:.2f}); {design}"
+        return unexplained(
+            f"a larger group design ({design}): table mia_power gives the group design power {c.group_power:.2f} at "
+            f"the effect {NAMES[model]} shows at γ = {g:g} (the individual attack at {c.individual:.3f} against its "
+            f"null point {c.individual_null_upper:.3f}, power {c.individual_power:.2f})"
         )
-        return ("setup", sentence), "mia_power"
 
     return cause
 
@@ -688,6 +743,7 @@ def verdict_rows(
 ) -> list[dict]:
     """Every claim judged by its planned rule; a row not held names the table that measures its cause, or the
     ablation that would."""
+    check_regimes(ch, planned, exposure, fig6)
     c = {k.split(":", 1)[1]: v for k, v in planned.items() if k.startswith("attack:")}
     p, rows = ch.p, []
     chance = lambda m, g: unexplained(f"more seeds of {NAMES[m]} at γ = {g:g}")
@@ -725,11 +781,34 @@ def verdict_rows(
         rows += _utility_rows(ch, m, groups, model)
     rows += _fig2_rows(ch, planned, groups)
     if arm is not None:
-        rows += _arm_rows(planned, arm, ch.p.seed)
+        rows += _arm_rows(planned, arm, ch.p.seed, ch.data.test)
     example = fig6[(fig6.epsilon_prime == 1.0) & (fig6.gamma == 0.1)].iloc[0]
     for key in ("fig6", "notebook"):
         rows.append(judge(planned[f"accounting:{key}"], example.epsilon_conf, stats.exact(example.epsilon_conf)))
     return rows
+
+
+def check_regimes(ch: Chapter, planned: dict[str, Claim], exposure: pd.DataFrame, fig6: pd.DataFrame) -> None:
+    """Compute every paper regime's criterion on this run (verdict.check_regime), from numbers already computed: the
+    non-private models' max exposure at γ = 0 (table exposure) for the paper's scale, the canary copies π leaves at
+    γ = 0 for a perfect policy, the calibrated σ (table amplification) for the accounting inputs."""
+    seen: set[str] = set()
+    for claim in planned.values():
+        regime = claim.regime
+        if regime is None or regime.kind != "paper" or regime.criterion is None or repr(regime) in seen:
+            continue
+        seen.add(repr(regime))
+        prop = regime.criterion.prop
+        if prop.startswith(MEMORIZES):
+            cells = _cells(exposure, "non-private", "np", "zero")
+            cells = cells[cells.model.isin([m for m in MODELS if m in prop])]
+            value = float(cells.exposure.min()) if len(cells) else float("nan")
+            check_regime(regime, ch.p.n_dialogues, value)
+        elif prop == MISSED:
+            check_regime(regime, 0.0, float(canary_copies_missed(ch.data, 0.0).mean()) / ch.p.canary_copies)
+        elif prop == SIGMA:
+            example = fig6[(fig6.epsilon_prime == 1.0) & (fig6.gamma == 0.1)].iloc[0]
+            check_regime(regime, float(example.gamma), float(example.sigma))
 
 
 def group_vs_individual_cells(power: pd.DataFrame) -> pd.DataFrame:
@@ -763,7 +842,7 @@ def _fig2_rows(ch: Chapter, planned: dict[str, Claim], groups: dict) -> list[dic
         b = np.stack([nll_of(ch.scores[r]["nll"], "non-secret")[0] for r in lstm])
         words = nll_of(ch.scores[lstm[0]]["nll"], "non-secret")[1]
         n = min(len(a), len(b))
-        iv = stats.seeds_and_items_perplexity(a[:n], words, b[:n], seed=ch.p.seed)
+        iv = dialogue_perplexity(a[:n], words, b[:n], dialogues_of(ch.data.test), seed=ch.p.seed)
         still = unconverged(ch, "GPT-2", trainer)
         why = (
             ("setup", still)
@@ -773,8 +852,12 @@ def _fig2_rows(ch: Chapter, planned: dict[str, Claim], groups: dict) -> list[dic
             )
         )
         claim = planned[f"fig2:{key}_gpt_vs_lstm"]
-        table = "dp_tuning" if still else ""
-        rows.append(judge(claim, iv.estimate, iv, why=why, measured_by=table, narrow_by="test sentences and seeds"))
+        table, column = (PER_EPOCH, "epoch") if still else ("", "")
+        rows.append(
+            judge(
+                claim, iv.estimate, iv, why=why, measured_by=table, varies=column, narrow_by="test dialogues and seeds"
+            )
+        )
     return rows
 
 
@@ -806,16 +889,26 @@ def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str) -> list[dict]:
     control = perplexity(ch, groups[model, CONTROL], "non-secret", base)
     cause, table = utility_cause(close, control, removal, "utility")
     versus = perplexity(ch, crt, "non-secret", dp)
+    estimate, interval, test, why, measured = _versus(
+        ch, model, versus, perplexity(ch, groups[model, CONTROL], "non-secret", dp)
+    )
+    narrow = "test dialogues and seeds"
     return [
         judge(
-            c["crt_close"], close.estimate, close, why=cause, measured_by=table, narrow_by="test sentences and seeds"
+            c["crt_close"], close.estimate, close, why=cause, measured_by=table, varies=_varies(table), narrow_by=narrow
         ),
-        judge(
-            c["crt_vs_dpsgd"],
-            *_versus(ch, model, versus, perplexity(ch, groups[model, CONTROL], "non-secret", dp)),
-            narrow_by="test sentences and seeds",
-        ),
+        judge(c["crt_vs_dpsgd"], estimate, interval, test, why, measured, varies=_varies(measured), narrow_by=narrow),
     ]
+
+
+PER_EPOCH = "fig2_per_epoch"  # the per-epoch table (history_table) the notebook publishes
+
+
+def _varies(table: str) -> str:
+    """The column of a cause's table that varies what the cause names: the trainer of tables utility and
+    pretrained_arm (CRT, its SHA-1 removal reading and D_pub alone side by side), the epoch of the per-epoch curves
+    (still falling when training stopped); none for no table."""
+    return {"utility": "trainer", "pretrained_arm": "trainer", PER_EPOCH: "epoch"}.get(table, "")
 
 
 def unconverged(ch: Chapter, model: str, trainer: str) -> str:
@@ -836,7 +929,8 @@ def _versus(
 ) -> tuple[float, stats.Interval, None, Any, str]:
     """(estimate, interval, test, why, measured_by) of 'CRT below DPSGD' (`versus`: CRT / DPSGD; `public`: D_pub alone
     / DPSGD). A D_pub-only model already above DPSGD is a finding of table utility (CRT's public part cannot reach
-    DPSGD); else an unconverged CRT at its tuned rate (table dp_tuning) is a setup cause; otherwise unknown."""
+    DPSGD); else an unconverged CRT at its tuned rate (table dp_tuning; its per-epoch curve, fig2_per_epoch) is a
+    setup cause; otherwise unknown."""
     still = unconverged(ch, model, "CRT")
     if public.low > 1:
         why = (
@@ -847,7 +941,7 @@ def _versus(
         )
         return versus.estimate, versus, None, why, "utility"
     if still:
-        return versus.estimate, versus, None, ("setup", still), "dp_tuning"
+        return versus.estimate, versus, None, ("setup", still), PER_EPOCH
     why = unexplained(
         f"a sweep of the dialogues toward the paper's {PAPER_DIALOGUES:,} (here {ch.p.n_dialogues}), with the DP "
         "learning rates tuned as in table dp_tuning"
@@ -855,19 +949,27 @@ def _versus(
     return versus.estimate, versus, None, why, ""
 
 
-def _arm_rows(planned: dict[str, Claim], result: dict, seed: int) -> list[dict]:
-    """The pretrained arm's two perplexity claims (one fine-tune per trainer); its D_pub-only control (table
-    `pretrained_arm`) measures the cause of CRT's gap to non-private."""
-    close = arm_module.perplexity(result, "CRT", "non-secret", "non-private", seed)
-    control = arm_module.perplexity(result, CONTROL, "non-secret", "non-private", seed)
+def _arm_rows(planned: dict[str, Claim], result: dict, seed: int, test: list) -> list[dict]:
+    """The pretrained arm's two perplexity claims (one fine-tune per trainer, scored on the first of the `test`
+    sentences, resampled by test dialogue); its D_pub-only control (table `pretrained_arm`) measures the cause of
+    CRT's gap to non-private."""
+    close = arm_module.perplexity(result, "CRT", "non-secret", "non-private", seed, test)
+    control = arm_module.perplexity(result, CONTROL, "non-secret", "non-private", seed, test)
     cause, table = utility_cause(close, control, None, "pretrained_arm")
-    versus = arm_module.perplexity(result, "CRT", "non-secret", "DPSGD", seed)
+    versus = arm_module.perplexity(result, "CRT", "non-secret", "DPSGD", seed, test)
     tuning = unexplained("the fine-tunes' learning rates tuned on a validation split, trained to convergence")
+    narrow = "test dialogues"
     return [
         judge(
-            planned["arm:crt_close"], close.estimate, close, why=cause, measured_by=table, narrow_by="test sentences"
+            planned["arm:crt_close"],
+            close.estimate,
+            close,
+            why=cause,
+            measured_by=table,
+            varies=_varies(table),
+            narrow_by=narrow,
         ),
-        judge(planned["arm:crt_vs_dpsgd"], versus.estimate, versus, why=tuning, narrow_by="test sentences"),
+        judge(planned["arm:crt_vs_dpsgd"], versus.estimate, versus, why=tuning, narrow_by=narrow),
     ]
 
 

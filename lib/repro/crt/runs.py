@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .. import atomic, cache
+from .. import atomic, cache, stats
 from ..params import ParameterError
 from . import canary, customersim, gpt, language_model, membership_attacks, redaction, trainers
 from .redaction import CRTSplit, RegexPolicy, Sentence
@@ -434,6 +434,50 @@ def nll_of(nll: dict[str, np.ndarray], kind: str) -> tuple[np.ndarray, np.ndarra
     if kind == "redacted":
         return nll["redacted"], nll["n_redacted"]
     raise ValueError(f"kind must be one of {PERPLEXITIES}, got {kind!r}")
+
+
+def dialogues_of(sentences: list[Sentence]) -> np.ndarray:
+    """The dialogue each sentence comes from (its key before ':'): the cluster a test sentence's perplexity shares."""
+    return np.array([s.key.split(":", 1)[0] for s in sentences])
+
+
+def dialogue_perplexity(
+    nll_a: np.ndarray,
+    counts: np.ndarray,
+    nll_b: np.ndarray | None,
+    dialogues: np.ndarray,
+    *,
+    seed: int = 0,
+    n_resamples: int = 2000,
+) -> stats.Interval:
+    """Seed-mean corpus perplexity exp(sum nll / sum counts), or the ratio ppl_a / ppl_b paired by seed, with a
+    two-stage interval: the test dialogues resampled, then the sentences within them (stats.unit_weights), every seed
+    and both models on the same resample (stats.clustered_interval, sharing 'items').
+
+    nll_a, nll_b: summed token NLL per (seed, sentence); counts: tokens per sentence; dialogues: each sentence's."""
+    a = np.atleast_2d(np.asarray(nll_a, dtype=np.float64))
+    b = None if nll_b is None else np.atleast_2d(np.asarray(nll_b, dtype=np.float64))
+    c = np.asarray(counts, dtype=np.float64)
+    if a.shape[1] != c.size or len(dialogues) != c.size or (b is not None and b.shape != a.shape):
+        raise ValueError(f"need (seeds, sentences) NLL sums, one count and dialogue per sentence, got {a.shape}, "
+                         f"{c.shape}, {len(dialogues)}")  # fmt: skip
+    weights = stats.unit_weights(np.asarray(dialogues), n_resamples=n_resamples, seed=seed)
+
+    def per_seed(w: np.ndarray) -> np.ndarray:
+        """(resamples, seeds) perplexity (ratio) under sentence multiplicities w (resamples, sentences)."""
+        tokens = (w @ c)[:, None]
+        log_ppl = (w @ a.T) / tokens
+        return np.exp(log_ppl - (w @ b.T) / tokens if b is not None else log_ppl)
+
+    what = "paired perplexity ratio" if b is not None else "perplexity"
+    return stats.clustered_interval(
+        per_seed(np.ones((1, c.size)))[0],
+        per_seed(weights),
+        n_clusters=len(np.unique(dialogues)),
+        unit="test dialogues",
+        sharing="items",
+        words=f"{what} over {c.size:,} test sentences",
+    )
 
 
 def cached(name: str, spec: dict, build: Any) -> tuple[Any, bool]:
