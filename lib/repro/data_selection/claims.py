@@ -64,7 +64,7 @@ def _glue_claim(claim: str, versus: str, comparator: str, quote: str, regime: Re
     )
 
 
-def _table3a_claim(kind: str, claim: str, source: str, what: str, quote: str, regime: Regime) -> Claim:
+def _table3a_claim(kind: str, claim: str, source: str, what: str, quote: str, regime: Regime, control: str) -> Claim:
     """A DoReMi perplexity claim on Table 3a's `kind` (worst / average) log-perplexity, 280M → 8B against the
     baseline; the rule's ratio on the paper's numbers is exp(DoReMi − baseline)."""
     values = {k: v for k, v in DOREMI_LOG_PPL.items() if k.startswith(kind)}
@@ -72,7 +72,17 @@ def _table3a_claim(kind: str, claim: str, source: str, what: str, quote: str, re
     paper = f"{kind} log-ppl {dore:.2f} vs {base:.2f}"
     estimate = math.exp(dore - base)
     return _below_one(
-        claim, source, paper, what, values, estimate, quote=quote, comparator=DOREMI_BASELINE, regime=regime
+        claim,
+        source,
+        paper,
+        what,
+        values,
+        estimate,
+        quote=quote,
+        comparator=DOREMI_BASELINE,
+        regime=regime,
+        units=HELD_OUT_UNITS,
+        control=control,
     )
 
 
@@ -90,9 +100,16 @@ def _dsir_regime(p: Mapping[str, Any]) -> Regime:
     )
 
 
+def doremi_control(p: Mapping[str, Any]) -> str:
+    """The positive control built into the last DoReMi run of the sweep (its noise domain), when the sweep also trains and scores
+    the run without it (noise share 0), where the rows are then decided; else '' (decided where the sweep ends)."""
+    share = p["noise_shares"][-1]
+    return f"a noise domain of {share:.0%} uniform-noise tokens" if share > 0 and 0.0 in p["noise_shares"] else ""
+
+
 def _doremi_regime(p: Mapping[str, Any]) -> Regime:
     """Where the DoReMi comparisons run: proxy and main model size, domains and their heterogeneity, steps."""
-    share = p["noise_shares"][-1]
+    share = 0.0 if doremi_control(p) else p["noise_shares"][-1]  # the share the rows are decided at
     noise = f" + a noise domain of natural share {share:g}" if share > 0 else ""
     return Regime(
         "proxy → main model, domains, steps",
@@ -102,6 +119,10 @@ def _doremi_regime(p: Mapping[str, Any]) -> Regime:
         f"{', '.join(f'{x:g}' for x in p['noise_shares'])})",
     )
 
+
+# the held-out text of DSIR's targets and DoReMi's domains is cut into blocks; blocks come in articles (paragraphs of
+# one squad_shifts article share its topic; a Pile document is its own), which the intervals resample
+HELD_OUT_UNITS = "articles"
 
 DOREMI_BASELINE = (
     "a main model of the same size and steps on the default domain weights (The Pile's own; uniform on the GLaM "
@@ -116,6 +137,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     methods = len(METHODS)
     dsir = _dsir_regime(p)
     doremi = _doremi_regime(p)
+    control = doremi_control(p)
     abstract = (
         "When pretraining general-domain models (target is Wikipedia and books), DSIR improves over random "
         "selection and heuristic filtering baselines by 2–2.5% on the GLUE benchmark."
@@ -129,6 +151,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "random selection of the same number of examples from the raw pool",
             abstract,
             dsir,
+            units=HELD_OUT_UNITS,
         ),
         "dsir_vs_heuristic": _glue_claim(
             "DSIR selects better pretraining data than heuristic classification (here: lower held-out target "
@@ -138,6 +161,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "cross-validated logistic regression here), keep a document if a Pareto(9) draw exceeds 1 − its score",
             abstract,
             dsir,
+            units=HELD_OUT_UNITS,
         ),
         "kl_tracks": Claim(
             "KL reduction on hashed n-gram features tracks the quality of the selected data (here: within each "
@@ -159,6 +183,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             ),
             paper_values=DSIR_KL_R,
             paper_estimate=DSIR_KL_R["Pearson r over 8 methods (NeurIPS)"],
+            units="methods",
         ),
         "resampling_vs_topk": _glue_claim(
             "Importance resampling (DSIR) selects better data than top-k DSIR, the same importance weights without "
@@ -169,6 +194,10 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "lower on GLUE (82.30 vs 81.38 average)",
             dsir,
             paraphrase=True,
+            units=HELD_OUT_UNITS,
+            # top-k DSIR takes the largest weights, DSIR samples by them: in a pool barely larger than the selection
+            # the two pick nearly the same documents, and no amount of data separates arms that share over 90 %
+            overlap_max=0.9,
         ),
         "outliers": Claim(
             "The Min-K% chapter's outlier contaminants carry higher DSIR weights than its in-distribution ones "
@@ -177,6 +206,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "“outliers” (not measured in either paper)",
             Rule.above(0.0, "outlier − in-distribution mean (over sets) log-weight per n-gram"),
             ours=True,
+            units="sets",
         ),
         "outliers_plain": Claim(
             "The same with the prompt templates (“Question:”, “Answer:”, …) stripped from every item",
@@ -184,6 +214,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "“outliers” (not measured in either paper)",
             Rule.above(0.0, "outlier − in-distribution mean (over sets) log-weight per n-gram, templates stripped"),
             ours=True,
+            units="sets",
         ),
         "worst": _table3a_claim(
             "worst",
@@ -193,6 +224,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "DoReMi improves the worst-case perplexity on all scales and improves 18 of 22 individual domain "
             "perplexities on average across scales",
             doremi,
+            control,
         ),
         "average": _table3a_claim(
             "average",
@@ -202,6 +234,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "We show that DoReMi significantly improves both the perplexity and downstream accuracy of 8B models "
             "trained on The Pile and the GLaM dataset over their respective baseline domain weights.",
             doremi,
+            control,
         ),
         "downweighted": Claim(
             "DoReMi improves perplexity even on the domains it down-weights",
@@ -213,6 +246,8 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             regime=doremi,
             paper_values={f"log-ppl change, {k}": v for k, v in DOREMI_DOWNWEIGHTED.items()},
             paper_estimate=math.exp(down_change),
+            units=HELD_OUT_UNITS,
+            control=control,
         ),
         "speed": Claim(
             "DoReMi reaches the baseline in fewer steps (here: the baseline's final perplexity, not its downstream "
@@ -232,5 +267,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             regime=doremi,
             paper_values=DOREMI_STEPS,
             paper_estimate=DOREMI_STEPS["DoReMi steps to the baseline's accuracy"] / DOREMI_STEPS["baseline steps"],
+            units="items",  # the seeds, independent; the held-out text is not resampled (a t interval over seeds)
+            control=control,
         ),
     }

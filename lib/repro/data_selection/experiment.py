@@ -10,7 +10,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,7 @@ SPEC = {
         paper=1,
         low=1,
         high=5,
-        help="DoReMi rounds at the judged point (round r's reference trains on round r-1's weights; mains: round 1)",
+        help="DoReMi rounds at the sweep's last point (round r's reference trains on round r-1's weights; mains: round 1)",
     ),
     "doremi_steps": Param(int, 400, smoke=6, paper=200_000, low=2, high=10**7, help="steps of each main model"),
     "eval_every": Param(int, 100, smoke=2, paper=5_000, low=1, high=10**7, help="steps between held-out evaluations"),
@@ -181,6 +181,7 @@ class Domains:
     tokens: dict[str, list[np.ndarray]]
     vocab_size: int
     eos: int
+    articles: dict[str, np.ndarray] = field(default_factory=dict)  # each document's article (its cluster)
 
     def stream(self, docs: Sequence[np.ndarray]) -> np.ndarray:
         """Documents joined into one token stream, each closed by the end-of-text token."""
@@ -191,10 +192,14 @@ class Domains:
         return doremi.domain_token_counts([self.stream(self.tokens[n]) for n in self.names])
 
 
-def _local_docs(name: str, n: int, seed: int) -> list[str]:
-    """Up to n shuffled paragraphs of one squad_shifts domain."""
-    paras = [p for article in squad_paragraphs(name) for p in article]
-    return [paras[i] for i in np.random.default_rng(seed).permutation(len(paras))[:n]]
+def _local_docs(name: str, n: int, seed: int) -> tuple[list[str], np.ndarray]:
+    """Up to n shuffled paragraphs of one squad_shifts domain, and the article each comes from (paragraphs of one
+    article share its topic and words: the article is the cluster a held-out interval resamples)."""
+    articles = squad_paragraphs(name)
+    paras = [p for article in articles for p in article]
+    owner = np.repeat(np.arange(len(articles)), [len(a) for a in articles])
+    order = np.random.default_rng(seed).permutation(len(paras))[:n]
+    return [paras[i] for i in order], owner[order]
 
 
 def _hub_docs(names: Sequence[str], n: int, seed: int) -> dict[str, list[str]]:
@@ -225,18 +230,19 @@ def load_domains(p: Any) -> Domains:
     """Every domain's documents, tokenized and mapped onto the compact vocabulary of the ids they use."""
     from ..params import ParameterError
 
-    docs = (
-        {n: _local_docs(n, p.docs_per_domain, p.seed + i) for i, n in enumerate(p.domains)}
-        if p.source == "local"
-        else _hub_docs(p.domains, p.docs_per_domain, p.seed)
-    )
+    if p.source == "local":
+        local = {n: _local_docs(n, p.docs_per_domain, p.seed + i) for i, n in enumerate(p.domains)}
+        docs, articles = {n: v[0] for n, v in local.items()}, {n: v[1] for n, v in local.items()}
+    else:  # a Pile document is its own article
+        docs = _hub_docs(p.domains, p.docs_per_domain, p.seed)
+        articles = {n: np.arange(len(v)) for n, v in docs.items()}
     for name, d in docs.items():
         if len(d) < MIN_DOMAIN_DOCS:
             raise ParameterError(f"parameter 'domains': {name} has {len(d)} documents (at least {MIN_DOMAIN_DOCS})")
     tok = tokenizer(p.source)
     ids = {n: tok(d, add_special_tokens=False)["input_ids"] for n, d in docs.items()}
     tokens, size, eos = compact_vocabulary(ids, tok.eos_token_id, p.vocab_size)
-    domains = Domains(list(p.domains), docs, tokens, size, eos)
+    domains = Domains(list(p.domains), docs, tokens, size, eos, articles)
     check_blocks(domains, p)
     return domains
 
@@ -266,7 +272,7 @@ def check_blocks(d: Domains, p: Any) -> None:
             (f"a selection of {min(p.select_sizes)} documents for {target}", int(pool[: min(p.select_sizes)].sum()))
         )
     for name in d.names:
-        cut = len(d.tokens[name]) - max(1, len(d.tokens[name]) // HELD_OUT_SHARE)
+        cut = held_out_cut(len(d.tokens[name]))
         short += [(f"DoReMi's training text of {name}", int(lengths[name][:cut].sum()))]
         short += [(f"DoReMi's held-out text of {name}", int(lengths[name][cut:].sum()))]
     for what, n_tokens in short:
@@ -331,6 +337,17 @@ def lm_config(p: Any, vocab_size: int) -> dict[str, Any]:
 def _blocks(d: Domains, streams: Sequence[np.ndarray], block_size: int, names: Sequence[str]) -> doremi.DomainBlocks:
     """DomainBlocks over the given token streams."""
     return doremi.DomainBlocks([torch.from_numpy(s) for s in streams], block_size, names)
+
+
+def block_articles(d: Domains, name: str, doc_idx: Sequence[int], block_size: int) -> np.ndarray:
+    """The article of every block cut from the stream of documents `doc_idx` of domain `name` (a block that spans
+    two documents counts in the one it starts in; without article labels each document is its own article)."""
+    idx = np.asarray(list(doc_idx), np.int64)
+    lengths = np.array([len(d.tokens[name][i]) + 1 for i in idx], np.int64)  # + end-of-text, as in `stream`
+    n_blocks = int(lengths.sum()) // block_size
+    doc = np.searchsorted(np.cumsum(lengths), np.arange(n_blocks) * block_size, side="right")
+    owner = d.articles.get(name)
+    return (idx if owner is None or len(owner) == 0 else np.asarray(owner)[idx])[doc]
 
 
 def heldout_nll(model: Any, blocks: doremi.DomainBlocks, batch_size: int) -> list[np.ndarray]:
@@ -482,8 +499,9 @@ def dsir_runs(
     d: Domains, p: Any
 ) -> tuple[pd.DataFrame, dict[tuple[str, str, int], np.ndarray], dict[str, np.ndarray], pd.DataFrame]:
     """Every (target, method, size, seed): a fresh selection draw, its KL reduction on held-out target text, and the
-    held-out NLL per block of one LM trained on it with that seed; the held-out blocks' token counts; and the
-    length confound per target and size (`length_confound`)."""
+    held-out NLL per block of one LM trained on it with that seed (and `shared with DSIR`: the share of its documents
+    in common with DSIR's selection of the same draw); the held-out blocks' token counts; and the length confound per
+    target and size (`length_confound`)."""
     from tqdm.auto import tqdm
 
     rows, nll, counts, confound = [], {}, {}, []
@@ -499,10 +517,12 @@ def dsir_runs(
         counts[target] = np.full(eval_blocks.blocks_per_domain()[0], p.block_size - 1, float)
         for k in p.select_sizes:
             docs: dict[str, list[int]] = {}
+            picks: dict[tuple[str, int], np.ndarray] = {}
             for method in METHODS:
                 per_seed = []
                 for s in seeds:
                     idx = select(t, method, k, lengths, np.random.default_rng([s, k]))
+                    picks[(method, s)] = idx
                     docs.setdefault(method, []).append(len(idx))
                     chosen = [t.pool[i] for i in idx]
                     stream = d.stream([d.tokens[name][i] for name, i in chosen])
@@ -523,57 +543,93 @@ def dsir_runs(
                         }
                     )
                 nll[(target, method, k)] = np.asarray(per_seed)
+            for row in rows[len(rows) - len(METHODS) * len(seeds) :]:
+                row["shared with DSIR"] = shared_share(
+                    picks[(row["method"], row["seed"])], picks[("DSIR", row["seed"])]
+                )
             confound.append(length_confound(t, lengths, k, seeds, docs))
     bar.close()
     return pd.DataFrame(rows), nll, counts, pd.DataFrame(confound).round(3)
 
 
+def shared_share(a: np.ndarray, b: np.ndarray) -> float:
+    """The share of two selections' documents they have in common: 2 |a ∩ b| / (|a| + |b|)."""
+    return 2 * np.intersect1d(a, b).size / max(1, len(a) + len(b))
+
+
+def held_out_articles(d: Domains, p: Any) -> dict[str, np.ndarray]:
+    """Per DSIR target: the article of each held-out block (the cluster its interval resamples)."""
+    return {t: block_articles(d, t, split_target(d, p, t).held_out, p.block_size) for t in p.targets}
+
+
 def method_ratio(
-    nll: dict, counts: dict, a: str, b: str, targets: Sequence[str], sizes: Sequence[int], seed: int
+    nll: dict,
+    counts: dict,
+    a: str,
+    b: str,
+    targets: Sequence[str],
+    sizes: Sequence[int],
+    seed: int,
+    articles: dict[str, np.ndarray],
 ) -> stats.Interval:
     """Geometric mean over targets and sizes of the held-out perplexity ratio a / b, with one joint interval: per
     seed (a fresh selection draw and LM initialisation, shared by both arms) the mean log ratio over the settings;
-    held-out blocks resampled within each target with the same draw for every size, arm and seed."""
-    rng = np.random.default_rng(seed)
+    held-out articles (`held_out_articles`) resampled within each target, then blocks within them, with the same
+    draw for every size, arm and seed."""
+    labels = pd.factorize(np.concatenate([[f"{i}/{x}" for x in articles[t]] for i, t in enumerate(targets)]))[0]
+    strata = np.concatenate([np.full(counts[t].size, i) for i, t in enumerate(targets)])
+    if labels.size != strata.size:
+        raise ValueError("articles: one label per held-out block of every target")
+    weights = stats.unit_weights(labels, strata, n_resamples=N_BOOT, seed=seed)
     per_seed = np.zeros(len(nll[(targets[0], a, sizes[0])]))
     draws = np.zeros((N_BOOT, per_seed.size))
+    start = 0
     for t in targets:
         c = counts[t]
-        w = np.stack([np.bincount(rng.integers(0, c.size, c.size), minlength=c.size) for _ in range(N_BOOT)]).T
+        w = weights[:, start : start + c.size].T  # (blocks, resamples)
+        start += c.size
         for k in sizes:
             gap = nll[(t, a, k)] - nll[(t, b, k)]  # (seeds, blocks)
             per_seed += gap.sum(1) / c.sum()
             draws += (gap @ w / (c @ w)).T
     n = len(targets) * len(sizes)
-    iv = stats.hierarchical_interval(
+    iv = stats.clustered_interval(
         per_seed / n,
         draws / n,
-        words=f"geometric mean over {n} target × size setting{'s' if n > 1 else ''}; held-out blocks resampled "
-        "within target (one draw for every arm, size and seed), selection draws with LM seeds",
+        n_clusters=np.unique(labels).size,
+        unit="articles",
+        words=f"geometric mean over {n} target × size setting{'s' if n > 1 else ''}; held-out articles (a Pile "
+        "document is its own) resampled within target, one draw for every arm, size and seed; selection draws with "
+        "LM seeds",
     )
     return stats.Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.method)
 
 
 def kl_quality_correlation(table: pd.DataFrame, seed: int, n_boot: int = N_BOOT) -> stats.Interval:
     """Spearman correlation of KL reduction (on held-out target text) with quality (minus log perplexity) within
-    each target over its selections (method × size × selection draw, one LM each), averaged over targets, with a
-    bootstrap over the selections within target."""
-    rng = np.random.default_rng(seed)
-    groups = [(g.kl_reduction.to_numpy(), -np.log(g.perplexity.to_numpy())) for _, g in table.groupby("target")]
+    each target over its selections (method × size × selection draw, one LM each), averaged over targets. The
+    selections cluster in methods (the paper's r runs over methods): the interval resamples methods (the same draw
+    for every target), then selections within each drawn method and target."""
+    methods, targets = table.method.to_numpy(), table.target.to_numpy()
+    kl, q = table.kl_reduction.to_numpy(), -np.log(table.perplexity.to_numpy())
+    groups = [np.flatnonzero(targets == t) for t in dict.fromkeys(targets)]
 
-    def rho(picks: Sequence[np.ndarray | slice]) -> float:
-        """Mean over targets of Spearman's rho on the selections `picks` of each target."""
-        return float(np.nanmean([sps.spearmanr(kl[i], q[i]).statistic for (kl, q), i in zip(groups, picks)]))
+    def rho(w: np.ndarray | None = None) -> float:
+        """Mean over targets of Spearman's rho on the selections, each counted by its multiplicity w."""
+        picks = [g if w is None else np.repeat(g, w[g].astype(int)) for g in groups]
+        return float(np.nanmean([sps.spearmanr(kl[i], q[i]).statistic for i in picks]))
 
-    dist = np.asarray([rho([rng.integers(0, kl.size, kl.size) for kl, _ in groups]) for _ in range(n_boot)])
-    dist = dist[np.isfinite(dist)]
-    low, high = np.percentile(dist, [2.5, 97.5]) if dist.size else (np.nan, np.nan)
+    weights = stats.unit_weights(pd.factorize(methods)[0], pd.factorize(targets)[0], n_resamples=n_boot, seed=seed)
+    dist = np.asarray([rho(w) for w in weights])
+    dist = dist[np.isfinite(dist)]  # a draw of methods whose KL reductions all tie has no rank correlation
     n = len(table)
-    return stats.Interval(
-        rho([slice(None)] * len(groups)),
-        float(low),
-        float(high),
-        f"bootstrap over {n} selections (method × size × draw, one LM each) within target, {n_boot:,} resamples",
+    return stats.clustered_interval(
+        [rho()],
+        dist[:, None],
+        n_clusters=len(set(methods)),
+        unit="methods",
+        words=f"Spearman over {n} selections (method × size × draw, one LM each) within target; {dist.size:,} of "
+        f"{n_boot:,} resamples defined",
     )
 
 
@@ -676,30 +732,38 @@ def _sample(items: Sequence[str], n: int, rng: np.random.Generator) -> list[str]
 
 def weight_gap(weights: pd.DataFrame, seed: int, templates: str = "with") -> stats.Interval:
     """Mean per-n-gram log weight of the outlier sets minus that of the in-distribution set(s): the mean of set means
-    on each side, bootstrapped by set (sets resampled, then items within each drawn set), so the interval covers
-    which benchmarks happen to be in the study, not only which items."""
+    on each side. The interval resamples sets within their side (`stats.unit_weights`), then items within each drawn
+    set, so it covers which benchmarks happen to be in the study, not only which items; with as few outlier sets as
+    here it is a t interval over them (`stats.clustered_interval`, G - 1 degrees of freedom, and it says so)."""
     w = weights[weights.templates == templates]
     regimes = list(dict.fromkeys(w.regime))
-    sides = [
-        [g.log_weight_per_ngram.to_numpy() for _, g in w[w.regime == r].groupby("set", sort=False)] for r in regimes
-    ]
-    rng = np.random.default_rng(seed)
+    x, sets, sides = w.log_weight_per_ngram.to_numpy(), w.set.to_numpy(), w.regime.to_numpy()
 
-    def side_mean(sets: list[np.ndarray], boot: bool) -> float:
-        if not boot:
-            return float(np.mean([x.mean() for x in sets]))
-        drawn = [sets[i] for i in rng.integers(0, len(sets), len(sets))]
-        return float(np.mean([rng.choice(x, x.size).mean() for x in drawn]))
+    def stat(m: np.ndarray) -> np.ndarray:
+        """(resamples,) outlier − in-distribution mean of set means under item multiplicities m (resamples, items)."""
+        out = np.zeros(m.shape[0])
+        for sign, regime in zip((1.0, -1.0), regimes):
+            means, drawn = [], []
+            for name in dict.fromkeys(sets[sides == regime]):
+                mask = sets == name
+                total = m[:, mask].sum(1)
+                means.append(np.divide(m[:, mask] @ x[mask], total, out=np.zeros_like(total), where=total > 0))
+                drawn.append(total / mask.sum())  # how many times the set was drawn
+            means, drawn = np.stack(means), np.stack(drawn)
+            out += sign * (means * drawn).sum(0) / drawn.sum(0)
+        return out
 
-    dist = np.array([side_mean(sides[0], True) - side_mean(sides[1], True) for _ in range(N_BOOT)])
-    low, high = np.percentile(dist, [2.5, 97.5])
-    n_sets = [len(x) for x in sides]
-    return stats.Interval(
-        side_mean(sides[0], False) - side_mean(sides[1], False),
-        float(low),
-        float(high),
-        f"bootstrap by set ({n_sets[0]} outlier and {n_sets[1]} in-distribution set(s); items within each drawn set), "
-        f"prompt templates {templates}, one shared background, {N_BOOT:,} resamples",
+    codes = [pd.factorize(v)[0] for v in (sets, sides)]  # integer labels (unit_weights takes no object arrays)
+    draws = stat(stats.unit_weights(*codes, n_resamples=N_BOOT, seed=seed))
+    n_sets = [len(set(sets[sides == r])) for r in regimes]
+    return stats.clustered_interval(
+        stat(np.ones((1, x.size))),
+        draws[:, None],
+        n_clusters=n_sets[0],
+        unit="sets",
+        words=f"outlier − in-distribution log weight ({n_sets[0]} outlier and {n_sets[1]} in-distribution set(s), "
+        f"prompt templates {templates}, one shared background; no model trained: the 'model' below is the one "
+        "weighting)",
     )
 
 
@@ -721,6 +785,7 @@ class DoremiResult:
     noise_share: float = 0.0
     proxy_runs: list[np.ndarray] = field(default_factory=list)  # round 1's averaged weights, one per proxy run
     rounds: list[np.ndarray] = field(default_factory=list)  # iterated DoReMi: each round's weights (round 1: mean)
+    articles: list[np.ndarray] = field(default_factory=list)  # the article of each held-out block, per text domain
 
 
 NOISE = "noise"  # the unlearnable domain: token ids drawn uniformly from the compact vocabulary
@@ -732,13 +797,18 @@ def noise_stream(d: Domains, n_tokens: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, 7]).integers(1, d.vocab_size, n_tokens)
 
 
+def held_out_cut(n_docs: int) -> int:
+    """Where DoReMi's held-out documents of a domain begin: its last sixteenth (at least one document)."""
+    return n_docs - max(1, n_docs // HELD_OUT_SHARE)
+
+
 def doremi_split(d: Domains, p: Any, noise_share: float = 0.0) -> tuple[doremi.DomainBlocks, doremi.DomainBlocks]:
     """Training and held-out blocks per text domain (the last sixteenth of each domain's documents is held out); with
     `noise_share` > 0 a noise domain joins the training blocks with that share of all training tokens."""
     train, held = [], []
     for name in d.names:
         docs = d.tokens[name]
-        cut = len(docs) - max(1, len(docs) // HELD_OUT_SHARE)
+        cut = held_out_cut(len(docs))
         train.append(d.stream(docs[:cut]))
         held.append(d.stream(docs[cut:]))
     names = list(d.names)
@@ -838,12 +908,14 @@ def doremi_runs(d: Domains, p: Any, noise_share: float = 0.0, rounds: int = 1) -
     }
     counts = [np.full(n, p.block_size - 1, float) for n in held.blocks_per_domain()]
     trajectory = np.asarray(first[0]["trajectory"])
-    return DoremiResult(baseline, learned, trajectory, runs, counts, noise_share, proxy_runs, history)
+    held_docs = {n: range(held_out_cut(len(d.tokens[n])), len(d.tokens[n])) for n in d.names}
+    articles = [block_articles(d, n, held_docs[n], p.block_size) for n in d.names]
+    return DoremiResult(baseline, learned, trajectory, runs, counts, noise_share, proxy_runs, history, articles)
 
 
 def doremi_sweep(d: Domains, p: Any) -> dict[float, DoremiResult]:
-    """One DoReMi run (reference, proxies, main models) per noise share: the domains' heterogeneity swept; the judged
-    (last) share also runs `doremi_rounds` rounds of iterated DoReMi."""
+    """One DoReMi run (reference, proxies, main models) per noise share: the domains' heterogeneity swept; the last
+    share also runs `doremi_rounds` rounds of iterated DoReMi."""
     shares = [float(s) for s in p.noise_shares]
     return {s: doremi_runs(d, p, s, p.doremi_rounds if i == len(shares) - 1 else 1) for i, s in enumerate(shares)}
 
@@ -979,10 +1051,15 @@ def _mean_log_ppl(
 
 
 def doremi_contrast(res: DoremiResult, domains: Sequence[int], seed: int, worst: bool = False) -> stats.Interval:
-    """Ratio DoReMi / baseline of the mean (geometric) or worst-domain perplexity over `domains`: the hierarchical
-    interval over held-out blocks (resampled within domain, the same draw for every seed and both mixtures) and
-    main-model seeds (seed i of each mixture shares its initialisation)."""
-    rng = np.random.default_rng(seed)
+    """Ratio DoReMi / baseline of the mean (geometric) or worst-domain perplexity over `domains`: the interval
+    resamples held-out articles within domain, then blocks within them (the same draw for every seed and both
+    mixtures), with main-model seeds on top (seed i of each mixture shares its initialisation)."""
+    labels = pd.factorize(np.concatenate([[f"{j}/{a}" for a in arts] for j, arts in enumerate(res.articles)]))[0]
+    strata = np.concatenate([np.full(c.size, j) for j, c in enumerate(res.counts)])
+    if labels.size != strata.size:
+        raise ValueError("DoremiResult.articles: one label per held-out block of every text domain")
+    weights = stats.unit_weights(labels, strata, n_resamples=N_BOOT, seed=seed)
+    cuts = np.cumsum([c.size for c in res.counts])[:-1]
 
     def per_seed(w: Sequence[np.ndarray] | None) -> np.ndarray:
         """(seeds,) log ratio DoReMi / baseline of the aggregated perplexity under block multiplicities w."""
@@ -990,18 +1067,33 @@ def doremi_contrast(res: DoremiResult, domains: Sequence[int], seed: int, worst:
         agg = (lambda v: v.max(0)) if worst else (lambda v: v.mean(0))  # over domains, per seed
         return agg(per["DoReMi"]) - agg(per["baseline"])
 
-    draws = np.stack(
-        [
-            per_seed([np.bincount(rng.integers(0, c.size, c.size), minlength=c.size).astype(float) for c in res.counts])
-            for _ in range(N_BOOT)
-        ]
-    )
+    draws = np.stack([per_seed(np.split(w, cuts)) for w in weights])
     what = "worst-domain" if worst else "geometric-mean"
     n_blocks = sum(res.counts[j].size for j in domains)
-    iv = stats.hierarchical_interval(
-        per_seed(None), draws, words=f"{what} perplexity ratio over {n_blocks:,} held-out blocks (within domain)"
+    chosen = np.isin(strata, list(domains))
+    iv = stats.clustered_interval(
+        per_seed(None),
+        draws,
+        n_clusters=np.unique(labels[chosen]).size,
+        unit="articles",
+        words=f"{what} perplexity ratio over {n_blocks:,} held-out blocks (articles within domain; a Pile document "
+        "is its own)",
     )
     return stats.Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.method)
+
+
+def doremi_intervals(d: Domains, res: DoremiResult, p: Any) -> tuple[dict[str, stats.Interval | None], pd.DataFrame]:
+    """The DoReMi rows' intervals on one run of the sweep (worst, average, down-weighted text domains: None where
+    none is down-weighted, speed) and the steps each seed needed."""
+    text = range(len(d.names))
+    down = [j for j in text if res.learned[j] < res.baseline[j]]
+    speed, steps = steps_to_baseline(res, p)
+    return {
+        "worst": doremi_contrast(res, text, p.seed, worst=True),
+        "average": doremi_contrast(res, text, p.seed),
+        "downweighted": doremi_contrast(res, down, p.seed) if down else None,
+        "speed": speed,
+    }, steps
 
 
 def steps_to_baseline(res: DoremiResult, p: Any) -> tuple[stats.Interval, pd.DataFrame]:
@@ -1051,7 +1143,9 @@ def _domain_words(t: pd.DataFrame) -> str:
 def _why_doremi(key: str, table: pd.DataFrame | None, steps: pd.DataFrame | None) -> tuple[tuple[str, str], str]:
     """Cause of a DoReMi row not held, with the published table that measures what the sentence says: the
     reweighting and its per-domain effect (`doremi_domains`), or the steps each seed needed (`steps_to_baseline`).
-    The regime is the cause the chapter can name: proxy and main model are both tiny and the domains few."""
+    The regime is the cause the chapter would name (proxy and main model both tiny, the domains few), but no
+    published table sweeps that scale (the noise-share sweep varies heterogeneity), so judge() reads it `unknown`
+    and names the sweep that would tell."""
     at_scale = "at this proxy and main-model scale"
     if key == "speed" and steps is not None:
         reached = int(steps["reached"].sum())
@@ -1081,8 +1175,8 @@ def _why_doremi(key: str, table: pd.DataFrame | None, steps: pd.DataFrame | None
     return ("regime", sentence), "doremi_domains"
 
 
-# why a DSIR row is not held, when it is not: what would tell (each such row is miniature, so the verdict layer
-# names the regime as its cause until a sweep of the pool, model and quality measure says otherwise)
+# why a DSIR row is not held, when it is not: no published table varies what would explain it, so the cause is
+# unknown and names the ablation that would tell
 DSIR_ABLATIONS = {
     "dsir_vs_random": "pretraining a larger model on each selection and fine-tuning it on a labelled target task (the "
     "paper's measure),",
@@ -1114,11 +1208,31 @@ def verdict_rows(
     intervals: dict[str, stats.Interval | None],
     doremi_domains: pd.DataFrame | None = None,
     steps: pd.DataFrame | None = None,
+    *,
+    without_control: dict[str, stats.Interval | None] | None = None,
+    overlaps: dict[str, tuple[float, str]] | None = None,
 ) -> list[dict]:
     """Judge every claim on its interval (`intervals`: claim key -> interval, None where the row does not apply),
-    naming a cause for rows that do not hold and what would narrow the inconclusive ones."""
+    naming a cause for rows that do not hold and what would narrow the inconclusive ones. A claim with a built-in
+    control (the noise domain) is decided on `without_control[key]`, its run without the control (a row whose claim
+    is vacuous there, no text domain down-weighted, is left out); `overlaps[key]` is (share of shared selections,
+    the table publishing it) for a claim that bounds its arms' overlap."""
     out = []
     for key, iv in intervals.items():
+        claim = claim_set[key]
+        kw: dict[str, Any] = {}
+        if claim.overlap_max is not None:
+            kw["overlap"] = (overlaps or {})[key]
+        test = ""
+        if claim.control:
+            base = (without_control or {}).get(key)
+            if base is None:
+                continue  # the claim says nothing at the point without the control
+            if iv is None:  # nothing to set aside: decided without the control, and the test says so
+                claim, iv, test = replace(claim, control=""), base, f"{base.method}; decided without {claim.control}"
+                test += " (with it the claim is vacuous: no text domain down-weighted)"
+            else:
+                kw["without_control"] = (base.estimate, base)
         if iv is None:
             continue
         measured_by = ""
@@ -1126,7 +1240,9 @@ def verdict_rows(
             why, measured_by = _why_doremi(key, doremi_domains, steps)
         else:
             why = unexplained(DSIR_ABLATIONS[key])
-        out.append(judge(claim_set[key], iv.estimate, iv, why=why, measured_by=measured_by, narrow_by=NARROW_BY[key]))
+        out.append(
+            judge(claim, iv.estimate, iv, test, why=why, measured_by=measured_by, narrow_by=NARROW_BY[key], **kw)
+        )
     return out
 
 
@@ -1154,10 +1270,12 @@ def weights_summary(weights: pd.DataFrame) -> pd.DataFrame:
 
 def gap_words(gap: stats.Interval, plain: stats.Interval) -> str:
     """What the contamination link says, with and without the prompt templates."""
+    few = plain.method.split("; only ")[-1] if "; only " in plain.method else ""
     return (
         f"Outlier sets carry {gap.estimate:+.3f} [{gap.low:+.3f}, {gap.high:+.3f}] nats more log weight per n-gram "
         f"than the in-distribution set with their prompt templates, and {plain.estimate:+.3f} "
-        f"[{plain.low:+.3f}, {plain.high:+.3f}] with the templates stripped (bootstrap by set)."
+        f"[{plain.low:+.3f}, {plain.high:+.3f}] with the templates stripped (sets resampled, then items within "
+        f"them{'; only ' + few if few else ''})."
     )
 
 
@@ -1210,7 +1328,7 @@ def doremi_words(
     speed: stats.Interval,
     steps: pd.DataFrame,
 ) -> str:
-    """What the DoReMi weights, perplexities and steps say (the judged run of the sweep)."""
+    """What the DoReMi weights, perplexities and steps say (the last run of the sweep)."""
     names = [domain_label(n) for n in d.names] + ([NOISE] if res.noise_share > 0 else [])
     order = np.argsort(-res.learned)
     weights = ", ".join(f"{names[j]} {res.learned[j]:.2f} (natural {res.baseline[j]:.2f})" for j in order)
@@ -1220,7 +1338,7 @@ def doremi_words(
         else "no text domain is down-weighted"
     )
     return (
-        f"In the judged run (noise share {res.noise_share:.2f}) the proxy's averaged weights are {weights}. Against "
+        f"In the last run of the sweep (noise share {res.noise_share:.2f}) the proxy's averaged weights are {weights}. Against "
         f"the baseline on the natural mixture at the same steps, the main model's worst-domain perplexity ratio over "
         f"the text domains is {_ratio(worst)}, its geometric-mean ratio {_ratio(average)}, and {down_words}. "
         + _speed_words(speed, steps)
