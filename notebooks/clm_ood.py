@@ -24,8 +24,8 @@
 # inputs where perplexity, the model's own uncertainty, does not.
 #
 # Their second point is selective generation: the summaries of OOD inputs are worse, so a model that
-# abstains on the inputs with the highest scores keeps better summaries. Combining the OOD score with
-# perplexity ranks summaries by quality (Kendall's $\tau$) better than either alone. This chapter runs
+# abstains on the inputs with the highest scores keeps better summaries. They report that combining the OOD
+# score with perplexity ranks summaries by quality (Kendall's $\tau$) better than either alone. This chapter runs
 # the whole pipeline offline on two CPU cores: a small instruction-tuned model prompted as a
 # summarizer, XSUM as the training domain, and ten OOD sets from CNN/DailyMail news (near) to German
 # and Spanish news (far). At `paper` it runs PEGASUS fine-tuned on XSUM against the paper's Hub sets.

@@ -177,7 +177,7 @@ page.say(
 # **The DP learning rates are tuned.** Appendix A.3 tunes each trainer's learning rate on a
 # validation set. We do the same for the DP-SGD steps of DPSGD and CRT: each is trained
 # once (first seed; CRT at Fig. 2's γ) at the rates of a grid, from the smallest up until a
-# rate does worse than the one before it, and keeps
+# rate's validation perplexity stops improving on the one before it, and keeps
 # the rate of lowest non-secret perplexity on held-out validation dialogues after its
 # last epoch. That is the perplexity the claims measure on test. The per-sample clip stays
 # at 0.1: when every gradient is clipped, an SGD step depends on the learning rate times the

@@ -17,10 +17,10 @@
 # Feng et al. (ISSTA 2020) propose to run the tests of a classifier in the order of their
 # *Gini impurity* $\xi(t) = 1 - \sum_i p_{t,i}^2$: the less decided the softmax, the earlier the
 # test. They compare it with orderings by neuron coverage (NAC, KMNC, NBC, SNAC, TKNC) and by
-# surprise adequacy, and make three claims. DeepGini finds misclassified inputs earlier than
-# every coverage method. It is more efficient than every coverage method. Retraining on the
-# tests it ranks first improves the model more than retraining on the coverage methods' first
-# tests. Weiss & Tonella (ISSTA 2022) later found that plain softmax scores (max-probability,
+# surprise adequacy, and make three claims: DeepGini finds misclassified inputs earlier than
+# every coverage method; it is more efficient than every coverage method; and, they claim,
+# retraining on the tests it ranks first improves the model more than retraining on the
+# coverage methods' first tests. Weiss & Tonella (ISSTA 2022) later found that plain softmax scores (max-probability,
 # entropy) do just as well.
 #
 # This chapter rebuilds the whole experiment: models, adversarial test sets built as the

@@ -13,10 +13,10 @@ DIRECTION = re.compile(
     r"increases?|helps?|hurts?|closes?|widens?)\b",
     re.I,
 )
-# a paragraph that reports the paper's (or the authors') claim, or asks, supposes or defines, states no result of ours
+# a sentence that reports the paper's (or the authors') claim, or asks or supposes, states no result of ours
 ATTRIBUTED = re.compile(
-    r"\b(paper|papers|paper's|claims?|claimed|authors?|their|they|RQ\d|abstract|hypothes\w*|would|if|whether|"
-    r"expects?|expected|defin\w*)\b|\?",
+    r"\b(paper|papers|paper's|claims?|claimed|authors?|they report|RQ\d|abstract|hypothes\w*|would|whether|"
+    r"expects?|expected)\b|\?",
     re.I,
 )
 
@@ -33,12 +33,13 @@ def fixed_prose(text: str) -> list[str]:
 
 
 def unread_directions(text: str) -> list[str]:
-    """Sentences of fixed prose that state a direction, in paragraphs that attribute it to no one."""
+    """Sentences of fixed prose that state a direction and attribute it to no one (headings aside)."""
     found = []
     for paragraph in fixed_prose(text):
-        if paragraph.startswith("#") or ATTRIBUTED.search(paragraph):
+        if paragraph.startswith("#"):
             continue
-        found += [s for s in re.split(r"(?<=[.!?])\s+", paragraph) if DIRECTION.search(s)]
+        sentences = re.split(r"(?<=[.!?])\s+", paragraph)
+        found += [s for s in sentences if DIRECTION.search(s) and not ATTRIBUTED.search(s)]
     return found
 
 
@@ -54,6 +55,8 @@ def test_no_chapter_states_a_direction_in_fixed_text() -> None:
 def test_the_prose_check_catches_a_fixed_conclusion() -> None:
     planted = "# %% [markdown]\n# Deduplication protects the canaries: exposure falls to chance.\n"
     assert unread_directions(planted) == ["Deduplication protects the canaries: exposure falls to chance."]
+    supposed = "# %% [markdown]\n# Deduplication protects the canaries if the attack is run. DP-SGD helps too.\n"
+    assert len(unread_directions(supposed)) == 2  # an 'if' in the sentence does not attribute it
     reported = "# %% [markdown]\n# The paper claims that deduplication protects the canaries.\n"
     assert unread_directions(reported) == []
     read = "# %%\npage.say(ex.factorial_words(factorial))\n"  # read from the results: not fixed prose

@@ -632,21 +632,36 @@ def test_unit_weights_draw_clusters_then_items_within_them() -> None:
 
 def test_clustered_interval_worked_example() -> None:
     """Two seeds on the same items in 4 clusters: variance = seed variance / 2 + cluster variance x G / (G - 1),
-    Welch-Satterthwaite df from n - 1 and G - 1; under 5 clusters the method says so."""
+    Welch-Satterthwaite df from n - 1 and G - 1, at most G - 1 under 5 clusters; the method says so and names the df."""
     theta = np.array([0.70, 0.74])
     draws = np.array([[0.69, 0.73], [0.71, 0.75], [0.70, 0.76], [0.70, 0.72]])
     iv = stats.clustered_interval(theta, draws, n_clusters=4, unit="sets")
     between, units = np.var(theta, ddof=1) / 2, np.var(draws.mean(1), ddof=1) * 4 / 3
-    df = (between + units) ** 2 / (between**2 / 1 + units**2 / 3)
+    df = min((between + units) ** 2 / (between**2 / 1 + units**2 / 3), 3)
     half = sps.t.ppf(0.975, df) * math.sqrt(between + units)
     assert iv.as_tuple() == pytest.approx((0.72 - half, 0.72 + half), abs=1e-12)
-    assert "4 sets resampled" in iv.method and "only 4 sets: t interval with 3 df" in iv.method
+    assert "4 sets resampled" in iv.method and "only 4 sets" in iv.method and f"{df:.1f} df" in iv.method
     one = stats.clustered_interval(theta[:1], draws[:, :1], n_clusters=4, unit="sets")
     half = sps.t.ppf(0.975, 3) * math.sqrt(np.var(draws[:, 0], ddof=1) * 4 / 3)
     assert one.as_tuple() == pytest.approx((0.70 - half, 0.70 + half), abs=1e-12)
-    assert "training randomness not covered" in one.method
+    assert "training randomness not covered" in one.method and "3.0 df" in one.method
     lone = stats.clustered_interval(theta, draws, n_clusters=1, unit="sets")
     assert math.isnan(lone.low) and "no interval" in lone.method
+
+
+def test_cluster_counts_per_stratum_and_by_size() -> None:
+    """The interval rests on the smallest stratum's clusters, and unequal sizes count as fewer clusters."""
+    clusters = np.array([0] * 4 + [1] * 4 + [2] * 4 + [3] * 4 + [4] * 2)
+    classes = np.array([0] * 12 + [1] * 6)  # three clusters in class 0; two (of sizes 4 and 2) in class 1
+    counts = stats.cluster_counts(clusters, classes)
+    assert counts == {"fewest": 2, "effective": pytest.approx(36 / 20), "total": 5, "strata": 2}
+    skewed = stats.cluster_counts(np.repeat(np.arange(5), [96, 1, 1, 1, 1]))
+    assert skewed["fewest"] == 5 and skewed["effective"] == pytest.approx(100**2 / (96**2 + 4))
+    draws = np.random.default_rng(0).normal(0, 0.1, (200, 1))
+    lone = stats.clustered_interval([0.0], draws, clusters=clusters, strata=np.where(clusters == 4, 1, 0))
+    assert math.isnan(lone.low) and "1 of the clusters in the smallest stratum: no interval" in lone.method
+    few = stats.clustered_interval([0.0], draws, clusters=clusters, strata=classes, unit="tasks")
+    assert "only 2 tasks in the smallest stratum" in few.method and "1.0 df" in few.method  # t with 1 df
 
 
 def _clustered_coverage(n_clusters: int, ratio: float, n_seeds: int, sharing: str, reps: int, row_level: bool = False):
@@ -679,7 +694,9 @@ def _clustered_coverage(n_clusters: int, ratio: float, n_seeds: int, sharing: st
             weights = stats.unit_weights(labels if sharing == "clusters" else labels[0], n_resamples=200, seed=rep)
             weights = weights if sharing == "clusters" else [weights] * n_seeds
             draws = np.stack([(w @ v) / w.sum(1) for w, v in zip(weights, values)], 1)
-            iv = stats.clustered_interval(theta, draws, n_clusters=n_clusters, unit="tasks", sharing=sharing)
+            iv = stats.clustered_interval(
+                theta, draws, clusters=labels if sharing == "clusters" else labels[0], unit="tasks", sharing=sharing
+            )
         hits += iv.low <= 0.0 <= iv.high
     return hits / reps
 
@@ -702,3 +719,41 @@ def test_resampling_clustered_rows_as_independent_undercovers() -> None:
     cluster spread equal to the item spread, one and three seeds."""
     assert _clustered_coverage(20, 1.0, 1, "items", reps=200, row_level=True) < 0.8
     assert _clustered_coverage(20, 1.0, 3, "items", reps=200, row_level=True) < 0.85
+
+
+def _one_model_coverage(sizes_of, strata_of, ratio: float, reps: int = 400, seed: int = 0) -> float:
+    """Coverage of a size-weighted mean (or, with strata, the difference of the two strata's means) by the clustered
+    interval of one model: cluster effects N(0, ratio^2), item noise N(0, 1), true value 0."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for rep in range(reps):
+        sizes = sizes_of(rng)
+        labels = np.repeat(np.arange(sizes.size), sizes)
+        side = strata_of(labels)
+        values = rng.normal(0, ratio, sizes.size)[labels] + rng.normal(0, 1, labels.size)
+        w = stats.unit_weights(labels, side, n_resamples=200, seed=rep)
+
+        def stat(m: np.ndarray) -> np.ndarray:
+            means = [(m[:, side == k] @ values[side == k]) / m[:, side == k].sum(1) for k in np.unique(side)]
+            return means[-1] - means[0] if len(means) == 2 else means[0]
+
+        iv = stats.clustered_interval(stat(np.ones((1, labels.size))), stat(w)[:, None], clusters=labels, strata=side)
+        hits += iv.low <= 0.0 <= iv.high
+    return hits / reps
+
+
+def test_clustered_interval_covers_with_very_unequal_cluster_sizes() -> None:
+    """Log-normal cluster sizes (20 clusters, the largest often a quarter of the items): the effective cluster count
+    sets the df; with the cluster count's G - 1 df this undercovered (0.89-0.90 in a review's simulation)."""
+    sizes = lambda rng: np.maximum(1, np.round(np.exp(rng.normal(2.5, 1.0, 20)))).astype(int)
+    for ratio in (0.5, 1.0, 2.0):
+        coverage = _one_model_coverage(sizes, lambda lab: np.zeros(lab.size, dtype=int), ratio)
+        assert 0.93 <= coverage, (ratio, coverage)
+
+
+def test_clustered_interval_rests_on_the_smallest_strata() -> None:
+    """A contrast of 10 in-distribution against 2 OOD clusters (the class is the stratum): with the total cluster
+    count the interval covered 0.84 in a review's simulation; the smallest stratum's count covers."""
+    sizes = lambda rng: np.full(12, 10)
+    coverage = _one_model_coverage(sizes, lambda lab: (lab >= 10).astype(int), 1.0)
+    assert 0.93 <= coverage, coverage

@@ -164,6 +164,10 @@ def test_a_paper_label_needs_its_criterion_computed_on_the_data() -> None:
     assert (
         failed["regime"].startswith("miniature: classes K = 60") and "median OOD-class CLP = -3.4" in failed["regime"]
     )
+    assert not verdict.check_regime(near, 60, -0.5)  # checked twice: passes only if every check passed
+    verdict.forget_checks()
+    with pytest.raises(ValueError, match="not ours"):
+        verdict.check_regime(near, 150, -0.5)  # the variable checked is ours, not a value chosen to pass
     assert verdict.check_regime(near, 60, -0.5)
     passed = judge(claim, 0.1, (0.05, 0.15), test="bootstrap over 12 tasks")
     assert passed["regime"] == "paper: classes K = 60 (paper 150)"
@@ -172,6 +176,13 @@ def test_a_paper_label_needs_its_criterion_computed_on_the_data() -> None:
     assert checks["passes"] == 1 and "regime_checks" in results.published()
     with pytest.raises(ValueError, match="criterion"):
         Regime("classes K", 150, 60, "paper", "K ≥ 50")  # a paper regime without its criterion
+    with pytest.raises(ValueError, match="bounded"):
+        Criterion((50, 150), "anything", (-math.inf, math.inf))  # a criterion that always passes
+    blamed = judge(claim, -0.1, (-0.15, -0.05), test="12 tasks", why=("regime", "K"), sweep=Sweep("s", "K", "classes K",
+                   stats.Interval(0.1, 0.05, 0.15, "slope")))  # fmt: skip
+    assert blamed["why"].startswith(
+        "unknown: tested at classes K = 60 (paper 150), the paper's regime by its criterion"
+    )
     verdict.forget_checks()
     with pytest.raises(ValueError, match="labelled paper without a computed criterion"):
         conclude([passed])
@@ -182,6 +193,9 @@ def test_a_clustered_claim_is_tested_over_its_clusters() -> None:
                   units="tasks")  # fmt: skip
     with pytest.raises(ValueError, match="clustered in tasks"):
         judge(claim, 0.1, stats.Interval(0.1, 0.05, 0.15, "bootstrap over 2,000 items, 2,000 resamples"))
+    sets = Claim("x", "y", 0.0, Rule.above(0.0), quote="q", comparator="B", regime=REGIME, units="sets")
+    with pytest.raises(ValueError, match="clustered in sets"):  # 'datasets' does not name the sets
+        judge(sets, 0.1, stats.Interval(0.1, 0.05, 0.15, "bootstrap over 2,000 items of 4 datasets"))
     row = judge(claim, 0.1, stats.Interval(0.1, 0.05, 0.15, "12 tasks resampled, then items within them"))
     assert row["decision"] == "held"
     with pytest.raises(ValueError, match="units"):
@@ -198,6 +212,8 @@ def test_a_comparison_the_setup_decides_is_untestable_here() -> None:
     assert apart["decision"] == "held"
     with pytest.raises(ValueError, match="overlap"):
         judge(alike, 0.02, (0.01, 0.03), test="t")
+    with pytest.raises(ValueError, match="not computed"):
+        judge(alike, 0.02, (0.01, 0.03), test="t", overlap=(math.nan, "selection_overlap"))
     weak = Claim("RMD at least as good as MSP", "Table 2", 0.0, Rule.above(-0.01), quote="q", comparator="MSP",
                  regime=REGIME, units="items", fitness="test accuracy", fitness_margin=0.02)  # fmt: skip
     refused = judge(weak, 0.05, (0.02, 0.08), test="t", fitness=(0.853, 0.769))
@@ -210,8 +226,12 @@ def test_a_comparison_the_setup_decides_is_untestable_here() -> None:
 def test_a_built_in_positive_control_is_set_aside() -> None:
     doremi = Claim("DoReMi lowers perplexity", "Fig. 3", 0.9, Rule.below(1.0), quote="q", comparator="baseline",
                    regime=REGIME, units="items", control="the 40 % noise domain")  # fmt: skip
-    row = judge(doremi, 0.8, (0.7, 0.9), test="t", without_control=(0.97, (0.85, 1.12)))
+    share0 = stats.Interval(0.97, 0.85, 1.12, "paired bootstrap over 40 held-out blocks at noise share 0")
+    row = judge(doremi, 0.8, (0.7, 0.9), test="t", without_control=(0.97, share0))
     assert row["decision"] == "inconclusive" and (row["ours"], row["ci_low"], row["ci_high"]) == (0.97, 0.85, 1.12)
+    assert row["test"] == share0.method  # the deciding interval's own test
+    with pytest.raises(ValueError, match="built-in control"):
+        judge(doremi, 0.8, (0.7, 0.9), test="t", without_control=(0.97, (0.85, 1.12)))  # a bare tuple names no test
     assert "decided without the 40 % noise domain; with it: held, 0.8 [0.7, 0.9]" in row["why"]
     with pytest.raises(ValueError, match="built-in control"):
         judge(doremi, 0.8, (0.7, 0.9), test="t")
@@ -231,6 +251,8 @@ def test_no_effect_is_an_equivalence_test_with_its_power_not_a_failure_to_reject
         judge(equiv, 0.0, (-0.02, 0.03), test="bootstrap")
     held = judge(equiv, 0.0, (-0.02, 0.03), test="bootstrap", power=(0.91, "accuracy 0.55"))
     assert held["decision"] == "held" and held["test"] == "bootstrap; power 91% at accuracy 0.55"
+    weak = judge(equiv, 0.0, (-0.02, 0.03), test="bootstrap", power=(0.3, "accuracy 0.55"))
+    assert weak["decision"] == "inconclusive" and weak["why"].startswith("the test's power at the margin is 30%")
     wide = judge(equiv, 0.0, (-0.08, 0.08), test="bootstrap", power=(0.4, "accuracy 0.55"))
     assert wide["decision"] == "inconclusive"  # an interval too wide to show no effect is not "held"
     power = stats.simulated_power(lambda rng: rng.normal(0.0392, 0.02) - 1.96 * 0.02 > 0, n_sims=2000, seed=1)

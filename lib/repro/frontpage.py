@@ -174,11 +174,14 @@ def render(profile: str, chapters: list[tuple[str, list[dict[str, str]]]]) -> st
             f"attack), and the decision its chapter's rule gave. Built from the `{profile}` profile "
             f"(`runs/{profile}/*.json`): {paper_total} of the papers' claims and {len(every) - paper_total} checks of "
             f"our own in {len(chapters)} chapters. {in_regime} of the {paper_total} paper claims were tested in the "
-            "paper's regime (the variable the effect depends on, such as the number of classes or the corpus size, "
-            "within what the claim tolerates); the others in a miniature, where a contradiction is first a question "
-            "of scale. A row that did not hold names its cause and the table that measures it: a genuine difference "
-            "(*finding*), our data or protocol (*setup*), our scale (*regime*), or *unknown* (with the ablation that "
-            "would tell). An inconclusive row says how much more data would decide it.",
+            "paper's regime by a criterion written before the numbers and computed on the data (the variable the "
+            "effect depends on, such as the number of classes or the corpus size, and the setting's defining property, "
+            "such as model accuracy or how near the OOD classes are); the others in a miniature. A row that did not "
+            "hold names its cause and the table that measures it by varying what it names: a genuine difference "
+            "(*finding*), our data or protocol (*setup*, an ablation), our scale (*regime*, a sweep that moves toward "
+            "the paper's value), or *unknown* (with the ablation or sweep that would tell). An inconclusive row says "
+            "how much more data would decide it; a comparison whose arms are nearly the same, or whose comparator is "
+            "under-trained, is *untestable here*.",
             "",
             chance_sentence(every),
             "",

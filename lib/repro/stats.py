@@ -20,6 +20,7 @@ __all__ = [
     "Interval",
     "attack_null",
     "bootstrap",
+    "cluster_counts",
     "clustered_interval",
     "delong",
     "delong_interval",
@@ -424,14 +425,18 @@ def _plain(value: Any) -> Any:
 
 
 def _cluster_strata(labels: np.ndarray, strata: np.ndarray) -> dict[Any, Any]:
-    """Each cluster's stratum: its items' stratum when they share one, else one 'mixed' stratum of its own kind."""
+    """Each cluster's stratum: its items' stratum when they share one, else a 'mixed' stratum named by its lowest and
+    highest item strata (exact for two classes)."""
     clusters, code = np.unique(labels, return_inverse=True)
     kinds, kind = np.unique(strata, return_inverse=True)
     low = np.full(clusters.size, kind.max() + 1)
     high = np.full(clusters.size, -1)
     np.minimum.at(low, code, kind)
     np.maximum.at(high, code, kind)
-    return {_plain(c): _plain(kinds[lo]) if lo == hi else ("mixed",) for c, lo, hi in zip(clusters, low, high)}
+    return {
+        _plain(c): _plain(kinds[lo]) if lo == hi else ("mixed", _plain(kinds[lo]), _plain(kinds[hi]))
+        for c, lo, hi in zip(clusters, low, high)
+    }
 
 
 def _cluster_counts(kinds: dict[Any, Any], n_resamples: int, rng: np.random.Generator) -> dict[Any, np.ndarray]:
@@ -474,6 +479,7 @@ def unit_weights(
     n_resamples: int = 2000,
     seed: int = 0,
     n_items: int | None = None,
+    clusters_within_strata: bool = True,
 ) -> np.ndarray | list[np.ndarray]:
     """Two-stage bootstrap multiplicities: clusters resampled with replacement (within the stratum of their items,
     e.g. the class, when a cluster holds one), then each drawn cluster's items resampled within it.
@@ -481,29 +487,57 @@ def unit_weights(
     clusters: one label per item (None with n_items: every item its own cluster, the plain bootstrap within strata),
     giving a (resamples, items) matrix; or a list of such arrays, one per trained model scored on items of its own
     whose clusters are shared by label (source images, tasks): the cluster draws are the same for every model, the
-    items within them drawn per model, and a list of matrices comes back."""
+    items within them drawn per model, and a list of matrices comes back. clusters_within_strata=False draws the
+    clusters from one pool whatever their items' strata (the strata then only fix each drawn cluster's item counts
+    per stratum, e.g. a source image's misclassified tests)."""
     if n_resamples < 2:
         raise ValueError(f"n_resamples must be >= 2, got {n_resamples}")
     rng = np.random.default_rng(seed)
     per_model = isinstance(clusters, (list, tuple))
     groups = list(clusters) if per_model else [clusters]
-    layers = list(strata) if per_model and strata is not None else [strata] * len(groups)
+    layers = list(strata) if per_model and isinstance(strata, (list, tuple)) else [strata] * len(groups)
     sizes = [n_items if g is None else len(np.asarray(g)) for g in groups]
     if any(s is None or s < 1 for s in sizes):
         raise ValueError("give the clusters (one label per item) or n_items")
     layouts = [_cluster_layout(g, s, n) for g, s, n in zip(groups, layers, sizes)]
     kinds: dict[Any, Any] = {}
     for labels, st in layouts:
-        kinds.update(_cluster_strata(labels, st))
+        kinds.update(_cluster_strata(labels, st if clusters_within_strata else np.zeros(labels.size, dtype=int)))
     counts = _cluster_counts(kinds, n_resamples, rng)
     out = [_item_weights(labels, st, counts, rng) for labels, st in layouts]
     return out if per_model else out[0]
+
+
+def cluster_counts(clusters: object | Sequence[object], strata: object | Sequence[object] | None = None) -> dict:
+    """How many clusters the interval rests on, per stratum of clusters (the class a cluster's items share): the
+    smallest stratum's count (`fewest`), its effective count for a size-weighted statistic (`effective`: Kish's
+    (sum n)^2 / sum n^2 of the cluster sizes, smallest over strata; equal sizes give the count itself) and the
+    total. clusters and strata as unit_weights takes them (a list: one array per model, sizes summed by label)."""
+    per_model = isinstance(clusters, (list, tuple))
+    groups = list(clusters) if per_model else [clusters]
+    layers = list(strata) if per_model and isinstance(strata, (list, tuple)) else [strata] * len(groups)
+    sizes: dict[Any, float] = {}
+    kinds: dict[Any, Any] = {}
+    for g, st in zip(groups, layers):
+        labels, lay = _cluster_layout(g, st, len(np.asarray(g)))
+        kinds.update(_cluster_strata(labels, lay))
+        found, counts = np.unique(labels, return_counts=True)
+        for c, k in zip(found, counts):
+            sizes[_plain(c)] = sizes.get(_plain(c), 0.0) + float(k)
+    by_kind: dict[Any, list[float]] = {}
+    for cluster, kind in kinds.items():
+        by_kind.setdefault(kind, []).append(sizes[cluster])
+    fewest = min(len(v) for v in by_kind.values())
+    effective = min(sum(v) ** 2 / sum(x * x for x in v) for v in by_kind.values())
+    return {"fewest": fewest, "effective": effective, "total": len(kinds), "strata": len(by_kind)}
 
 
 def clustered_interval(
     per_seed: ArrayLike,
     draws: np.ndarray,
     *,
+    clusters: object | Sequence[object] | None = None,
+    strata: object | Sequence[object] | None = None,
     n_clusters: int | None = None,
     unit: str = "clusters",
     sharing: str = "items",
@@ -513,14 +547,18 @@ def clustered_interval(
     """Interval of the mean over trained models (seeds) of a statistic whose items come in clusters.
 
     per_seed: the statistic of each seed's model, shape (seeds,); draws: the statistic on two-stage resamples
-    (unit_weights: clusters, then items within them), shape (resamples, seeds). sharing: 'items' (every seed scored on
-    the same items; one resample serves all), 'clusters' (each seed its own items within the same clusters, e.g.
-    adversarial versions of the same source images; the cluster draws are shared) or 'none' (each seed its own
-    clusters). The clusters' variance of the seed mean (the bootstrap's, times G / (G - 1)) has G - 1 degrees of
-    freedom; the seeds' spread over n seeds adds n - 1 (Welch-Satterthwaite). With one seed: estimate +- t * SE,
-    training randomness not covered. Under FEW_CLUSTERS clusters the method says so; under 2 there is no interval.
-    n_clusters None: items are independent (hierarchical_interval's behaviour)."""
-    if n_clusters is None:
+    (unit_weights: clusters, then items within them), shape (resamples, seeds); clusters, strata: the labels given to
+    unit_weights (or n_clusters alone: one stratum of equal clusters). sharing: 'items' (every seed scored on the same
+    items; one resample serves all), 'clusters' (each seed its own items within the same clusters, e.g. adversarial
+    versions of the same source images; the cluster draws are shared) or 'none' (each seed its own clusters).
+
+    The clusters' variance of the seed mean is the bootstrap's times G / (G - 1), G the smallest stratum's cluster
+    count; its degrees of freedom are G_eff - 1, G_eff the smallest stratum's effective count (unequal sizes lower
+    it); the seeds' spread over n seeds adds n - 1 (Welch-Satterthwaite). With one seed: estimate +- t * SE, training
+    randomness not covered. Under FEW_CLUSTERS effective clusters the df are at most G_eff - 1 and the method says
+    so; a stratum of one cluster gives no interval. Neither clusters nor n_clusters: items are independent
+    (hierarchical_interval)."""
+    if clusters is None and n_clusters is None:
         return hierarchical_interval(per_seed, draws, level=level, shared_items=sharing != "none", words=words)
     _check_level(level)
     if sharing not in ("items", "clusters", "none"):
@@ -531,35 +569,43 @@ def clustered_interval(
         raise ValueError(f"draws needs shape (resamples >= 2, {theta.size} seeds), got {d.shape}")
     if not np.all(np.isfinite(d)):
         raise ValueError("the statistic was undefined (NaN/inf) on some resamples: pass strata (e.g. the labels)")
-    n, g = theta.size, int(n_clusters)
+    if clusters is not None:
+        counts = cluster_counts(clusters, strata)
+    else:
+        counts = {"fewest": int(n_clusters), "effective": float(n_clusters), "total": int(n_clusters), "strata": 1}
+    n, g, g_eff = theta.size, counts["fewest"], counts["effective"]
     estimate = float(theta.mean())
     lead = f"{words}: " if words else ""
-    few = f"; only {g} {unit}: t interval with {g - 1} df" if g < FEW_CLUSTERS else ""
+    where = " in the smallest stratum" if counts["strata"] > 1 else ""
     seeds = "1 trained model, training randomness not covered" if n == 1 else f"{n:,} seeds"
-    head = f"{lead}{g:,} {unit} resampled, then items within them ({d.shape[0]:,} resamples)"
+    head = f"{lead}{counts['total']:,} {unit} resampled, then items within them ({d.shape[0]:,} resamples)"
     if g < 2:
-        return Interval(
-            estimate, math.nan, math.nan, f"{head}; 1 {unit[:-1] if unit.endswith('s') else unit}: no interval"
-        )
+        return Interval(estimate, math.nan, math.nan, f"{head}; 1 of the {unit}{where}: no interval")
     inflate = g / (g - 1)
+    df_units = max(g_eff - 1.0, 1.0)
     if sharing == "none" and n > 1:
         total = max(float(theta.var(ddof=1)), float(d.var(0, ddof=1).mean()) * inflate) / n
-        df = float(min(n - 1, g - 1)) if g < FEW_CLUSTERS else float(n - 1)
-        how = f"{seeds}, each its own {unit}, t interval"
+        df = float(n - 1)
+        how = f"{seeds}, each its own {unit}"
     else:
         units = float(d.mean(1).var(ddof=1)) * inflate
         between = float(theta.var(ddof=1)) / n if n > 1 else 0.0
         total = between + units
-        parts = (between**2 / (n - 1) if n > 1 else 0.0) + units**2 / (g - 1)
+        parts = (between**2 / (n - 1) if n > 1 else 0.0) + units**2 / df_units
         df = total**2 / parts if parts > 0 else math.inf
-        how = (
-            seeds
-            if n == 1
-            else f"{seeds} on {'the same items' if sharing == 'items' else 'shared ' + unit}, Satterthwaite df"
-        )
+        how = seeds if n == 1 else f"{seeds} on {'the same items' if sharing == 'items' else 'shared ' + unit}"
+    few = g_eff < FEW_CLUSTERS
+    if few:
+        df = min(df, df_units)
+    unequal = f", {g_eff:.1f} effective by size" if g_eff < 0.9 * g else ""
+    note = (
+        f"; only {g} {unit}{where}{unequal}" if few else (f"; {g_eff:.1f} effective {unit}{where}" if unequal else "")
+    )
     quantile = sps.t.ppf(0.5 + level / 2, df) if math.isfinite(df) else sps.norm.ppf(0.5 + level / 2)
     half = float(quantile) * math.sqrt(total)
-    return Interval(estimate, estimate - half, estimate + half, f"{head}, combined with a t interval ({how}){few}")
+    df_text = "normal" if not math.isfinite(df) else f"{df:.1f} df"
+    method = f"{head}, combined with a t interval ({how}; {df_text}){note}"
+    return Interval(estimate, estimate - half, estimate + half, method)
 
 
 def seeds_and_items_contrast(

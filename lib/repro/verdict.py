@@ -52,6 +52,7 @@ COLUMNS = (
 REGIME_TABLE = "regimes"  # published by plan(): each claim's governing variable, the paper's value and ours
 CHECKS_TABLE = "regime_checks"  # published by conclude(): each paper-regime criterion, computed on the data
 SWEEP_POINTS = 3  # a regime cause needs a sweep of the governing variable over at least this many values
+POWER_FLOOR = 0.8  # an equivalence row is held only if its test detects an effect at the margin this often
 _CHECKS: dict[Any, dict[str, Any]] = {}  # this run's computed regime criteria, by regime
 
 
@@ -182,6 +183,8 @@ class Criterion:
                 raise ValueError(f"criterion {name} is empty: [{low}, {high}]")
         if not self.prop.strip():
             raise ValueError("name the setting's defining property that the criterion measures")
+        if not all(math.isfinite(v) for v in self.prop_range):
+            raise ValueError("the defining property's range must be bounded: a criterion that always passes is none")
 
     def passes(self, variable: float, prop: float) -> bool:
         """Whether both computed values lie in their ranges (NaN never does)."""
@@ -238,8 +241,8 @@ class Regime:
             return "miniature", f"miniature: {body}; the paper-regime criterion was not computed"
         if not check["passes"]:
             return "miniature", (
-                f"miniature: {body}; criterion failed ({self.criterion.prop} = {check['prop']:.3g}, "
-                f"needs {_fmt(self.criterion.prop_range[0])}..{_fmt(self.criterion.prop_range[1])})"
+                f"miniature: {body}; criterion failed ({self.variable} = {check['value']:.4g}, needs {check['range']}; "
+                f"{self.criterion.prop} = {check['prop']:.3g}, needs {check['prop_range']})"
             )
         return "paper", self.text
 
@@ -249,7 +252,12 @@ def check_regime(regime: Regime, variable: float, prop: float) -> bool:
     property's; recorded for the rows that use the regime and published as table `regime_checks` by conclude()."""
     if regime.criterion is None:
         raise ValueError(f"regime {regime.variable!r} has no criterion to check (only paper regimes have one)")
+    if isinstance(regime.ours, (int, float)) and not math.isclose(float(variable), float(regime.ours), rel_tol=1e-9):
+        raise ValueError(f"regime {regime.variable!r}: the checked variable {variable} is not ours ({regime.ours})")
     passes = regime.criterion.passes(float(variable), float(prop))
+    earlier = _CHECKS.get(repr(regime))
+    if earlier is not None and not earlier["passes"]:  # a regime checked twice passes only if every check passed
+        return False
     _CHECKS[repr(regime)] = {
         "regime": regime.text,
         "variable": regime.variable,
@@ -456,6 +464,8 @@ def _why(
         raise ValueError("why: give one sentence naming the cause")
     if cause == "regime":
         variable, at = _at(claim)
+        if claim.regime is not None and claim.regime.computed()[0] == "paper":
+            return f"unknown: {at}, the paper's regime by its criterion, so the regime does not explain it", "", ""
         if sweep is None or sweep.variable != variable:
             return f"unknown: {at}; a sweep of {variable} would tell", "", ""
         if not sweep.trend.low > 0:
@@ -480,6 +490,15 @@ def _why(
     )
 
 
+def _check_units(claim: Claim, test: str) -> None:
+    """A clustered claim's test names its clusters (as a word: 'sets' is not found in 'datasets')."""
+    import re
+
+    units = claim.units.strip()
+    if units and units not in ("items", "none") and not re.search(rf"\b{re.escape(units)}\b", test, re.I):
+        raise ValueError(f"claim {claim.claim!r}: its items are clustered in {units}; the test must resample them")
+
+
 def _untestable(
     claim: Claim, overlap: tuple[float, str] | None, fitness: tuple[float, float] | None
 ) -> tuple[str, str] | None:
@@ -489,7 +508,9 @@ def _untestable(
         if overlap is None:
             raise ValueError(f"claim {claim.claim!r}: give the arms' overlap (share, table) its register bounds")
         share, table = overlap
-        if not math.isfinite(share) or share > claim.overlap_max:
+        if not math.isfinite(share):
+            raise ValueError(f"claim {claim.claim!r}: the arms' overlap was not computed ({share})")
+        if share > claim.overlap_max:
             return (
                 f"the arms share {share:.1%} of their selections (register's limit {claim.overlap_max:.0%}): "
                 "no amount of data separates them",
@@ -542,17 +563,18 @@ def judge(
         low, high = interval
     if not test:
         raise ValueError(f"claim {claim.claim!r}: name the test that gave the interval")
-    units = claim.units.strip()
-    if units and units not in ("items", "none") and units.lower() not in test.lower():
-        raise ValueError(f"claim {claim.claim!r}: its items are clustered in {units}; the test must resample them")
     note = ""
     if claim.control:
-        if without_control is None:
-            raise ValueError(f"claim {claim.claim!r}: built-in control ({claim.control}): give the point without it")
+        if without_control is None or not isinstance(without_control[1], Interval):
+            raise ValueError(
+                f"claim {claim.claim!r}: built-in control ({claim.control}): give the point without it, "
+                "(estimate, stats.Interval)"
+            )
         with_decision = claim.rule.decide(float(ours), float(low), float(high))
         note = f"decided without {claim.control}; with it: {with_decision}, {float(ours):.3g} [{low:.3g}, {high:.3g}]"
         ours, iv = without_control
-        low, high = iv.as_tuple() if isinstance(iv, Interval) else iv
+        low, high, test = iv.low, iv.high, iv.method  # the deciding interval's own test
+    _check_units(claim, test)
     if claim.rule.kind == "equivalent":
         if power is None:
             raise ValueError(f"claim {claim.claim!r}: an equivalence row shows its power at the margin (power)")
@@ -563,6 +585,12 @@ def judge(
     blocked = _untestable(claim, overlap, fitness)
     if blocked is not None:
         decision, (cause, measured) = "untestable here", blocked
+    elif decision == "held" and claim.rule.kind == "equivalent" and not power[0] >= POWER_FLOOR:
+        decision = "inconclusive"
+        cause = (
+            f"the test's power at the margin is {power[0]:.0%}, below {POWER_FLOOR:.0%}: a narrow interval from a weak "
+            "test does not show no effect"
+        )
     elif decision == "held" and claim.rule.fails_to_reject and not claim.ours:
         decision = "inconclusive"
         cause = (

@@ -378,7 +378,8 @@ def auroc_diff(
     return stats.clustered_interval(
         diff(np.ones((1, len(sub)))),
         diff(draws)[:, None],
-        n_clusters=sub["unit"].nunique(),
+        clusters=sub["unit"].to_numpy(dtype=str),
+        strata=sub["set"].to_numpy(dtype=str),
         unit=units,
         words="AUROC difference (Wikipedia and NYT paragraphs by article, SGD turns by dialogue)",
     )
@@ -493,7 +494,8 @@ def ladder(
     ci = stats.clustered_interval(
         rho(np.ones((1, len(frame)))),
         rho(draws)[:, None],
-        n_clusters=len(names),
+        clusters=clusters,
+        strata=ood.astype(int),
         unit="sets",
         words="Spearman ρ over the OOD sets",
     )

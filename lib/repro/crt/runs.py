@@ -473,7 +473,7 @@ def dialogue_perplexity(
     return stats.clustered_interval(
         per_seed(np.ones((1, c.size)))[0],
         per_seed(weights),
-        n_clusters=len(np.unique(dialogues)),
+        clusters=np.asarray(dialogues),
         unit="test dialogues",
         sharing="items",
         words=f"{what} over {c.size:,} test sentences",

@@ -596,7 +596,8 @@ def method_ratio(
     iv = stats.clustered_interval(
         per_seed / n,
         draws / n,
-        n_clusters=np.unique(labels).size,
+        clusters=labels,
+        strata=strata,
         unit="articles",
         words=f"geometric mean over {n} target × size setting{'s' if n > 1 else ''}; held-out articles (a Pile "
         "document is its own) resampled within target, one draw for every arm, size and seed; selection draws with "
@@ -626,7 +627,8 @@ def kl_quality_correlation(table: pd.DataFrame, seed: int, n_boot: int = N_BOOT)
     return stats.clustered_interval(
         [rho()],
         dist[:, None],
-        n_clusters=len(set(methods)),
+        clusters=pd.factorize(methods)[0],
+        strata=pd.factorize(targets)[0],
         unit="methods",
         words=f"Spearman over {n} selections (method × size × draw, one LM each) within target; {dist.size:,} of "
         f"{n_boot:,} resamples defined",
@@ -1074,7 +1076,8 @@ def doremi_contrast(res: DoremiResult, domains: Sequence[int], seed: int, worst:
     iv = stats.clustered_interval(
         per_seed(None),
         draws,
-        n_clusters=np.unique(labels[chosen]).size,
+        clusters=labels[chosen],
+        strata=strata[chosen],
         unit="articles",
         words=f"{what} perplexity ratio over {n_blocks:,} held-out blocks (articles within domain; a Pile document "
         "is its own)",

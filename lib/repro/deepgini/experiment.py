@@ -292,7 +292,9 @@ def _clustered_apfd_difference(runs: list, sources: list, n_boot: int, seed: int
         estimates.append(0.0 if best == worst else (wa(ones) - wb(ones)) / (best - worst))
     draws = []
     for i, block in enumerate(np.array_split(np.arange(n_boot), max(1, n_boot // WEIGHT_BLOCK))):
-        weights = stats.unit_weights(labels, flags, n_resamples=len(block), seed=seed + 7_919 * i)
+        weights = stats.unit_weights(
+            labels, flags, n_resamples=len(block), seed=seed + 7_919 * i, clusters_within_strata=False
+        )
         draws.append(
             np.stack(
                 [
@@ -308,9 +310,13 @@ def _clustered_apfd_difference(runs: list, sources: list, n_boot: int, seed: int
         f"normalized APFD difference, paired two-stage bootstrap over {tests}: source images, then the tests of each "
         "drawn image with its misclassified count fixed, each method ordering the resample as it ordered the full set"
     )
-    n_clusters = int(np.unique(np.concatenate(labels)).size)
     return stats.clustered_interval(
-        estimates, np.concatenate(draws), n_clusters=n_clusters, unit="source images", sharing="clusters", words=words
+        estimates,
+        np.concatenate(draws),
+        clusters=labels,
+        unit="source images",
+        sharing="clusters",
+        words=words,
     )
 
 

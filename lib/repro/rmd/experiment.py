@@ -450,7 +450,9 @@ def auc_contrast(
     per_seed, draws = _weighted_auc_draws(y, terms, weights)
     g = int(np.unique(clusters).size)
     words = f"paired AUC over {y.size:,} test rows in {g:,} {d.unit} (within class)"
-    return stats.clustered_interval(per_seed, draws, n_clusters=g, unit=d.unit, sharing="items", words=words)
+    return stats.clustered_interval(
+        per_seed, draws, clusters=clusters, strata=y, unit=d.unit, sharing="items", words=words
+    )
 
 
 CONTRASTS = {"RMD - MD": ((1.0, "RMD"), (-1.0, "MD")), "RMD - MSP": ((1.0, "RMD"), (-1.0, "MSP"))}
@@ -587,12 +589,14 @@ def k_slope(
         per_seed.append(float(centred @ np.asarray(full)) / float(centred @ centred))
         draws.append(np.stack(boot, axis=1) @ centred / float(centred @ centred))
     units = {d.unit for d in directions if d.test_units is not None}
-    clusters = {u for d in directions if d.test_units is not None for u in d.test_units}
+    clustered = [d for d in directions if d.test_units is not None]  # the interval rests on the fewest clusters
+    thinnest = min(clustered, key=lambda d: stats.cluster_counts(d.test_units, d.is_ood)["effective"], default=None)
     words = f"slope per doubling of K over {len(directions)} direction(s) × {sub['K'].nunique()} values of K"
     return stats.clustered_interval(
         per_seed,
         np.stack(draws, axis=1),
-        n_clusters=len(clusters) if units else None,
+        clusters=None if thinnest is None else thinnest.test_units,
+        strata=None if thinnest is None else thinnest.is_ood,
         unit=units.pop() if units else "clusters",
         sharing="items",
         words=words,
@@ -972,7 +976,7 @@ def pc_difference(ranges: pd.DataFrame, n_boot: int, seed: int) -> stats.Interva
     return stats.clustered_interval(
         [float(np.median(diff))],
         draws,
-        n_clusters=int(np.unique(directions).size),
+        clusters=directions,
         unit="near directions",
         words=f"median over {diff.size} near direction × features units (seed means)",
     )
