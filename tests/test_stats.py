@@ -620,6 +620,8 @@ def test_unit_weights_draw_clusters_then_items_within_them() -> None:
     drawn = per_cluster // sizes
     assert np.all(drawn[:, :2].sum(1) == 2) and np.all(drawn[:, 2:].sum(1) == 2)  # clusters kept within class
     assert 0 < (drawn == 0).mean() < 1  # some resamples leave a cluster out: the cluster level is resampled
+    once = w[:, clusters == 2][drawn[:, 2] == 1]  # cluster 2 drawn once: its 4 items resampled, not copied whole
+    assert (once != 1).any(axis=1).mean() > 0.5 and np.all(once.sum(1) == 4)
     plain = stats.unit_weights(None, classes, n_resamples=300, seed=1, n_items=10)  # every item its own cluster
     assert np.all(plain[:, classes == 0].sum(1) == 5) and np.all(plain[:, classes == 1].sum(1) == 5)
     shared = stats.unit_weights([clusters, np.array([0, 1, 1, 2, 3, 3])], n_resamples=200, seed=2)

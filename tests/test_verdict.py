@@ -54,7 +54,8 @@ def test_rules_say_what_they_test_before_the_numbers() -> None:
 
 REGIME = Regime("classes K", 100, 5, "miniature")
 SAME_SET = Regime("items", 400, 400, "paper", "the same test set", Criterion((400, 400), "model accuracy", (0.9, 1)))
-PAPER = dict(quote="A beats B.", comparator="B", regime=SAME_SET, units="items")
+PAPER = dict(quote="A beats B.", comparator="B", regime=SAME_SET, units="items",
+             measures={"contamination_ablation": "contaminant share", "m": "K"})  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +85,6 @@ def test_judge_builds_a_row_with_every_column_and_a_cause_when_not_held() -> Non
         test="DeLong test",
         why=("setup", "our corpus is 50 % contaminants"),
         measured_by="contamination_ablation",
-        varies="contaminant share",
     )
     assert lost["decision"] == "not held" and lost["why"] == "setup: our corpus is 50 % contaminants"
     assert lost["measured_by"] == "contamination_ablation"
@@ -94,8 +94,9 @@ def test_judge_builds_a_row_with_every_column_and_a_cause_when_not_held() -> Non
         judge(claim, 0.03, (0.01, 0.05))
     with pytest.raises(ValueError, match="measured_by"):  # a measured kind of cause without its table
         judge(claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "B is better here"))
-    with pytest.raises(ValueError, match="varies"):  # or without the column of it that varies what it names
+    with pytest.raises(ValueError, match="register does not say which column"):  # a table the register does not know
         judge(claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "B is better here"), measured_by="apfd")
+    assert lost["varies"] == "contaminant share"  # read from the register, not from the caller
     with pytest.raises(ValueError, match="give its cause"):
         judge(claim, -0.05, (-0.08, -0.02), test="t")
     results.forget_published()
@@ -121,9 +122,9 @@ def test_a_regime_cause_needs_a_sweep_of_its_variable_that_moves_toward_the_pape
 
     claim = Claim(
         "RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="RMD improves.", comparator="MD", regime=REGIME,
-        units="items",
+        units="items", measures={"m": "k", "k_sweep": "K"},
     )  # fmt: skip
-    finding = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD wins"), measured_by="m", varies="k")
+    finding = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD wins"), measured_by="m")
     assert finding["why"] == "finding: MD wins" and finding["measured_by"] == "m"
     bare = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("regime", "K is too small"))
     assert bare["why"] == "unknown: tested at classes K = 5 (paper 100); a sweep of classes K would tell"
@@ -138,6 +139,15 @@ def test_a_regime_cause_needs_a_sweep_of_its_variable_that_moves_toward_the_pape
     flat = Sweep("k_sweep", "K", "classes K", stats.Interval(0.01, -0.01, 0.03, "slope over K"))
     away = judge(claim, -0.05, (-0.08, -0.02), test="t", why=("regime", "the gap closes with K"), sweep=flat)
     assert away["why"].startswith("unknown: tested at classes K = 5") and "does not move toward" in away["why"]
+    with pytest.raises(ValueError, match="register does not say that column 'n'"):
+        judge(
+            claim,
+            -0.05,
+            (-0.08, -0.02),
+            test="t",
+            why=("regime", "x"),
+            sweep=Sweep("k_sweep", "n", "classes K", toward),
+        )
     other = Sweep("size_sweep", "n", "training rows", toward)  # a sweep of another variable measures nothing here
     assert judge(claim, -0.05, (-0.08, -0.02), test="t", why=("regime", "x"), sweep=other)["why"].startswith("unknown")
     results.publish("k_sweep", [{"K": 5, "gap": -0.05}, {"K": 10, "gap": -0.03}], show=False)
@@ -278,12 +288,12 @@ def test_the_register_needs_the_papers_words_and_checks_its_rule_on_the_papers_n
 def test_front_page_counts_groups_by_regime_and_marks_rows_without_intervals() -> None:
     claim = Claim("A beats B", "Table 3", 0.05, Rule.above(0.0), **PAPER)
     mini = Claim("RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="q", comparator="MD", regime=REGIME,
-                 units="items")  # fmt: skip
+                 units="items", measures={"m": "K"})  # fmt: skip
     own = Claim("control in null band", "ours", "—", Rule.in_null(), ours=True)
     new_rows = [
         judge(claim, 0.03, (0.01, 0.05), test="t"),
         judge(claim, 0.0, (-0.01, 0.01), test="t"),
-        judge(mini, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD wins"), measured_by="m", varies="K"),
+        judge(mini, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD wins"), measured_by="m"),
         judge(own, 0.5, (0.45, 0.55), test="permutation null"),
     ]
     legacy = [{"claim": "old claim", "paper": "0.9", "ours": "0.8", "held": "partly"}]

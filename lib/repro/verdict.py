@@ -300,7 +300,9 @@ class Claim:
     top k decided by ties) above which no amount of data separates them (the row is `untestable here`).
     fitness: each arm's fitness measure (accuracy, validation loss), higher better, and fitness_margin: how far below
     the method's the comparator's may be before the row is refused (`untestable here`). control: a positive control
-    built into the setup (a noise domain, a leak every arm catches); the row is decided at the point without it."""
+    built into the setup (a noise domain, a leak every arm catches); the row is decided at the point without it.
+    measures: each table that may measure the cause of a row not held, and the column of it that varies what the
+    cause names (an ablation's arm, a sweep's governing variable): judge reads the column from here, not the caller."""
 
     claim: str
     source: str
@@ -318,6 +320,7 @@ class Claim:
     fitness: str = ""
     fitness_margin: float | None = None
     control: str = ""
+    measures: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.overlap_max is not None and not 0 < self.overlap_max <= 1:
@@ -346,6 +349,13 @@ class Claim:
         return self.rule.decide(float(ours), float(low), float(high))
 
 
+def with_measures(claims: Mapping[str, Claim], measures: Mapping[str, str]) -> dict[str, Claim]:
+    """The chapter's claims, each told which column of each measuring table varies what a cause names."""
+    from dataclasses import replace
+
+    return {key: replace(c, measures={**measures, **c.measures}) for key, c in claims.items()}
+
+
 def register_table(claims: Sequence[Claim]) -> pd.DataFrame:
     """The claim register as a table: quote, source, comparator, the paper's values, regime, rule."""
     return pd.DataFrame(
@@ -364,6 +374,7 @@ def register_table(claims: Sequence[Claim]) -> pd.DataFrame:
                 "overlap_max": c.overlap_max,
                 "fitness": f"{c.fitness} (margin {_fmt(c.fitness_margin)})" if c.fitness else "",
                 "control": c.control,
+                "measures": "; ".join(f"{t}: {col}" for t, col in c.measures.items()),
                 "rule": c.rule.text,
             }
             for c in claims
@@ -448,9 +459,7 @@ def _at(claim: Claim) -> tuple[str, str]:
     return regime.variable, f"tested at {regime.variable} = {_as_cell(regime.ours)} (paper {_as_cell(regime.paper)})"
 
 
-def _why(
-    claim: Claim, why: tuple[str, str] | None, measured_by: str, varies: str, sweep: Sweep | None
-) -> tuple[str, str, str]:
+def _why(claim: Claim, why: tuple[str, str] | None, measured_by: str, sweep: Sweep | None) -> tuple[str, str, str]:
     """(cause text, measuring table, the column it varies) of a row not held, checked: a known kind, one sentence; a
     `regime` cause needs a sweep of the regime's variable that moves toward the paper's value (else it is
     `unknown`, saying which sweep would tell); `finding` and `setup` need the ablation or control table and the
@@ -476,18 +485,25 @@ def _why(
                 sweep.table,
                 sweep.column,
             )
+        if claim.measures.get(sweep.table) != sweep.column:
+            raise ValueError(
+                f"claim {claim.claim!r}: the register does not say that column {sweep.column!r} of table "
+                f"{sweep.table!r} varies {variable} (Claim.measures)"
+            )
         return f"regime: {sentence.strip()}", sweep.table, sweep.column
-    if cause in MEASURED_CAUSES and not (measured_by and varies):
+    if cause == "unknown":
+        return f"unknown: {sentence.strip()}", "", ""
+    if not measured_by:
         raise ValueError(
-            f"claim {claim.claim!r}: a {cause!r} cause names the published table that measures it (measured_by) and "
-            "the column of it that varies what the cause names (varies); without them the cause is 'unknown' and "
-            "says which ablation would tell (verdict.unexplained)"
+            f"claim {claim.claim!r}: a {cause!r} cause names the published table that measures it (measured_by); "
+            "without one the cause is 'unknown' and says which ablation would tell (verdict.unexplained)"
         )
-    return (
-        f"{cause}: {sentence.strip()}",
-        (measured_by if cause != "unknown" else ""),
-        (varies if cause != "unknown" else ""),
-    )
+    if measured_by not in claim.measures:
+        raise ValueError(
+            f"claim {claim.claim!r}: the register does not say which column of table {measured_by!r} varies what "
+            "the cause names (Claim.measures); without one the cause is 'unknown' (verdict.unexplained)"
+        )
+    return f"{cause}: {sentence.strip()}", measured_by, claim.measures[measured_by]
 
 
 def _check_units(claim: Claim, test: str) -> None:
@@ -538,7 +554,6 @@ def judge(
     measured_by: str = "",
     narrow_by: str = "items (and seeds, where models are trained)",
     *,
-    varies: str = "",
     sweep: Sweep | None = None,
     overlap: tuple[float, str] | None = None,
     fitness: tuple[float, float] | None = None,
@@ -549,8 +564,8 @@ def judge(
 
     `test` names the comparison (an Interval's own method is used when omitted); for a clustered claim it names the
     register's units. For a row not held, `why` is (cause, sentence), cause one of finding / setup / regime /
-    unknown: a finding or setup cause names `measured_by` (an ablation or control table) and the column of it that
-    `varies` what the cause names; a regime cause needs `sweep` (a sweep of the regime's variable moving toward the
+    unknown: a finding or setup cause names `measured_by` (an ablation or control table; the register's `measures`
+    says which column of it varies what the cause names); a regime cause needs `sweep` (a sweep of the regime's variable moving toward the
     paper's value), else it becomes `unknown` and says which sweep would tell. An inconclusive row says how much more
     `narrow_by` would decide it. Comparisons: `overlap` (share of shared selections, the table publishing it) and
     `fitness` ((method's, comparator's) fitness) as the register asks; a claim with a built-in positive control is
@@ -598,7 +613,7 @@ def judge(
             "numbers and its power shown would"
         )
     elif decision == "not held":
-        cause, measured, column = _why(claim, why, measured_by, varies, sweep)
+        cause, measured, column = _why(claim, why, measured_by, sweep)
     else:
         cause = narrowing(claim.rule, ours, low, high, narrow_by) if decision == "inconclusive" else ""
     if note:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..verdict import Claim, Criterion, Regime, Rule
+from ..verdict import Claim, Criterion, Regime, Rule, with_measures
 from .canary import chance_max_exposure
 from .runs import MODELS, SDP_MODELS
 
@@ -64,6 +64,11 @@ FIG2_ORDER = (
 A5_ADDRESS = "For CustomerSim, we choose customer addresses as the secrets."
 
 ALPHA = 0.05  # every attack test: one-sided at 5 %, split over the γ values a 'no leak at every γ' claim decides
+
+# The tables that may measure a row's cause, and the column of each that varies what the cause names: the trainer in
+# utility and pretrained_arm (CRT, its SHA-1 removal reading and D_pub alone side by side), the epoch of the
+# per-epoch curves (a trainer still improving when it stopped).
+MEASURES = {"utility": "trainer", "pretrained_arm": "trainer", "fig2_per_epoch": "epoch"}
 
 
 def leak_band() -> str:
@@ -402,4 +407,4 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         Rule.matches(0.1158, 5e-4, "ε_conf"),
         ours=True,
     )
-    return out
+    return with_measures(out, MEASURES)

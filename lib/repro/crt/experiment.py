@@ -852,12 +852,8 @@ def _fig2_rows(ch: Chapter, planned: dict[str, Claim], groups: dict) -> list[dic
             )
         )
         claim = planned[f"fig2:{key}_gpt_vs_lstm"]
-        table, column = (PER_EPOCH, "epoch") if still else ("", "")
-        rows.append(
-            judge(
-                claim, iv.estimate, iv, why=why, measured_by=table, varies=column, narrow_by="test dialogues and seeds"
-            )
-        )
+        table = PER_EPOCH if still else ""
+        rows.append(judge(claim, iv.estimate, iv, why=why, measured_by=table, narrow_by="test dialogues and seeds"))
     return rows
 
 
@@ -894,21 +890,12 @@ def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str) -> list[dict]:
     )
     narrow = "test dialogues and seeds"
     return [
-        judge(
-            c["crt_close"], close.estimate, close, why=cause, measured_by=table, varies=_varies(table), narrow_by=narrow
-        ),
-        judge(c["crt_vs_dpsgd"], estimate, interval, test, why, measured, varies=_varies(measured), narrow_by=narrow),
+        judge(c["crt_close"], close.estimate, close, why=cause, measured_by=table, narrow_by=narrow),
+        judge(c["crt_vs_dpsgd"], estimate, interval, test, why, measured, narrow_by=narrow),
     ]
 
 
 PER_EPOCH = "fig2_per_epoch"  # the per-epoch table (history_table) the notebook publishes
-
-
-def _varies(table: str) -> str:
-    """The column of a cause's table that varies what the cause names: the trainer of tables utility and
-    pretrained_arm (CRT, its SHA-1 removal reading and D_pub alone side by side), the epoch of the per-epoch curves
-    (still falling when training stopped); none for no table."""
-    return {"utility": "trainer", "pretrained_arm": "trainer", PER_EPOCH: "epoch"}.get(table, "")
 
 
 def unconverged(ch: Chapter, model: str, trainer: str) -> str:
@@ -966,7 +953,6 @@ def _arm_rows(planned: dict[str, Claim], result: dict, seed: int, test: list) ->
             close,
             why=cause,
             measured_by=table,
-            varies=_varies(table),
             narrow_by=narrow,
         ),
         judge(planned["arm:crt_vs_dpsgd"], versus.estimate, versus, why=tuning, narrow_by=narrow),

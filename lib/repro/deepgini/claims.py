@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..verdict import Claim, Criterion, Regime, Rule
+from ..verdict import Claim, Criterion, Regime, Rule, with_measures
 
 __all__ = [
     "ACCURACY_SHORTFALL",
@@ -122,6 +122,10 @@ EFFECTIVE = (
     "prioritizing test cases regarding both effectiveness and efficiency."
 )
 COVERAGE = "the existing coverage-based techniques: NAC, NBC, SNAC (CTM and CAM), KMNC, TKNC, LSC, DSC (CAM)"
+
+# The tables that may measure a row's cause, and the column of each that varies what the cause names: the method in
+# the APFD and maximum-coverage tables (the rival that wins), the implementation in the CAM benchmark.
+MEASURES = {"apfd": "method", "max_coverage": "method", "cam_implementations": "implementation"}
 
 
 def paper_baselines(methods: Mapping[str, str]) -> list[str]:
@@ -379,4 +383,4 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     )
     out.update(_retraining_claims(p, each))
     out.update(_cost_claims(p))
-    return out
+    return with_measures(out, MEASURES)

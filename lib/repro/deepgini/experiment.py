@@ -485,7 +485,7 @@ def _cost_row(
         f"{best['method_s']:.3f} s to its {best['forward_s']:.3f} s forward pass, DeepGini {ref['method_s']:.4f} s to "
         f"its {ref['forward_s']:.3f} s)"
     )
-    measured, varies = "", ""
+    measured = ""
     if bench is not None and len(bench):
         fastest = bench.loc[bench["speedup"].idxmax()]
         why = (
@@ -496,10 +496,8 @@ def _cost_row(
             f"artifact's does, is {fastest['speedup']:,.0f}× slower on {int(fastest['tests']):,} tests "
             f"({fastest['criterion']})",
         )
-        measured, varies = "cam_implementations", "implementation"
-    return judge(
-        claim, est, (low, high), test=test, why=why, measured_by=measured, narrow_by="timing repeats", varies=varies
-    )
+        measured = "cam_implementations"
+    return judge(claim, est, (low, high), test=test, why=why, measured_by=measured, narrow_by="timing repeats")
 
 
 def _picks_cause(picks: pd.DataFrame, pair: str, rival: str, percent: int, protocol: str = "one-shot"):
@@ -566,7 +564,7 @@ def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str, n_mode
     narrow = "trained models per pair" if n_models > 1 else "test inputs"  # the t interval over models dominates
     if n_models == 1 and "source images resampled" in iv.method:
         narrow = "source images"
-    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="apfd", narrow_by=narrow, varies="method")
+    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="apfd", narrow_by=narrow)
 
 
 def _shortfall(accuracy: pd.DataFrame, pairs: list[str]) -> float:
@@ -678,7 +676,7 @@ def verdict_rows(
                 f"{worst['method']} keeps adding coverage until test {int(worst['tests_to_max']):,} of "
                 f"{worst['dataset']} {worst['model']}",
             )
-            rows.append(judge(claim, iv.estimate, iv, why=why, measured_by="max_coverage", varies="method"))
+            rows.append(judge(claim, iv.estimate, iv, why=why, measured_by="max_coverage"))
         elif kind == "retraining":
             rows.append(_retraining_row(claim, retrain_diffs, picks, "iterative", "coverage"))
         elif kind == "retraining_oneshot":

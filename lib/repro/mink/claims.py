@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..verdict import Claim, Criterion, Regime, Rule
+from ..verdict import Claim, Criterion, Regime, Rule, with_measures
 from . import corpora as C
 
 INDIST_SHARE = 100 / 10_100  # Fig. 5b's largest corpus: 100 inserted news articles among 10k background ones
@@ -129,9 +129,19 @@ def _outperforms(baseline: str, regime: Regime, comparator: str, table: str = "a
     )
 
 
+# The tables that may measure a row's cause, and the column of each that varies what the cause names: the background
+# size of the Fig. 5a size runs (which moves the contaminant share).
+MEASURES = {"sizes": "background_tokens"}
+
+
 def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     """The chapter's claims with their rules, fixed before any number is computed."""
     main = contamination_regime(p)
+    return with_measures(_register(p, main), MEASURES)
+
+
+def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
+    """The claims before the register says which columns measure their causes."""
     return {
         "control": Claim(
             "Before continued pretraining, Min-K% cannot tell members from non-members (control)",

@@ -1138,7 +1138,6 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
                     test,
                     why=why,
                     measured_by="covariance",
-                    varies="estimator",
                     narrow_by="test rows",
                 )
             )
