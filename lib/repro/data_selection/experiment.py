@@ -194,10 +194,14 @@ class Domains:
 
 def _local_docs(name: str, n: int, seed: int) -> tuple[list[str], np.ndarray]:
     """Up to n shuffled paragraphs of one squad_shifts domain, and the article each comes from (paragraphs of one
-    article share its topic and words: the article is the cluster a held-out interval resamples)."""
+    article share its topic and words: the article is the cluster a held-out interval resamples). A domain stored
+    as one 'article' (squad_shifts' reddit: every post under one entry) has no article structure: each post is its
+    own."""
     articles = squad_paragraphs(name)
     paras = [p for article in articles for p in article]
-    owner = np.repeat(np.arange(len(articles)), [len(a) for a in articles])
+    owner = (
+        np.repeat(np.arange(len(articles)), [len(a) for a in articles]) if len(articles) > 1 else np.arange(len(paras))
+    )
     order = np.random.default_rng(seed).permutation(len(paras))[:n]
     return [paras[i] for i in order], owner[order]
 
