@@ -30,7 +30,6 @@ from .stats import Interval
 
 DECISIONS = ("held", "not held", "inconclusive", "untestable here")
 CAUSES = ("finding", "setup", "regime", "unknown")
-MEASURED_CAUSES = ("finding", "setup", "regime")  # each names the published table that measures it
 REGIMES = ("paper", "miniature")
 ORIGINS = ("paper", "ours")  # the paper's claim, or a check of our own
 COLUMNS = (
