@@ -19,8 +19,9 @@ would decide it. `conclude(rows)` publishes the regime checks and the verdict on
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -350,8 +351,6 @@ class Claim:
 
 def with_measures(claims: Mapping[str, Claim], measures: Mapping[str, str]) -> dict[str, Claim]:
     """The chapter's claims, each told which column of each measuring table varies what a cause names."""
-    from dataclasses import replace
-
     return {key: replace(c, measures={**measures, **c.measures}) for key, c in claims.items()}
 
 
@@ -507,8 +506,6 @@ def _why(claim: Claim, why: tuple[str, str] | None, measured_by: str, sweep: Swe
 
 def _check_units(claim: Claim, test: str) -> None:
     """A clustered claim's test names its clusters (as a word: 'sets' is not found in 'datasets')."""
-    import re
-
     units = claim.units.strip()
     if units and units not in ("items", "none") and not re.search(rf"\b{re.escape(units)}\b", test, re.I):
         raise ValueError(f"claim {claim.claim!r}: its items are clustered in {units}; the test must resample them")
