@@ -30,6 +30,20 @@
 # summarizer, XSUM as the training domain, and ten OOD sets from CNN/DailyMail news (near) to German
 # and Spanish news (far). At `paper` it runs PEGASUS fine-tuned on XSUM against the paper's Hub sets.
 
+# %% [markdown]
+# ## Verdict
+#
+# ```{glue:figure} verdict_figure
+# :name: fig-verdict
+#
+# Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %
+# interval (bar) or an attack's null band (grey), the paper's value (open diamond), the rule's
+# threshold (dashed), coloured by decision. Rows are numbered as in the table.
+# ```
+#
+# ```{glue} verdict_rows
+# ```
+
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: a named set of the values below
 seed = None  # random seed of the splits and the bootstrap
@@ -245,7 +259,7 @@ page.say(
 #   not check the paper's exact combination (§4.3) offline.
 # - **No paper numbers.** Every rule compares directions and orderings (see "What we test").
 #
-# ## Verdict
+# ## How the rows are decided
 
 # %%
 verdict.conclude(ex.verdict_rows(P, CLAIMS, frame, overlap, GROUPS))

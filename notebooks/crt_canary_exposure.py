@@ -29,6 +29,20 @@
 # confidentiality amplification. Every attack is judged against a null: what the same
 # attack scores where there is nothing to find.
 
+# %% [markdown]
+# ## Verdict
+#
+# ```{glue:figure} verdict_figure
+# :name: fig-verdict
+#
+# Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %
+# interval (bar) or an attack's null band (grey), the paper's value (open diamond), the rule's
+# threshold (dashed), coloured by decision. Rows are numbered as in the table.
+# ```
+#
+# ```{glue} verdict_rows
+# ```
+
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: a named set of the values below
 seed = None  # data seed; the i-th model of a run uses seed + i
@@ -430,7 +444,7 @@ if P.profile == "paper":
 # says how much power that leaves. The factorial is ours: one seed, the LSTM only, at Fig. 2's γ.
 
 # %% [markdown]
-# ## Verdict
+# ## How the rows are decided
 #
 # Each row applies the rule fixed in "What we test". A row that does not hold names its
 # cause: a setup choice or a finding, with the table that varies what it names, or `unknown`

@@ -27,6 +27,20 @@
 # authors' artifact builds them, twenty-odd prioritizers, APFD with paired intervals, cost, and
 # paired retraining. The artifact is the GitHub repository 853108389/deepgini.
 
+# %% [markdown]
+# ## Verdict
+#
+# ```{glue:figure} verdict_figure
+# :name: fig-verdict
+#
+# Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %
+# interval (bar) or an attack's null band (grey), the paper's value (open diamond), the rule's
+# threshold (dashed), coloured by decision. Rows are numbered as in the table.
+# ```
+#
+# ```{glue} verdict_rows
+# ```
+
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: a named set of the values below
 seed = None  # every random draw in this notebook derives from it
@@ -498,7 +512,7 @@ page.say(dg.picks_words(picks))
 #   sections 4 to 8 other than the one above, and the retraining, read the first.
 
 # %% [markdown]
-# ## Verdict
+# ## How the rows are decided
 
 # %%
 dg.check_regimes(CLAIMS, accuracy, test_sets, cost, P)

@@ -26,6 +26,20 @@
 # and Figure 5 beside ours. Every comparison between two detectors, two learning rates or two
 # corpus sizes is made on the same texts, with a paired bootstrap over them.
 
+# %% [markdown]
+# ## Verdict
+#
+# ```{glue:figure} verdict_figure
+# :name: fig-verdict
+#
+# Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %
+# interval (bar) or an attack's null band (grey), the paper's value (open diamond), the rule's
+# threshold (dashed), coloured by decision. Rows are numbered as in the table.
+# ```
+#
+# ```{glue} verdict_rows
+# ```
+
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: a named set of the values below
 seed = None  # every random draw derives from it
@@ -390,7 +404,7 @@ else:
 # - **Sequences.** `block_size`-token sequences in corpus order, one per step at `default`, with
 #   every member whole inside one sequence; the paper does not say how it cut or ordered its corpus.
 #
-# ## Verdict
+# ## How the rows are decided
 
 # %%
 verdict.conclude(ex.verdict_rows(study, CLAIMS, res))

@@ -35,6 +35,20 @@
 # The `default` profile runs offline on two CPU cores; the `paper` profile swaps in CIFAR-10 ↔
 # CIFAR-100 with ViT-B/16 (ImageNet-21k) and CLINC150 with BERT from the Hugging Face Hub.
 
+# %% [markdown]
+# ## Verdict
+#
+# ```{glue:figure} verdict_figure
+# :name: fig-verdict
+#
+# Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %
+# interval (bar) or an attack's null band (grey), the paper's value (open diamond), the rule's
+# threshold (dashed), coloured by decision. Rows are numbered as in the table.
+# ```
+#
+# ```{glue} verdict_rows
+# ```
+
 # %% tags=["parameters"]
 profile = "default"  # smoke | default | paper: a named set of the values below
 seed = None  # first seed; model i of each kind is trained with seed + i
@@ -592,7 +606,7 @@ repro.publish("paper_comparison", ex.paper_table(aurocs))
 #   than dimensions in every fit. Section 7 measures the alternatives.
 
 # %% [markdown]
-# ## Verdict
+# ## How the rows are decided
 
 # %%
 contrasts = {f"{d.in_dist} → {d.ood}": ex.feature_contrast(d, scored, P.n_boot, P.seed) for d in ex.near(inputs)}

@@ -22,6 +22,9 @@ def test_every_verdict_row_is_decided(smoke_results) -> None:
                 assert {"claim", "paper", "ours", "held"} <= set(row), stem
                 continue
             assert set(COLUMNS) <= set(row) and row["decision"] in DECISIONS, (stem, row)
+            # one named statistic: the rule's, or the register's words for it; the paper column is that statistic
+            assert row["statistic"] not in ("", "the estimate", "the effect", "the attack"), (stem, row)
+            assert not row["values"] or row["ci_low"] == row["ci_high"], (stem, row)
             assert row["ci_low"] <= row["ci_high"] and row["test"] and row["rule"], (stem, row)
             control = "decided without " in row["why"]  # a held row set beside its built-in positive control
             assert (row["why"] == "" or control) == (row["decision"] == "held"), (stem, row)
@@ -45,9 +48,19 @@ def test_metrics_by_hand_uses_the_verdict_layer(smoke_results) -> None:
     verdict = tables["verdict"]
     assert [r["rule"] for r in verdict] == rules  # the rules published before the numbers are the ones applied
     assert [r["decision"] for r in verdict[:4]] == ["held"] * 4
-    assert all(r["ci_low"] == r["ci_high"] == r["ours"] < 0.005 for r in verdict[:4])  # exact: no interval to draw
+    assert all(r["ci_low"] == r["ci_high"] == r["ours"] < 0.005 for r in verdict[:3])  # exact: no interval to draw
+    # the exposure row shows the exposure itself in bits, beside the paper's 19.93, not a gap
+    assert verdict[3]["statistic"].endswith("(bits)") and verdict[3]["paper_estimate"] == 19.93
+    assert (
+        verdict[3]["ci_low"] == verdict[3]["ci_high"] == verdict[3]["ours"] and abs(verdict[3]["ours"] - 19.93) < 0.005
+    )
+    assert (
+        verdict[0]["values"] == "0.50 / 0.64 / 0.84"
+        and verdict[2]["values"] == "0.62 / 0.34 / 0.54 / 0.64; order D, A, C, B"
+    )
     assert verdict[1]["claim"].startswith("normalized APFD equals the AUROC") and verdict[1]["ours"] < 1e-12
     toy = verdict[4]
+    assert [r["statistic"] for r in verdict[4:]] == ["AUROC(RMD) − AUROC(MD)", "mean Min-K%(famous) − mean Min-K%(new)"]
     assert toy["ci_low"] < toy["ours"] < toy["ci_high"] and "paired bootstrap" in toy["test"]
     assert toy["decision"] == "held" and toy["ci_low"] > 0
 

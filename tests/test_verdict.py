@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -285,38 +286,85 @@ def test_the_register_needs_the_papers_words_and_checks_its_rule_on_the_papers_n
     assert list(table["origin"]) == ["paper", "ours"] and table.loc[0, "comparator"] == "B"
 
 
-def test_front_page_counts_groups_by_regime_and_marks_rows_without_intervals() -> None:
-    claim = Claim("A beats B", "Table 3", 0.05, Rule.above(0.0), **PAPER)
+def test_front_page_has_a_line_per_chapter_a_paper_vs_ours_figure_and_every_row_on_its_own_page() -> None:
+    claim = Claim("A beats B", "Table 3", 0.05, Rule.above(0.0, "AUROC(A) − AUROC(B)"), paper_estimate=0.05, **PAPER)
     mini = Claim("RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="q", comparator="MD", regime=REGIME,
                  units="items", measures={"m": "K"})  # fmt: skip
     own = Claim("control in null band", "ours", "—", Rule.in_null(), ours=True)
-    new_rows = [
+    rows = [
         judge(claim, 0.03, (0.01, 0.05), test="t"),
         judge(claim, 0.0, (-0.01, 0.01), test="t"),
         judge(mini, -0.05, (-0.08, -0.02), test="t", why=("finding", "MD wins"), measured_by="m"),
         judge(own, 0.5, (0.45, 0.55), test="permutation null"),
     ]
-    legacy = [{"claim": "old claim", "paper": "0.9", "ours": "0.8", "held": "partly"}]
-    chapters = [
-        ("metrics_by_hand", [frontpage.normalize(r) for r in new_rows]),
-        ("deepgini_apfd", [frontpage.normalize(r) for r in legacy]),
-    ]
-    page = frontpage.render("smoke", chapters)
-    assert "Built from the `smoke` profile" in page and "4 of the papers' claims and 1 checks of our own" in page
-    # metrics: paper claims 1 held, 1 not held, 1 inconclusive; 2 of 3 in the paper's regime; 1 check of our own
-    assert "<td>1</td><td>1</td><td>1</td><td>0</td><td>2 of 3</td><td>1</td>" in page  # none untestable here
-    assert "### Tested in the paper's regime (1 held, 0 not held, 1 inconclusive)" in page
-    assert "### Tested in a miniature regime (0 held, 1 not held, 0 inconclusive)" in page
-    assert "### Checks of our own (1 held" in page and "(measured by: m)" in page
-    assert "about 0.2 of them would miss the true value by chance alone" in page  # 5 rows with intervals x 0.05
-    assert "0.03 [0.01, 0.05]" in page and 'class="repro-inconclusive"' in page
-    assert "no interval yet" in page and 'href="executed/deepgini_apfd.html#verdict"' in page
+    chapters = [("metrics_by_hand", [frontpage.normalize(r) for r in rows])]
+    page = frontpage.render("smoke", chapters, figure=True)
+    assert "Built from the `smoke` profile: 3 claims of the papers and 1 checks of our own in 1 chapter;" in page
+    assert "1 held</span>" in page and "1 not held</span>" in page and "1 inconclusive</span>" in page
+    # the takeaway is read from the rows: counts, then the first claim that did not hold, in its statistic
+    assert "Of 3 claims of the paper: 1 held, 1 not held, 1 inconclusive (2 in the paper&#x27;s regime)" in page
+    assert "not held, for example: RMD beats MD (the estimate: ours -0.05 [-0.08, -0.02], paper direction only)" in page
+    assert "figures/paper_vs_ours.png" in page and "for the 2 rows where the paper gives a number" in page
+    assert 'href="executed/metrics_by_hand.html#verdict"' in page and "## How to read a verdict" in page
+    listing = frontpage.render_rows("smoke", chapters)
+    assert "about 0.2 of them would miss the true value by chance alone" in listing  # 4 rows with intervals x 0.05
+    assert listing.count("<tr>") == 4 + 1 and "(table <a href=" in listing  # the cause links its measuring table
+    fig = frontpage.paper_vs_ours(chapters)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "symlog" and ax.get_xlabel() == "the paper's value"
 
 
-def test_the_view_names_a_null_band_as_such() -> None:
+def test_a_row_shows_one_statistic_in_the_paper_and_ours_columns() -> None:
+    claim = Claim("A beats B", "Table 3", "0.91 vs 0.88", Rule.above(0.0, "AUROC(A) − AUROC(B)"), paper_estimate=0.03,
+                  **PAPER)  # fmt: skip
+    row = judge(claim, 0.05, (0.01, 0.09), test="t")
+    assert row["statistic"] == "AUROC(A) − AUROC(B)" and row["paper_estimate"] == 0.03
+    assert (verdict.paper_text(row), verdict.ours_text(row)) == ("0.03", "0.05 [0.01, 0.09]")
+    direction = judge(replace(claim, paper_estimate=None), 0.05, (0.01, 0.09), test="t")
+    assert verdict.paper_text(direction) == "direction only"
+    named = replace(claim, statistic="exposure (bits)", rule=Rule.matches(19.93, 0.005, "exposure"))
+    exact = judge(replace(named, paper_estimate=19.93), 19.9316, (19.9316, 19.9316), test="exact")
+    assert exact["statistic"] == "exposure (bits)" and verdict.ours_text(exact) == "19.93 (exact)"
+    assert verdict.paper_text(exact) == "19.93"
+    printed = judge(replace(claim, paper="0.50 / 0.64"), 0.0, (0.0, 0.0), test="exact", values="0.50 / 0.64")
+    assert (verdict.paper_text(printed), verdict.ours_text(printed)) == ("0.50 / 0.64", "0.50 / 0.64")
+    with pytest.raises(ValueError, match="only for an exact recomputation"):
+        judge(claim, 0.05, (0.01, 0.09), test="t", values="0.05")
+    tiny = judge(claim, 1.1e-16, (1.1e-16, 1.1e-16), test="exact")
+    assert verdict.ours_text(tiny) == "1.1 × 10^-16 (exact)"
+
+
+def test_the_views_name_a_null_band_as_such_and_the_row_is_compact() -> None:
     claim = Claim("no leak", "ours", "—", Rule.not_above_null("the attack"), ours=True)
     null_row = judge(claim, 0.5, (0.46, 0.55), "permutation null")
-    shown = view([null_row]).iloc[0]["ours [95 % interval or null band]"]
-    assert shown == "0.5 (null band [0.46, 0.55])"
+    assert view([null_row]).iloc[0]["ours"] == "0.5 (null band 0.46 to 0.55)"
     estimate = judge(Claim("above", "ours", "—", Rule.above(0.0), ours=True), 0.5, (0.4, 0.6), "bootstrap")
-    assert view([estimate]).iloc[0]["ours [95 % interval or null band]"] == "0.5 [0.4, 0.6]"
+    assert view([estimate]).iloc[0]["ours"] == "0.5 [0.4, 0.6]"
+    mini = Claim("RMD beats MD", "Table 1", 0.1, Rule.above(0.0), quote="q", comparator="MD",
+                 regime=Regime("classes K", 150, 60, tag="K"), units="items")  # fmt: skip
+    row = judge(mini, 0.1, (-0.01, 0.2), "bootstrap over items")
+    assert row["regime_tag"] == "miniature: K 60 vs 150"
+    html = verdict.rows_html([row, null_row])
+    assert html.count("<tr>") == 3 and 'class="repro-badge repro-inconclusive"' in html
+    assert "miniature: K 60 vs 150" in html and "<details><summary>more</summary>" in html
+    # the cause's first clause shows; the rest (none here) would sit behind the disclosure with source, rule, test
+    assert ">to decide at this estimate: about" in html and "<b>regime</b>: miniature: classes K = 60" in html
+
+
+def test_the_verdict_figure_has_a_panel_per_statistic_with_threshold_and_paper_marker() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from repro.plots import forest
+
+    a = Claim("A beats B", "T3", "x", Rule.above(0.0, "AUROC(A) − AUROC(B)"), paper_estimate=0.03, **PAPER)
+    b = Claim("C below D", "T4", "y", Rule.below(1.0, "loss ratio C / D"), paper_estimate=0.9, **PAPER)
+    rows = [judge(a, 0.05, (0.01, 0.09), "t"), judge(b, 0.8, (0.7, 0.95), "t"), judge(a, -0.02, (-0.05, 0.01), "t")]
+    fig = forest(rows)
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert titles == ["AUROC(A) − AUROC(B)", "loss ratio C / D"]
+    first = fig.axes[0]
+    assert [t.get_text() for t in first.get_yticklabels()] == ["#1", "#3"]
+    assert any(list(line.get_xdata()) == [0.0, 0.0] for line in first.get_lines())  # the threshold
+    assert any(line.get_marker() == "D" and list(line.get_xdata()) == [0.03] for line in first.get_lines())
+    assert any(line.get_marker() == "D" and list(line.get_xdata()) == [0.9] for line in fig.axes[1].get_lines())

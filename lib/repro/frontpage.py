@@ -1,20 +1,26 @@
-"""The book's front page, "Do the claims hold?": every chapter's verdict rows, generated from runs/<profile>/*.json."""
+"""The book's landing page and its page of every verdict row, generated from runs/<profile>/*.json.
+
+`book/claims.md` is the first page a reader sees: per chapter one line (held / not held / inconclusive / untestable
+counts of the paper's claims and a takeaway read from its rows), the paper's value against ours for every row with a
+number in both, and how to read a verdict. `book/verdicts.md` holds every chapter's rows, as each chapter shows them.
+"""
 
 from __future__ import annotations
 
 import html
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from . import atomic
 from .paths import notebooks_dir, project_root, runs_dir
-from .verdict import DECISIONS, is_null_row
+from .verdict import COLUMNS, DECISIONS, is_null_row, ours_text, paper_text, rows_html
 
 PAGE = Path("book") / "claims.md"
-LEGACY = {"yes": "held", "no": "not held"}  # rows written before the verdict layer: yes / no / partly ...
+ROWS_PAGE = Path("book") / "verdicts.md"
+FIGURE = Path("book") / "figures" / "paper_vs_ours.png"
 
 
 def chapter_title(stem: str) -> str:
@@ -27,167 +33,210 @@ def chapter_title(stem: str) -> str:
     return stem
 
 
-def _number(value: Any) -> str:
-    """A number with three significant digits, anything else as text."""
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
+def normalize(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A verdict row with every column of the current layout (rows of older runs lack the newer ones)."""
+    out = {column: row.get(column, "") for column in COLUMNS}
+    out["paper_estimate"] = row.get("paper_estimate")
+    for column in ("rule_low", "rule_high", "ci_low", "ci_high", "ours"):
+        out[column] = row.get(column)
+    if not out["statistic"]:
+        match = re.search(r"interval of (.+?) lies|(?:if|unless) (.+?) (?:lies|is) ", str(row.get("rule", "")))
+        out["statistic"] = next((g for g in match.groups() if g), "the estimate") if match else "the estimate"
+    return out
 
 
-GROUPS = (
-    ("paper", "Tested in the paper's regime"),
-    ("miniature", "Tested in a miniature regime"),
-    ("ours", "Checks of our own"),
-    ("unstated", "Regime not stated yet"),
-)
-
-
-def _group(row: dict[str, Any]) -> str:
-    """paper / miniature / ours / unstated: where a row was tested, from its origin and regime columns."""
-    if row.get("origin") == "ours":
-        return "ours"
-    kind = str(row.get("regime") or "").split(":", 1)[0]
-    return kind if kind in ("paper", "miniature") else "unstated"
-
-
-def normalize(row: dict[str, Any]) -> dict[str, str]:
-    """One verdict row as the front page shows it; rows from before the verdict layer are marked as such."""
-    if "decision" in row:
-        band = f"[{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
-        ours = f"{_number(row['ours'])} " + (f"(null band {band})" if is_null_row(row) else band)
-        regime = str(row.get("regime") or "")
-        measured = row.get("measured_by") or ""
-        return {
-            "claim": str(row["claim"]),
-            "paper": _number(row["paper"]),
-            "ours": ours,
-            "decision": row["decision"],
-            "why": (row.get("why") or "") + (f" (measured by: {measured})" if measured else ""),
-            "regime": regime.split(": ", 1)[1] if ": " in regime else regime,
-            "group": _group(row),
-            "exact": row["ci_low"] == row["ci_high"],
-        }
-    held = str(row.get("held", ""))
-    decision = LEGACY.get(held, "inconclusive")
-    note = f"no interval yet (the chapter still reports '{held}' without one)"
-    return {
-        "claim": str(row["claim"]),
-        "paper": _number(row.get("paper", "")),
-        "ours": _number(row.get("ours", "")),
-        "decision": decision,
-        "why": note if decision != "held" else "no interval yet",
-        "regime": "",
-        "group": "unstated",
-        "exact": False,
-    }
-
-
-def chapter_rows(profile: str, stems: Sequence[str]) -> list[tuple[str, list[dict[str, str]]]]:
-    """(stem, normalized verdict rows) for every chapter with a results file at `profile`, in book order."""
+def chapter_rows(profile: str, stems: Sequence[str]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(stem, verdict rows) for every chapter with a results file at `profile`, in book order."""
     found = []
     for stem in stems:
         path = runs_dir() / profile / f"{stem}.json"
         if path.exists():
             rows = json.loads(path.read_text(encoding="utf-8")).get("tables", {}).get("verdict", [])
-            found.append((stem, [normalize(r) for r in rows]))
+            found.append((stem, [normalize(r) for r in rows if "decision" in r]))
     return found
 
 
-def _cell(text: str, css: str = "") -> str:
-    """An escaped table cell."""
-    cls = f' class="{css}"' if css else ""
-    return f"<td{cls}>{html.escape(text)}</td>"
+def _regime(row: Mapping[str, Any]) -> str:
+    """paper / miniature / ours: where a row was tested."""
+    if row.get("origin") == "ours":
+        return "ours"
+    return "paper" if str(row.get("regime") or "").startswith("paper") else "miniature"
 
 
-def _table(header: Sequence[str], body: list[str]) -> str:
-    """A compact HTML table."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    return (
-        f'<table class="repro-table repro-claims">\n<thead><tr>{head}</tr></thead>\n<tbody>\n'
-        + "\n".join(body)
-        + ("\n</tbody>\n</table>")
-    )
+def tally(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Count of rows per decision."""
+    return {d: sum(r["decision"] == d for r in rows) for d in DECISIONS}
 
 
-def _claims_table(rows: list[dict[str, str]]) -> str:
-    """One group's rows: claim, regime, paper, ours, decision, cause."""
-    body = [
-        "<tr>"
-        + _cell(r["claim"])
-        + _cell(r["regime"])
-        + _cell(r["paper"])
-        + _cell(r["ours"])
-        + _cell(r["decision"], "repro-" + r["decision"].replace(" ", "-"))
-        + _cell(r["why"])
-        + "</tr>"
-        for r in rows
-    ]
-    return _table(
-        ["claim", "regime (ours vs paper)", "paper", "ours [95 % interval or null band]", "decision", "why"], body
-    )
+def takeaway(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One sentence read from a chapter's rows: the paper's claims by decision, how many in the paper's regime, and
+    the first claim that did not hold (else the first inconclusive one) in the row's statistic."""
+    papers = [r for r in rows if r.get("origin") != "ours"]
+    counts = tally(papers)
+    words = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
+    sentence = f"Of {len(papers)} claims of the paper: {words or 'none judged'}"
+    sentence += f" ({sum(_regime(r) == 'paper' for r in papers)} in the paper's regime)"
+    for decision in ("not held", "inconclusive"):
+        first = next((r for r in papers if r["decision"] == decision), None)
+        if first is not None:
+            return (
+                f"{sentence}; {decision}, for example: {first['claim']} ({first['statistic']}: ours "
+                f"{ours_text(first)}, paper {paper_text(first)})."
+            )
+    return sentence + "."
 
 
-def _tally(rows: list[dict[str, str]]) -> list[int]:
-    """held / not held / inconclusive counts."""
-    return [sum(r["decision"] == d for r in rows) for d in DECISIONS]
-
-
-def chance_sentence(rows: Sequence[dict[str, Any]]) -> str:
+def chance_sentence(rows: Sequence[Mapping[str, Any]]) -> str:
     """How many rows' intervals would miss by chance alone at 95 % (rows judged on an interval, not exact ones)."""
-    n = sum(not r["exact"] for r in rows)
-    expected = 0.05 * n
+    n = sum(r.get("ci_low") != r.get("ci_high") for r in rows)
     return (
         f"{n} of these rows are judged on a 95 % interval or null band, each on its own: even if every interval had "
-        f"exactly its nominal coverage, about {expected:.1f} of them would miss the true value by chance alone, so "
+        f"exactly its nominal coverage, about {0.05 * n:.1f} of them would miss the true value by chance alone, so "
         "a single surprising row is weak evidence; a pattern across rows is stronger."
     )
 
 
-def render(profile: str, chapters: list[tuple[str, list[dict[str, str]]]]) -> str:
-    """The page's MyST markdown: counts per chapter (paper's claims by regime, our checks apart), then each chapter's
-    rows grouped by regime, with links to its verdict section."""
-    counts, sections = [], []
-    for stem, rows in chapters:
-        title, link = chapter_title(stem), f"executed/{stem}.html#verdict"
-        paper_rows = [r for r in rows if r["group"] != "ours"]
-        in_regime = sum(r["group"] == "paper" for r in rows)
-        cells = [*_tally(paper_rows), f"{in_regime} of {len(paper_rows)}", sum(r["group"] == "ours" for r in rows)]
-        counts.append(
-            f'<tr><td><a href="{link}">{html.escape(title)}</a></td>'
-            + "".join(f"<td>{n}</td>" for n in cells)
-            + "</tr>"
-        )
-        sections += [f"## {title}", "", f'<p><a href="{link}">The chapter\'s verdict section</a></p>', ""]
-        for key, heading in GROUPS:
-            group = [r for r in rows if r["group"] == key]
-            if group:
-                held, not_held, unsure, untestable = _tally(group)
-                words = f"{held} held, {not_held} not held, {unsure} inconclusive"
-                words += f", {untestable} untestable here" if untestable else ""
-                sections += [f"### {heading} ({words})", "", _claims_table(group), ""]
+def comparable(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Rows with the paper's value and ours in one statistic, ours with an interval (not a null band, not exact)."""
+    return [
+        r
+        for r in rows
+        if isinstance(r.get("paper_estimate"), (int, float))
+        and not r.get("values")
+        and not is_null_row(r)
+        and all(isinstance(r.get(k), (int, float)) for k in ("ours", "ci_low", "ci_high"))
+        and r["ci_low"] != r["ci_high"]
+    ]
+
+
+def paper_vs_ours(chapters: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]):
+    """The paper's value against ours for every comparable row, one marker per chapter, coloured by decision, with
+    the identity line; symmetric-log axes because the statistics run from AUROC gaps of 0.002 to speed-ups of 17.
+    None when no row is comparable."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.lines import Line2D
+
+    from .page import FIGURE_WIDTH, legible_figures
+    from .plots import DECISION_COLORS
+
+    legible_figures()
+    markers = "osD^vP*X"
+    points = [(stem, r) for stem, rows in chapters for r in comparable(rows)]
+    if not points:
+        return None
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 5.2))
+    values = []
+    stems = list(dict.fromkeys(stem for stem, _ in points))
+    for stem, r in points:
+        x, y = r["paper_estimate"], r["ours"]
+        color = DECISION_COLORS[r["decision"]]
+        ax.plot([x, x], [r["ci_low"], r["ci_high"]], color=color, lw=1.2, alpha=0.8)
+        ax.plot([x], [y], markers[stems.index(stem) % len(markers)], color=color, ms=6, mec="black", mew=0.4)
+        values += [x, r["ci_low"], r["ci_high"]]
+    span = max(abs(v) for v in values) * 1.3
+    ax.set_xscale("symlog", linthresh=0.05)
+    ax.set_yscale("symlog", linthresh=0.05)
+    line = np.linspace(-span, span, 400)
+    ax.plot(line, line, color="0.4", ls="--", lw=1)
+    ax.set(xlim=(-span, span), ylim=(-span, span), xlabel="the paper's value", ylabel="ours, with its 95 % interval")
+    ax.axhline(0, color="0.75", lw=0.8)
+    ax.axvline(0, color="0.75", lw=0.8)
+    handles = [Line2D([], [], ls="", marker="o", color=c, label=d) for d, c in DECISION_COLORS.items()]
+    handles += [
+        Line2D([], [], ls="", marker=markers[i % len(markers)], color="0.5", mec="black", label=chapter_title(s)[:40])
+        for i, s in enumerate(stems)
+    ]
+    handles.append(Line2D([], [], color="0.4", ls="--", label="ours = the paper's"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def _badges(counts: Mapping[str, int]) -> str:
+    """Decision counts as coloured badges."""
+    return " ".join(
+        f'<span class="repro-badge repro-{d.replace(" ", "-")}">{n} {html.escape(d)}</span>'
+        for d, n in counts.items()
+        if n
+    )
+
+
+READING = """## How to read a verdict
+
+- **Claim and statistic.** Each row quotes one claim of the paper and names the one statistic it is judged on
+  (with its units); the *paper* column is that statistic on the paper's own numbers, or *direction only* where
+  the paper gives no number it applies to; *ours* is the same statistic here, with its 95 % interval.
+- **Decision.** The chapter's rule, written before any number: *held*, *not held*, *inconclusive* (the interval
+  straddles the threshold; the row says how much more data would decide it) or *untestable here* (the setup alone
+  would decide it).
+- **Regime.** *paper* only when a criterion written before the numbers, and computed on the data, says our setting
+  is the paper's; *miniature* otherwise.
+- **Why.** A row that did not hold names its cause and the table that measures it; *unknown* says which ablation
+  or sweep would tell. {doc}`reading` explains each part at length."""
+
+
+def render(profile: str, chapters: Sequence[tuple[str, Sequence[Mapping[str, Any]]]], figure: bool) -> str:
+    """The landing page's MyST markdown: a line per chapter, the paper-vs-ours figure, how to read a verdict."""
     every = [r for _, rows in chapters for r in rows]
-    paper_total = sum(r["group"] != "ours" for r in every)
-    in_regime = sum(r["group"] == "paper" for r in every)
+    papers = [r for r in every if r.get("origin") != "ours"]
+    lines = []
+    for stem, rows in chapters:
+        link = f"executed/{stem}.html#verdict"
+        counts = tally([r for r in rows if r.get("origin") != "ours"])
+        lines.append(
+            f'<li><a href="{link}"><b>{html.escape(chapter_title(stem))}</b></a> {_badges(counts)}<br>'
+            f"{html.escape(takeaway(rows))}</li>"
+        )
+    shown = (
+        [
+            "```{figure} figures/paper_vs_ours.png",
+            ":name: paper-vs-ours",
+            "",
+            f"The paper's value against ours in the same statistic, for the {len(comparable(every))} rows where the "
+            "paper gives a number and ours has an interval: a point on the dashed line reproduces the paper's value; "
+            "the vertical bar is our 95 % interval. Colour: the decision.",
+            "```",
+            "",
+        ]
+        if figure
+        else []
+    )
     return "\n".join(
         [
             "# Do the claims hold?",
             "",
-            f"Every claim this book tests, with the paper's number, ours with its 95 % interval (or the null band of an "
-            f"attack), and the decision its chapter's rule gave. Built from the `{profile}` profile "
-            f"(`runs/{profile}/*.json`): {paper_total} of the papers' claims and {len(every) - paper_total} checks of "
-            f"our own in {len(chapters)} chapters. {in_regime} of the {paper_total} paper claims were tested in the "
-            "paper's regime by a criterion written before the numbers and computed on the data (the variable the "
-            "effect depends on, such as the number of classes or the corpus size, and the setting's defining property, "
-            "such as model accuracy or how near the OOD classes are); the others in a miniature. A row that did not "
-            "hold names its cause and the table that measures it by varying what it names: a genuine difference "
-            "(*finding*), our data or protocol (*setup*, an ablation), our scale (*regime*, a sweep that moves toward "
-            "the paper's value), or *unknown* (with the ablation or sweep that would tell). An inconclusive row says "
-            "how much more data would decide it; a comparison whose arms are nearly the same, or whose comparator is "
-            "under-trained, is *untestable here*.",
+            f"This book re-runs the experiments of machine-learning papers and judges each claim by a rule written "
+            f"before the numbers. Built from the `{profile}` profile: {len(papers)} claims of the papers and "
+            f"{len(every) - len(papers)} checks of our own in {len(chapters)} chapter{'s' * (len(chapters) != 1)}; "
+            f"{sum(_regime(r) == 'paper' for r in papers)} of the {len(papers)} claims were tested in the paper's "
+            "regime, the others in a miniature. Counts below are the papers' claims; {doc}`verdicts` lists every row.",
             "",
-            chance_sentence(every),
+            '<ul class="repro-chapters">',
+            *lines,
+            "</ul>",
             "",
-            _table(
-                ["chapter", *(f"paper's claims: {d}" for d in DECISIONS), "in the paper's regime", "our checks"], counts
-            ),
+            *shown,
+            READING,
+            "",
+        ]
+    )
+
+
+def render_rows(profile: str, chapters: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -> str:
+    """The page of every verdict row: each chapter's rows as its page shows them, numbered as in its figure."""
+    every = [r for _, rows in chapters for r in rows]
+    sections = []
+    for stem, rows in chapters:
+        title, link = chapter_title(stem), f"executed/{stem}.html"
+        sections += [f"## {title}", "", f'<p><a href="{link}#verdict">The chapter\'s verdict</a></p>', ""]
+        sections += [rows_html(rows, link=link), ""]
+    return "\n".join(
+        [
+            "# Every verdict row",
+            "",
+            f"Every row of every chapter at the `{profile}` profile (`runs/{profile}/*.json`), numbered as in its "
+            "chapter's verdict figure. " + chance_sentence(every),
             "",
             *sections,
         ]
@@ -195,7 +244,21 @@ def render(profile: str, chapters: list[tuple[str, list[dict[str, str]]]]) -> st
 
 
 def write(profile: str, stems: Sequence[str]) -> Path:
-    """Write book/claims.md for `profile` atomically; returns its path."""
-    target = project_root() / PAGE
-    atomic.write_text(target, render(profile, chapter_rows(profile, stems)))
-    return target
+    """Write the landing page, its figure and the page of every row for `profile` atomically; returns the landing
+    page's path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    root = project_root()
+    chapters = chapter_rows(profile, stems)
+    fig = paper_vs_ours(chapters)
+    if fig is not None:
+        (root / FIGURE).parent.mkdir(parents=True, exist_ok=True)
+        with atomic.atomic_path(root / FIGURE) as tmp:
+            fig.savefig(tmp, format="png", dpi=110)
+        plt.close(fig)
+    atomic.write_text(root / ROWS_PAGE, render_rows(profile, chapters))
+    atomic.write_text(root / PAGE, render(profile, chapters, figure=fig is not None))
+    return root / PAGE

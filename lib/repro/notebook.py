@@ -120,5 +120,8 @@ def start(namespace: dict[str, Any], /, checks: Sequence[Check] = (), **spec: Pa
         pass
     page.set_up()
     table = spec_table({"profile": Param(str, "default", choices=PROFILES, help="named set of values"), **spec}, values)
-    publish("params", table, view=pd.DataFrame(table)[["parameter", "value", "help"]].astype({"value": str}))
+    view = pd.DataFrame(table)[["parameter", "value", "help"]].astype({"value": str})
+    publish(
+        "params", table, view=view, collapsed=f"The {len(view)} parameters of this run (profile {values['profile']})"
+    )
     return values

@@ -50,3 +50,76 @@ def interval_points(ax, frame, x: str, y: str, low: str, high: str, hue: str, co
         ax.errorbar(pos, sub[y], yerr=err, fmt="o", color=colors.get(level), label=level, capsize=3, ms=5)
     ax.set_xticks(range(len(cats)), cats)
     return ax
+
+
+DECISION_COLORS = {"held": "#1a9850", "not held": "#d73027", "inconclusive": "#e0a000", "untestable here": "#8c8c8c"}
+
+
+def _finite(value) -> bool:
+    """Whether a cell holds a finite number."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
+
+
+def forest(rows, width: float | None = None):
+    """The verdict figure: every row's estimate and 95 % interval (or null band, grey) on its statistic's scale, one
+    panel per statistic, the rule's threshold dashed, the paper's value as an open diamond, coloured by decision;
+    rows numbered as in the verdict table. Returns the figure."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from .page import FIGURE_WIDTH
+
+    groups: dict[str, list[tuple[int, dict]]] = {}
+    for i, row in enumerate(rows, 1):
+        groups.setdefault(str(row.get("statistic") or "the estimate"), []).append((i, row))
+    sizes = [len(g) for g in groups.values()]
+    fig, axes = plt.subplots(
+        len(groups),
+        1,
+        figsize=(width or FIGURE_WIDTH, 0.6 + sum(0.26 * n + 0.62 for n in sizes)),
+        gridspec_kw={"height_ratios": [n + 1.6 for n in sizes]},
+        squeeze=False,
+    )
+    for ax, (stat, items) in zip(axes[:, 0], groups.items()):
+        xs = []
+        for j, (i, row) in enumerate(items):
+            y, color = -j, DECISION_COLORS.get(str(row.get("decision")), "black")
+            ours, low, high = row.get("ours"), row.get("ci_low"), row.get("ci_high")
+            null = str(row.get("rule_kind") or "").endswith("null")
+            if _finite(low) and _finite(high) and low != high:
+                if null:
+                    ax.plot([low, high], [y, y], lw=7, color="0.82", solid_capstyle="butt", zorder=1)
+                else:
+                    ax.plot([low, high], [y, y], lw=2, color=color, zorder=2)
+                xs += [low, high]
+            if _finite(ours):
+                ax.plot([ours], [y], "o", color=color, ms=6, zorder=3)
+                xs.append(ours)
+            paper = row.get("paper_estimate")
+            if _finite(paper) and not row.get("values"):
+                ax.plot([paper], [y], "D", mfc="none", mec="black", ms=6, mew=1.2, zorder=4)
+                xs.append(paper)
+        for bound in {r.get(k) for _, r in items for k in ("rule_low", "rule_high")}:
+            if _finite(bound):
+                ax.axvline(bound, color="0.3", ls="--", lw=1, zorder=0)
+                xs.append(bound)
+        if xs:
+            lo, hi = min(xs), max(xs)
+            pad = (hi - lo) * 0.08 or max(abs(hi) * 0.05, 1e-3)
+            ax.set_xlim(lo - pad, hi + pad)
+        ax.set_ylim(-len(items) + 0.4, 0.6)
+        ax.set_yticks([-j for j in range(len(items))], [f"#{i}" for i, _ in items])
+        ax.grid(axis="y", visible=False)
+        ax.tick_params(axis="both", labelsize=8, pad=1)
+        ax.set_title("\n".join(textwrap.wrap(stat, 95)), fontsize=8.5, loc="left", pad=3)
+    handles = [Line2D([], [], marker="o", ls="-", color=c, label=d) for d, c in DECISION_COLORS.items()]
+    handles += [
+        Line2D([], [], marker="D", ls="", mfc="none", mec="black", label="paper's value"),
+        Line2D([], [], color="0.82", lw=7, label="null band"),
+        Line2D([], [], color="0.3", ls="--", label="rule's threshold"),
+    ]
+    fig.legend(handles=handles, loc="upper center", ncol=4, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.55 / fig.get_figheight()), h_pad=0.6)
+    return fig

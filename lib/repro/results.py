@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -96,10 +97,13 @@ def publish(
     show: bool = True,
     view: pd.DataFrame | None = None,
     digits: int = 4,
+    collapsed: str = "",
 ) -> pd.DataFrame:
     """Attach `table`'s tidy records to the output under `name`; show `view` (or the table) compactly, or nothing.
 
-    Returns the tidy frame. Nothing else reaches the page: call it as a statement, not as a cell's last value."""
+    The shown table carries the anchor `table-<name>` (a verdict row's cause links to it); `collapsed` puts it behind
+    a disclosure with that summary. Returns the tidy frame. Nothing else reaches the page: call it as a statement,
+    not as a cell's last value."""
     from IPython.display import display
 
     frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(list(table))
@@ -107,8 +111,11 @@ def publish(
     _PUBLISHED.add(name)
     _DISTINCT[name] = {str(c): int(frame[c].astype(str).nunique()) for c in frame.columns}
     if show:
-        shown = frame if view is None else view
-        display({"text/html": html_table(shown, digits), "text/plain": f"table {name}"}, raw=True, metadata=payload)
+        shown = html_table(frame if view is None else view, digits)
+        if collapsed:
+            shown = f"<details><summary>{html.escape(collapsed)}</summary>{shown}</details>"
+        shown = f'<div id="table-{html.escape(name)}">{shown}</div>'
+        display({"text/html": shown, "text/plain": f"table {name}"}, raw=True, metadata=payload)
     else:
         display({HIDDEN_MIME: {"table": name, "rows": len(frame)}}, raw=True, metadata=payload)
     return frame

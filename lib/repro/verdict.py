@@ -48,6 +48,13 @@ COLUMNS = (
     "why",
     "measured_by",
     "varies",
+    "statistic",
+    "paper_estimate",
+    "values",
+    "regime_tag",
+    "rule_kind",
+    "rule_low",
+    "rule_high",
 )
 REGIME_TABLE = "regimes"  # published by plan(): each claim's governing variable, the paper's value and ours
 CHECKS_TABLE = "regime_checks"  # published by conclude(): each paper-regime criterion, computed on the data
@@ -72,6 +79,7 @@ class Rule:
     low: float = -math.inf
     high: float = math.inf
     text: str = ""
+    what: str = "the estimate"  # the statistic the rule decides on, as the row names it
 
     def __post_init__(self) -> None:
         if self.kind not in ("above", "below", "within", "equivalent", "in_null", "above_null", "not_above_null"):
@@ -83,13 +91,13 @@ class Rule:
     def above(cls, threshold: float, what: str = "the estimate") -> Rule:
         """Held if the whole interval of `what` lies above `threshold`, not held if it lies below."""
         text = f"held if the 95 % interval of {what} lies above {_fmt(threshold)}; not held if it lies below"
-        return cls("above", low=threshold, text=text)
+        return cls("above", low=threshold, text=text, what=what)
 
     @classmethod
     def below(cls, threshold: float, what: str = "the estimate") -> Rule:
         """Held if the whole interval of `what` lies below `threshold`, not held if it lies above."""
         text = f"held if the 95 % interval of {what} lies below {_fmt(threshold)}; not held if it lies above"
-        return cls("below", high=threshold, text=text)
+        return cls("below", high=threshold, text=text, what=what)
 
     @classmethod
     def within(cls, low: float, high: float, what: str = "the estimate") -> Rule:
@@ -98,13 +106,13 @@ class Rule:
             f"held if the 95 % interval of {what} lies inside [{_fmt(low)}, {_fmt(high)}]; "
             "not held if it lies wholly outside"
         )
-        return cls("within", low=low, high=high, text=text)
+        return cls("within", low=low, high=high, text=text, what=what)
 
     @classmethod
     def matches(cls, value: float, tolerance: float, what: str = "the estimate") -> Rule:
         """Held if `what` equals `value` within `tolerance` (a worked example, an exact recomputation)."""
         rule = cls.within(value - tolerance, value + tolerance, what)
-        return cls("within", rule.low, rule.high, f"held if {what} is {_fmt(value)} ± {_fmt(tolerance)}")
+        return cls("within", rule.low, rule.high, f"held if {what} is {_fmt(value)} ± {_fmt(tolerance)}", what)
 
     @classmethod
     def equivalent(cls, low: float, high: float, what: str = "the effect") -> Rule:
@@ -115,23 +123,24 @@ class Rule:
             f"no effect: held if the 95 % interval of {what} lies inside the margin [{_fmt(low)}, {_fmt(high)}]; "
             "not held if it lies wholly outside"
         )
-        return cls("equivalent", low=low, high=high, text=text)
+        return cls("equivalent", low=low, high=high, text=text, what=what)
 
     @classmethod
     def in_null(cls, what: str = "the attack") -> Rule:
         """Held if the estimate lies inside the 95 % band of its null distribution (no signal)."""
-        return cls("in_null", text=f"held if {what} lies inside the 95 % null band; not held if above or below it")
+        text = f"held if {what} lies inside the 95 % null band; not held if above or below it"
+        return cls("in_null", text=text, what=what)
 
     @classmethod
     def above_null(cls, what: str = "the attack", band: str = "the 95 % null band") -> Rule:
         """Held if the estimate lies above the band of its null distribution (a real signal)."""
-        return cls("above_null", text=f"held if {what} lies above {band}; not held otherwise")
+        return cls("above_null", text=f"held if {what} lies above {band}; not held otherwise", what=what)
 
     @classmethod
     def not_above_null(cls, what: str = "the attack", band: str = "the upper 95 % point of its null") -> Rule:
         """One-sided 'no leak': held unless the estimate lies above the upper end of its null band (the interval's
         high end); an estimate below the null is no leak. `band` names the level (and its multiplicity correction)."""
-        return cls("not_above_null", text=f"held unless {what} lies above {band}; not held if it does")
+        return cls("not_above_null", text=f"held unless {what} lies above {band}; not held if it does", what=what)
 
     def decide(self, ours: float, ci_low: float, ci_high: float) -> str:
         """held / not held / inconclusive for an estimate and its interval (or null band)."""
@@ -213,6 +222,7 @@ class Regime:
     kind: str = "miniature"
     tolerance: str = ""
     criterion: Criterion | None = None
+    tag: str = ""  # the variable's short name for the row's regime tag ("K" gives "miniature: K 60 vs 150")
 
     def __post_init__(self) -> None:
         if self.kind not in REGIMES:
@@ -230,6 +240,14 @@ class Regime:
     def text(self) -> str:
         """'miniature: classes K = 5 (paper 100)'."""
         return f"{self.kind}: {self.variable} = {_as_cell(self.ours)} (paper {_as_cell(self.paper)})"
+
+    def short(self, kind: str) -> str:
+        """The row's regime tag: `kind`, with the variable's value against the paper's when both are short."""
+        name = self.tag or (self.variable if len(self.variable.split()) <= 2 else "")
+        ours, paper = str(_as_cell(self.ours)), str(_as_cell(self.paper))
+        if name and len(ours) <= 14 and len(paper) <= 14:
+            return f"{kind}: {name} {ours} vs {paper}"
+        return kind
 
     def computed(self) -> tuple[str, str]:
         """(kind, text) as this run's computed criterion decides: `paper` only when its check passed."""
@@ -302,7 +320,9 @@ class Claim:
     the method's the comparator's may be before the row is refused (`untestable here`). control: a positive control
     built into the setup (a noise domain, a leak every arm catches); the row is decided at the point without it.
     measures: each table that may measure the cause of a row not held, and the column of it that varies what the
-    cause names (an ablation's arm, a sweep's governing variable): judge reads the column from here, not the caller."""
+    cause names (an ablation's arm, a sweep's governing variable): judge reads the column from here, not the caller.
+    statistic: the one quantity the row's paper and ours columns show, in words and units ("AUROC(RMD) − AUROC(MD)",
+    "exposure (bits)"); the rule's `what` when omitted."""
 
     claim: str
     source: str
@@ -321,6 +341,7 @@ class Claim:
     fitness_margin: float | None = None
     control: str = ""
     measures: Mapping[str, str] = field(default_factory=dict)
+    statistic: str = ""
 
     def __post_init__(self) -> None:
         if self.overlap_max is not None and not 0 < self.overlap_max <= 1:
@@ -339,6 +360,19 @@ class Claim:
     def origin(self) -> str:
         """'paper' for the paper's claim, 'ours' for our own check."""
         return "ours" if self.ours else "paper"
+
+    @property
+    def stat(self) -> str:
+        """The statistic both the paper and ours columns show, in words and units: `statistic`, else the rule's."""
+        return self.statistic.strip() or self.rule.what
+
+    @property
+    def paper_number(self) -> float | None:
+        """The statistic on the paper's own numbers (a null-band claim's estimate), or None: direction only."""
+        est = self.paper_estimate
+        if est is None:
+            return None
+        return float(est[0] if isinstance(est, tuple) else est)
 
     def on_paper_numbers(self) -> str | None:
         """The rule's decision on the paper's own numbers (None when the paper reports nothing it applies to)."""
@@ -555,6 +589,7 @@ def judge(
     fitness: tuple[float, float] | None = None,
     without_control: tuple[float, Interval | tuple[float, float]] | None = None,
     power: tuple[float, str] | None = None,
+    values: str = "",
 ) -> dict[str, Any]:
     """One verdict row: apply the claim's rule to `ours` and its interval (a stats.Interval or (low, high)).
 
@@ -567,7 +602,8 @@ def judge(
     `fitness` ((method's, comparator's) fitness) as the register asks; a claim with a built-in positive control is
     decided at the point `without_control` ((estimate, interval) there). An equivalence rule needs `power` ((the
     test's power at the margin, the effect it was simulated at)). A paper's 'no effect' is never held by failing to
-    reject a null."""
+    reject a null. `values`: for an exact recomputation of several printed numbers decided on their largest gap, our
+    numbers as the paper prints them ("0.50 / 0.64 / 0.84"); the page shows them beside the paper's, not the gap."""
     if isinstance(interval, Interval):
         low, high, test = interval.low, interval.high, test or interval.method
     else:
@@ -614,7 +650,9 @@ def judge(
         cause = narrowing(claim.rule, ours, low, high, narrow_by) if decision == "inconclusive" else ""
     if note:
         cause = f"{cause}; {note}" if cause else note
-    _, regime_text = claim.regime.computed() if claim.regime else ("ours", "ours: a check of our own")
+    kind, regime_text = claim.regime.computed() if claim.regime else ("ours", "ours: a check of our own")
+    if values and low != high:
+        raise ValueError(f"claim {claim.claim!r}: values are shown only for an exact recomputation (no interval)")
     return {
         "claim": claim.claim,
         "source": claim.source,
@@ -630,34 +668,124 @@ def judge(
         "why": cause,
         "measured_by": measured,
         "varies": column,
+        "statistic": claim.stat,
+        "paper_estimate": claim.paper_number,
+        "values": values,
+        "regime_tag": claim.regime.short(kind) if claim.regime else "our check",
+        "rule_kind": claim.rule.kind,
+        "rule_low": claim.rule.low if math.isfinite(claim.rule.low) else None,
+        "rule_high": claim.rule.high if math.isfinite(claim.rule.high) else None,
     }
 
 
-def is_null_row(row: dict[str, Any]) -> bool:
+def is_null_row(row: Mapping[str, Any]) -> bool:
     """Whether a verdict row's interval columns hold a null band (an attack judged against its null), not an
     interval of the estimate."""
-    return "null" in str(row.get("rule", ""))
+    return str(row.get("rule_kind") or "").endswith("null") or "null" in str(row.get("rule", ""))
 
 
-def _interval_text(row: dict[str, Any]) -> str:
-    """'0.912 [0.897, 0.925]' with three significant decimals; a null band is named as such."""
+def _number(value: Any, digits: int = 3) -> str:
+    """A number as the verdict rows print it (three significant digits, whole numbers from 100, a power of ten below 10^-4),
+    anything else as text."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return str(value)
+    v = float(value)
+    if not math.isfinite(v):
+        return "undefined"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if v == 0 or abs(v) >= 1e-4:
+        return f"{v:.{digits}g}"
+    mantissa, exponent = f"{v:.1e}".split("e")
+    return f"{mantissa} × 10^{int(exponent)}"
+
+
+def ours_text(row: Mapping[str, Any]) -> str:
+    """Ours in the row's statistic: '0.155 [0.112, 0.197]', a null row's band named as such, an exact value alone."""
+    if row.get("values"):
+        return str(row["values"])
+    ours, low, high = (row.get(k) for k in ("ours", "ci_low", "ci_high"))
+    if low is None or high is None or (isinstance(low, float) and math.isnan(low)):
+        return f"{_number(ours)} (no interval)"
     if is_null_row(row):
-        return f"{row['ours']:.3g} (null band [{row['ci_low']:.3g}, {row['ci_high']:.3g}])"
-    return f"{row['ours']:.3g} [{row['ci_low']:.3g}, {row['ci_high']:.3g}]"
+        return f"{_number(ours)} (null band {_number(low)} to {_number(high)})"
+    if low == high:
+        return f"{_number(ours, 4)} (exact)"
+    return f"{_number(ours)} [{_number(low)}, {_number(high)}]"
+
+
+def paper_text(row: Mapping[str, Any]) -> str:
+    """The paper's column in the row's statistic: the statistic on the paper's numbers, its printed values for an
+    exact recomputation of several, or 'direction only' when the paper gives no number the statistic applies to."""
+    if row.get("values"):
+        return str(row["paper"])
+    estimate = row.get("paper_estimate")
+    exact = row.get("ci_low") is not None and row.get("ci_low") == row.get("ci_high")
+    return _number(estimate, 4 if exact else 3) if estimate is not None else "direction only"
+
+
+def _cause(row: Mapping[str, Any]) -> tuple[str, str]:
+    """(the cause's first clause, the rest): a row's cause in one short sentence, the full text behind a disclosure."""
+    why = str(row.get("why") or "")
+    head, _, rest = why.partition("; ")
+    return head, rest
+
+
+def rows_html(rows: Sequence[Mapping[str, Any]], link: str = "") -> str:
+    """Verdict rows as a compact table a reader scans: the row's number (as in the verdict figure), the claim with
+    the statistic it is judged on, the paper's value and ours in that statistic, the decision as a coloured badge
+    with the regime as a short tag, the cause in one clause; source, rule, test and the full regime and cause sit
+    behind a disclosure. `link`: a page the measuring tables are on (their anchors are `table-<name>`)."""
+    import html
+
+    esc = html.escape
+    body = []
+    for i, row in enumerate(rows, 1):
+        decision = str(row["decision"])
+        mine = ' <span class="repro-tag">our check</span>' if row.get("origin") == "ours" else ""
+        stat = row.get("statistic") or "the estimate"
+        head, rest = _cause(row)
+        measured = row.get("measured_by") or ""
+        table = f' (table <a href="{link}#table-{esc(measured)}"><code>{esc(measured)}</code></a>)' if measured else ""
+        more = [
+            ("source", row.get("source", "")),
+            ("regime", row.get("regime", "")),
+            ("rule", row.get("rule", "")),
+            ("test", row.get("test", "")),
+            ("cause", row.get("why", "") if rest else ""),
+        ]
+        details = "".join(f"<div><b>{k}</b>: {esc(str(v))}</div>" for k, v in more if str(v).strip())
+        body.append(
+            "<tr>"
+            f'<td class="repro-n">{i}</td>'
+            f'<td class="repro-claim">{esc(str(row["claim"]))}{mine}<div class="repro-stat">{esc(str(stat))}</div></td>'
+            f"<td>{esc(paper_text(row))}</td>"
+            f"<td>{esc(ours_text(row))}</td>"
+            f'<td><span class="repro-badge repro-{decision.replace(" ", "-")}">{esc(decision)}</span>'
+            f'<div class="repro-regime">{esc(str(row.get("regime_tag") or row.get("regime", "")).split(";")[0])}</div></td>'
+            f'<td class="repro-why">{esc(head)}{table}'
+            f"<details><summary>more</summary>{details}</details></td>"
+            "</tr>"
+        )
+    return (
+        '<table class="repro-table repro-verdict"><thead><tr><th>#</th><th>claim, and the statistic judged</th>'
+        "<th>paper</th><th>ours [95 % interval]</th><th>decision, regime</th><th>why</th></tr></thead>\n<tbody>\n"
+        + "\n".join(body)
+        + "\n</tbody></table>"
+    )
 
 
 def view(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
-    """The reader's view of verdict rows: claim, regime, paper, ours with its interval, decision, cause."""
+    """The verdict rows as a plain table (a terminal's view): claim, statistic, paper, ours, decision, regime tag."""
     return pd.DataFrame(
         [
             {
                 "claim": r["claim"] + (" (our check)" if r["origin"] == "ours" else ""),
-                "source": r["source"],
-                "regime": r["regime"],
-                "paper": r["paper"],
-                "ours [95 % interval or null band]": _interval_text(r),
+                "statistic": r.get("statistic", ""),
+                "paper": paper_text(r),
+                "ours": ours_text(r),
                 "decision": r["decision"],
-                "why": r["why"] + (f" (measured by: {r['measured_by']})" if r["measured_by"] else ""),
+                "regime": r.get("regime_tag", r["regime"]),
             }
             for r in rows
         ]
@@ -693,5 +821,25 @@ def conclude(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     if _CHECKS:
         publish(CHECKS_TABLE, checks_table(), show=False)
     frame = pd.DataFrame(list(rows), columns=list(COLUMNS))
-    publish("verdict", frame, view=view(rows))
+    publish("verdict", frame, show=False)
+    _glue_verdict(rows)
     return frame
+
+
+def _glue_verdict(rows: Sequence[Mapping[str, Any]]) -> None:
+    """The verdict figure and rows, glued for the top of the chapter's page (`{glue} verdict_figure`, `{glue}
+    verdict_rows`); nothing shows where conclude() is called. Outside a kernel (plain Python) nothing is glued."""
+    from IPython import get_ipython
+
+    if get_ipython() is None:
+        return
+    import matplotlib.pyplot as plt
+    from IPython.display import HTML
+    from myst_nb import glue
+
+    from .plots import forest
+
+    fig = forest(rows)
+    glue("verdict_figure", fig, display=False)
+    plt.close(fig)
+    glue("verdict_rows", HTML(rows_html(rows)), display=False)

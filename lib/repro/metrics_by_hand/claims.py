@@ -111,6 +111,7 @@ def claims(p: dict[str, Any]) -> dict[str, Claim]:
             paper_values=dict(APFD_ORDERS),
             paper_estimate=0.0,  # the largest gap when ours are the paper's own values
             units="none",
+            statistic="APFD of A-B-C-D-E / E-D-C-B-A / C-E-B-A-D (decided on the largest |ours − paper|)",
         ),
         "apfd_auroc": Claim(
             "normalized APFD equals the AUROC of the score for detecting misclassified tests",
@@ -134,17 +135,18 @@ def claims(p: dict[str, Any]) -> dict[str, Claim]:
             paper_values={**{f"ξ({t})": v for t, v in GINI.items()}, "order": ", ".join(GINI_ORDER)},
             paper_estimate=0.0,
             units="none",
+            statistic="ξ of tests A / B / C / D and the order (decided on the largest |ours − paper|)",
         ),
         "exposure": Claim(
             "a canary ranked first among 10^6 candidates has exposure 19.93 bits",
             "Carlini et al. 2019 (definition: log2 |R| − log2 rank); value quoted from Zhao et al. NAACL'22, §5.1",
             19.93,
-            GAP,
+            Rule.matches(EXPOSURE[1], 0.005, "the exposure of a canary ranked 1st of 10^6 (bits)"),
             quote="For example, if a canary ranks 1st among 1M candidates, the canary exposure is 19.93.",
             comparator=EXAMPLE,
             regime=_identical("rank 1 of 10^6 candidates"),
             paper_values={f"rank {r} of 10^6": v for r, v in EXPOSURE.items()},
-            paper_estimate=0.0,
+            paper_estimate=EXPOSURE[1],
             units="none",
         ),
         "rmd_toy": Claim(
