@@ -66,3 +66,16 @@ def test_deepgini_plans_the_iterative_claims_only_when_a_pair_runs_that_protocol
     assert "on each of the 1 pairs run so (1 per dataset)" in planned["retraining"].claim
     without = dg_claims.claims(resolve({"profile": "smoke", "iterative_pairs": 0}, SPEC))
     assert set(planned) - set(without) == {"retraining", "retraining_random"}  # the one-shot claim stays
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_claim_is_short_and_names_the_one_statistic_its_row_shows(chapter: str) -> None:
+    """A verdict row is read in one glance: the claim in about 25 words, and one named statistic (with its units
+    where it has any) that both the paper's column and ours show."""
+    for c in register(chapter, "default").values():
+        assert len(c.claim.split()) <= 30, f"{chapter}: {c.claim!r} runs to {len(c.claim.split())} words"
+        assert c.stat not in ("the estimate", "the effect", "the attack"), f"{chapter}: {c.claim!r} names no statistic"
+        if "exposure" in c.stat:
+            assert "bits" in c.stat, f"{chapter}: {c.stat!r} does not say exposure is in bits"
+        if c.paper_values and not c.ours:  # the paper column is the statistic on the paper's numbers
+            assert c.paper_number is not None and c.on_paper_numbers() == "held", (chapter, c.claim)

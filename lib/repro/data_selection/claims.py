@@ -165,7 +165,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         ),
         "kl_tracks": Claim(
             "KL reduction on hashed n-gram features tracks the quality of the selected data (here: within each "
-            "target, over selections of every method, size and draw; KL on held-out target text)",
+            "target, over every selection; KL on held-out target text)",
             "DSIR abstract (NeurIPS: r = 0.82; arXiv v1: 0.89)",
             "r = 0.82 over 8 methods",
             Rule.above(0.0, "the correlation of KL reduction with quality (ours: Spearman with −log perplexity)"),
@@ -186,8 +186,8 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             units="methods",
         ),
         "resampling_vs_topk": _glue_claim(
-            "Importance resampling (DSIR) selects better data than top-k DSIR, the same importance weights without "
-            "the Gumbel noise (here: lower held-out target perplexity, intervals over selection draws and LM seeds)",
+            "Importance resampling (DSIR) selects better data than top-k DSIR, the same weights without the Gumbel "
+            "noise (here: lower held-out target perplexity)",
             "top-k DSIR",
             "top-k DSIR: the same importance weights, the k largest taken deterministically (Table 4's row)",
             "DSIR resamples by its importance weights; selecting the top-k weights instead (top-k DSIR) scores "

@@ -55,9 +55,8 @@ TEXT = {
     "clp": "the gain is larger for nearer OOD classes (higher CLP), within each near direction",
     "pc": "RMD is less sensitive than MD to the number of principal components (median over near units)",
     "covariance": "with more training rows than dimensions, the covariance estimator moves no AUROC by more than 0.01",
-    "near_half": "RMD improves on MD for the nearer half of the OOD classes (CLP at or above the direction's median)",
-    "eigen": "the OOD signal sits in the leading eigendirections: MD from the leading half beats MD from the trailing "
-    "half",
+    "near_half": "RMD improves on MD for the nearer half of the OOD classes (CLP ≥ the direction's median)",
+    "eigen": "MD from the leading half of the eigendirections beats MD from the trailing half",
 }
 EIGEN = (
     "§3 (eigen-analysis of the in-distribution covariance): in-distribution and near-OOD inputs differ along the "
