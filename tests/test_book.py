@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import html.parser
 import http.server
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +18,18 @@ from conftest import ROOT
 from repro.runner import stage_book
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+needs_chromium = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="chromium is installed by `make test` (scripts/system-packages.sh)"
+)
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 # Jupyter Book 1 with Sphinx 7.4 emits sphinx-thebe's config script twice; the second copy
 # re-declares a constant. Thebe (live code cells) is unused here, so that one error is expected.
@@ -103,9 +117,7 @@ def toc_pages(built_book: Path) -> list[str]:
     return pages
 
 
-@pytest.mark.skipif(
-    not Path(CHROMIUM).exists(), reason="chromium is installed by `make test` (scripts/system-packages.sh)"
-)
+@needs_chromium
 def test_every_page_renders_without_errors(built_book: Path, server: str) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -113,18 +125,7 @@ def test_every_page_renders_without_errors(built_book: Path, server: str) -> Non
     pages = toc_pages(built_book)
     figures = 0
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--disable-quic",
-            ],
-        )
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         js_errors: list[str] = []
         page.on("pageerror", lambda exc: js_errors.append(str(exc)) if str(exc) not in KNOWN_JS_ERRORS else None)
@@ -151,3 +152,129 @@ def test_every_page_renders_without_errors(built_book: Path, server: str) -> Non
     assert not js_errors, js_errors
     assert figures >= 5  # the metrics chapter alone draws five figures
     assert len(list(SCREENSHOTS.glob("*.png"))) >= len(pages)
+
+
+# Math as Sphinx writes it (inline \(…\), display \[…\] in elements of class `math`): once MathJax has typeset a page,
+# each holds an mjx-container and no delimiter is left in the text outside code.
+MATH_CHECK = r"""async () => {
+  if (!(window.MathJax && MathJax.startup && MathJax.startup.promise)) return {loaded: false};
+  await MathJax.startup.promise;
+  const maths = Array.from(document.querySelectorAll('main .math'));
+  const unrendered = maths.filter(m => !m.querySelector('mjx-container')).map(m => m.textContent.slice(0, 60));
+  const main = document.querySelector('main').cloneNode(true);
+  main.querySelectorAll('pre, code, script, style, mjx-container').forEach(e => e.remove());
+  const raw = (main.textContent.match(/\\\(|\\\[|\$\$/g) || []).length;
+  return {loaded: true, maths: maths.length, unrendered, raw};
+}"""
+
+
+def read_offline(browser, server: str, rel: str) -> tuple[dict, list[str]]:
+    """Load a page with every request that leaves the loopback server aborted (the book read without a network):
+    what became of its math, and every request that was blocked or failed."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    blocked: list[str] = []
+
+    def only_loopback(route) -> None:
+        if route.request.url.startswith(server + "/"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    context.route("**/*", only_loopback)
+    page = context.new_page()
+    page.on("requestfailed", lambda request: blocked.append(f"{request.url} ({request.failure})"))
+    try:
+        response = page.goto(f"{server}/{rel}", wait_until="load")
+        assert response is not None and response.ok, rel
+        math = page.evaluate(MATH_CHECK)
+        page.wait_for_load_state("networkidle")  # the fonts MathJax asks for once it has typeset
+    finally:
+        context.close()
+    return math, sorted(set(blocked))
+
+
+def math_pages(built_book: Path) -> list[str]:
+    """The pages of the table of contents with math on them."""
+    return [rel for rel in toc_pages(built_book) if 'class="math' in (built_book / rel).read_text()]
+
+
+@needs_chromium
+def test_math_renders_without_a_network(built_book: Path, server: str) -> None:
+    """MathJax is served from the built book, so offline a page shows typeset formulas, never raw LaTeX, and asks
+    nothing of the network (every page of the table of contents is read with all other requests aborted)."""
+    from playwright.sync_api import sync_playwright
+
+    with_math = math_pages(built_book)
+    assert len(with_math) >= 3, with_math  # the metrics chapter, DeepGini, RMD, ...
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for rel in toc_pages(built_book):
+            math, off_loopback = read_offline(browser, server, rel)
+            assert not off_loopback, f"{rel} requests beyond the book: {off_loopback}"
+            if rel in with_math:
+                assert math["loaded"], f"{rel}: MathJax did not load"
+                assert math["maths"] > 0 and not math["unrendered"], f"{rel}: math left untypeset: {math}"
+                assert math["raw"] == 0, f"{rel}: LaTeX delimiters left in the text: {math}"
+        browser.close()
+
+
+ISSUE_NUMBER = re.compile(r"\bissues? #?\d+\b", re.I)
+# a 7-40-digit hexadecimal token with a letter and a digit in it (a commit hash; a word like "defaced" is not one)
+COMMIT_HASH = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+
+
+class _ProseText(html.parser.HTMLParser):
+    """The text of a page's <main>, without code, scripts and styles."""
+
+    SKIP = frozenset({"pre", "code", "script", "style"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_main = 0
+        self.in_skipped = 0
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        self.in_main += tag == "main"
+        self.in_skipped += tag in self.SKIP
+
+    def handle_endtag(self, tag: str) -> None:
+        self.in_main -= tag == "main"
+        self.in_skipped -= tag in self.SKIP
+
+    def handle_data(self, data: str) -> None:
+        if self.in_main > 0 and self.in_skipped <= 0:
+            self.parts.append(data)
+
+
+def insider_words(page_html: str) -> list[str]:
+    """Issue numbers and commit hashes in a page's prose (its code aside): words a reader of the book cannot use."""
+    parser = _ProseText()
+    parser.feed(page_html)
+    text = " ".join(parser.parts)
+    return [m.group(0) for m in ISSUE_NUMBER.finditer(text)] + [m.group(0) for m in COMMIT_HASH.finditer(text)]
+
+
+def test_insider_words_are_found() -> None:
+    page = (
+        "<main><p>our check (issue 24's factorial), measured at 4968f8b; a defaced 1234567 table</p>"
+        "<pre>git checkout 4968f8b</pre></main><footer>issue 3</footer>"
+    )
+    assert insider_words(page) == ["issue 24", "4968f8b"]
+
+
+def test_no_issue_numbers_or_commit_hashes_on_pages(built_book: Path) -> None:
+    found = {rel: words for rel in toc_pages(built_book) if (words := insider_words((built_book / rel).read_text()))}
+    assert not found, found
+
+
+def test_pages_carry_the_description_and_no_launch_or_repository_links(built_book: Path) -> None:
+    """Every page has the book's description in its head, and no button to a repository, an issue tracker or a
+    launch service (there is no public repository; book/rerunning.md says how to run a chapter live)."""
+    for rel in toc_pages(built_book):
+        page = (built_book / rel).read_text()
+        assert '<meta name="description" content="' in page, rel
+        links = re.findall(r'href="(https?://[^"]+)"', page)
+        buttons = [u for u in links if re.search(r"mybinder|colab\.research|jupyterhub|/issues/new|repro-book/", u)]
+        assert not buttons, f"{rel}: {buttons}"
