@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from . import figure_checks
+
 FIGURE_WIDTH = 7.5  # inches at which a figure fills the page's text column without shrinking its fonts
 
 
@@ -64,6 +66,7 @@ def set_up() -> None:
     quiet_cells()
     plain_progress_bars()
     legible_figures()
+    figure_checks.install()  # under REPRO_FIGURE_CHECK=1 (the tests): a figure that does not read fails its cell
 
 
 def say(markdown: str) -> None:

@@ -28,10 +28,11 @@ def curve_area(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.sum(np.diff(x) * y[:-1]))
 
 
-def apfd_area(ax, new_faults: Sequence[int] | np.ndarray, label: str, shade: bool = True):
-    """Draw a fault-detection step curve on `ax` and shade its area, which equals APFD."""
+def apfd_area(ax, new_faults: Sequence[int] | np.ndarray, label: str, shade: bool = True, color=None):
+    """Draw a fault-detection step curve on `ax` (in `color`, else the next of the cycle) and shade its area, which
+    equals APFD."""
     x, y = fault_curve(new_faults)
-    (line,) = ax.step(x, y, where="post", label=label)
+    (line,) = ax.step(x, y, where="post", label=label, color=color)
     if shade:
         ax.fill_between(x, y, step="post", alpha=0.2, color=line.get_color())
     ax.set(xlabel="fraction of tests run", ylabel="fraction of faults found", xlim=(0, 1), ylim=(0, 1.02))
@@ -50,6 +51,23 @@ def interval_points(ax, frame, x: str, y: str, low: str, high: str, hue: str, co
         ax.errorbar(pos, sub[y], yerr=err, fmt="o", color=colors.get(level), label=level, capsize=3, ms=5)
     ax.set_xticks(range(len(cats)), cats)
     return ax
+
+
+def plain_number(value: float, _pos=None) -> str:
+    """A tick label as a reader writes the number: 4, 0.5, 1,024 (not 4×10⁰)."""
+    return f"{value:,.0f}" if value >= 1 and value == round(value) else f"{value:g}"
+
+
+def log_axis(ax, axis: str = "x", base: int = 2) -> None:
+    """A log scale on `axis` of `ax`, ticked at powers of `base` (as many as its length holds, the locator thins
+    them) and labelled with plain numbers; no minor tick labels, which print over each other on a short axis."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+    ax.set(**{f"{axis}scale": "log"})
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(LogLocator(base=base))
+    target.set_major_formatter(FuncFormatter(plain_number))
+    target.set_minor_locator(NullLocator())
 
 
 DECISION_COLORS = {"held": "#1a9850", "not held": "#d73027", "inconclusive": "#e0a000", "untestable here": "#8c8c8c"}
