@@ -26,7 +26,6 @@
 # ## Verdict
 #
 # ```{glue:figure} verdict_figure
-# :name: fig-verdict
 #
 # Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %
 # interval (bar) or an attack's null band (grey), the paper's value (open diamond), the rule's
@@ -339,7 +338,7 @@ ax.scatter(*train[::4].T, s=4, alpha=0.4, label="train (in-distribution)")
 ax.scatter(*test_in[::2].T, s=4, alpha=0.4, label="test, in-distribution")
 ax.scatter(*test_out[::2].T, s=4, alpha=0.4, label="test, near-OOD")
 ax.set(xlabel="x (separates the classes)", ylabel="y (does not)", title="The 2-D toy")
-ax.legend(markerscale=3, loc="upper left", fontsize=8)
+ax.legend(markerscale=3, loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, borderaxespad=0)
 frame = pd.DataFrame({"MD": scores.md, "RMD": scores.rmd, "set": np.where(is_ood == 1, "near-OOD", "in-distribution")})
 long = frame.melt(id_vars="set", var_name="score", value_name="value")
 long["rank"] = long.groupby("score")["value"].rank(pct=True)

@@ -1,53 +1,61 @@
-"""The chapter's figures: AUROC along the n-gram ladder, Kendall's τ with quality, quality-vs-abstention curves.
+"""The chapter's figures: AUROC down the n-gram ladder, Kendall's τ with quality, quality-vs-abstention curves.
 One colour per score across the chapter; every estimate with its 95 % interval."""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
-from ..page import method_colors
+from ..page import FIGURE_WIDTH, method_colors
 from ..plots import interval_points
 from .experiment import LABELS, SCORES
 
-COLORS = method_colors([*(LABELS[s] for s in SCORES), "oracle"])
+COLORS = method_colors([LABELS[s] for s in SCORES]) | {"oracle": (0.25, 0.25, 0.25)}  # the oracle apart, in black
 
 
 def ladder_figure(aurocs: pd.DataFrame, overlap: pd.DataFrame, scores: tuple[str, ...]) -> plt.Figure:
-    """AUROC of each score against each OOD set's unigram overlap with the training articles (DeLong bars)."""
+    """AUROC of each score on each OOD set (DeLong bars), the sets down the ladder: from the most unigram overlap
+    with the training articles (top) to the least, each named with its Jaccard overlap."""
     jac = dict(zip(overlap["set"], overlap["jaccard_1"]))
     labels = dict(zip(overlap["set"], overlap["label"]))
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    for score in scores:
-        sub = aurocs[aurocs["score"] == score].assign(x=lambda f: f["set"].map(jac)).sort_values("x")
+    sets = sorted(dict.fromkeys(aurocs["set"]), key=lambda s: -jac[s])
+    rows = {name: -i for i, name in enumerate(sets)}
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH - 1.0, 0.9 + 0.36 * len(sets)))
+    offsets = np.linspace(-0.25, 0.25, len(scores)) if len(scores) > 1 else np.zeros(1)
+    for off, score in zip(offsets, scores):
+        sub = aurocs[aurocs["score"] == score]
+        y = sub["set"].map(rows) - off
         err = [sub["auroc"] - sub["ci_low"], sub["ci_high"] - sub["auroc"]]
         color = COLORS[LABELS[score]]
-        ax.errorbar(sub["x"], sub["auroc"], yerr=err, fmt="o-", color=color, label=LABELS[score], capsize=3, ms=5)
-    for name, x in jac.items():
-        if name in set(aurocs["set"]):
-            ax.annotate(labels[name], (x, 0.02), rotation=90, fontsize=8, ha="center", va="bottom", color="0.35")
-    ax.axhline(0.5, color="0.6", lw=0.8, ls="--")
-    ax.set(xlabel="unigram Jaccard overlap with the in-domain training articles", ylabel="AUROC", ylim=(0, 1.02))
-    ax.legend(loc="lower left", bbox_to_anchor=(1.0, 0.0))
+        ax.errorbar(sub["auroc"], y, xerr=err, fmt="o", color=color, label=LABELS[score], capsize=2, ms=4)
+    ax.axvline(0.5, color="0.6", lw=0.8, ls="--")
+    ax.set_yticks(list(rows.values()), [f"{labels[s]} ({jac[s]:.3f})" for s in sets])
+    ax.set_ylim(-len(sets) + 0.5, 0.5)
+    ax.set(xlabel="AUROC (XSUM test articles against the set)", ylabel="OOD set (unigram Jaccard overlap)")
+    ax.tick_params(axis="y", labelsize=9)
+    ax.grid(axis="y", visible=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, fontsize=8)
+    fig.tight_layout()
     return fig
 
 
 def tau_figure(taus: pd.DataFrame) -> plt.Figure:
     """Kendall's τ of each score with each quality measure, bootstrap bars."""
     frame = taus.assign(score=taus["score"].map(LABELS))
-    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH - 1.2, 3.6))
     colors = method_colors(list(dict.fromkeys(frame["quality"])))
     interval_points(ax, frame, "score", "tau", "ci_low", "ci_high", "quality", colors, dodge=0.15)
     ax.axhline(0, color="0.6", lw=0.8)
     ax.set(xlabel="", ylabel="Kendall's τ with quality")
-    ax.tick_params(axis="x", rotation=25)
-    ax.legend()
+    plt.setp(ax.get_xticklabels(), rotation=25, ha="right", rotation_mode="anchor")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
     return fig
 
 
 def abstention_figure(curves: pd.DataFrame, scores: tuple[str, ...]) -> plt.Figure:
     """Mean ROUGE-L of the kept summaries against the abstention rate, bootstrap bands."""
-    fig, ax = plt.subplots(figsize=(7.5, 4.0))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH - 1.8, 4.0))
     for score in (*scores, "oracle"):
         sub = curves[curves["score"] == score]
         name = LABELS.get(score, score)

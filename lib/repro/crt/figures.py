@@ -5,8 +5,10 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
 from ..page import FIGURE_WIDTH, method_colors
+from ..plots import log_axis, plain_number
 
 TRAINER_ORDER = ("non-private", "non-private + mask", "S-DP", "DPSGD", "CRT")
 COLORS = method_colors(list(TRAINER_ORDER) + ["S-DP (perfect policy)", "D_pub only", "CRT (SHA-1 removal)"])
@@ -32,9 +34,22 @@ def against_gamma(table: pd.DataFrame, value: str, panels: list[tuple[str, str]]
         ax.set(title=title, xlabel="false-negative rate γ of π")
     for row in axes:
         row[0].set_ylabel(ylabel)
-    axes[0][-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    _one_legend(axes)
     fig.tight_layout()
     return fig
+
+
+def _one_legend(axes: np.ndarray) -> None:
+    """One legend beside the top-right panel naming every panel's trainers once, in the chapter's order (S-DP is
+    drawn on the LSTM's panels only, so a legend taken from the GPT-2 panel would leave it out)."""
+    entries: dict = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    order = [t for t in TRAINER_ORDER if t in entries] + [t for t in entries if t not in TRAINER_ORDER]
+    axes[0][-1].legend(
+        [entries[t] for t in order], order, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0
+    )
 
 
 def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
@@ -48,15 +63,13 @@ def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
         final = baseline[(baseline.model == model)]
         for _, r in final.iterrows():
             ax.axhline(r.validation, color=COLORS.get(r.trainer), ls="--", lw=1, label=f"{r.trainer} (final)")
-        ax.set(title=model, xlabel="ε spent so far", yscale="log", xscale="symlog")
+        ax.set(title=model, xlabel="ε spent so far", xscale="symlog")
         ax.set_xlim(0, 1.3 * history.epsilon.max())
+        ax.xaxis.set_major_formatter(FuncFormatter(plain_number))
+        log_axis(ax, "y")
     axes[0][0].set_ylabel("validation perplexity (non-secret)")
     fig.supxlabel("CRT is drawn at its confidentiality ε", fontsize=9)
-    legend: dict = {}  # every panel's trainers once (S-DP is on the LSTM's panel only)
-    for ax in axes[0]:
-        for handle, label in zip(*ax.get_legend_handles_labels()):
-            legend.setdefault(label, handle)
-    axes[0][-1].legend(legend.values(), legend.keys(), fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    _one_legend(axes)
     fig.tight_layout()
     return fig
 

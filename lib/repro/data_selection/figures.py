@@ -13,7 +13,7 @@ from .experiment import METHODS, Domains, DoremiResult, domain_label
 def selection(table: pd.DataFrame) -> plt.Figure:
     """Held-out target perplexity against KL reduction, one point per method and size, one panel per target."""
     targets = list(dict.fromkeys(table.target))
-    fig, axes = plt.subplots(1, len(targets), figsize=(FIGURE_WIDTH, 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(targets), figsize=(FIGURE_WIDTH, 4.0), squeeze=False)
     colors = method_colors(list(METHODS))
     sizes = sorted(table.selected.unique())
     markers = dict(zip(sizes, "os^Dv"))
@@ -23,8 +23,9 @@ def selection(table: pd.DataFrame) -> plt.Figure:
         ax.set(title=f"target: {target}", xlabel="KL reduction (nats)", ylabel="held-out perplexity")
     handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=m) for m, c in colors.items()]
     handles += [plt.Line2D([], [], color="grey", marker=markers[k], ls="", label=f"{k} docs") for k in sizes]
-    axes[0][-1].legend(handles=handles, fontsize=7, loc="best")
-    fig.tight_layout()
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncols=4, bbox_to_anchor=(0.5, 0))
+    rows = -(-len(handles) // 4)
+    fig.tight_layout(rect=(0, (0.1 + 0.2 * rows) / fig.get_figheight(), 1, 1))
     return fig
 
 
@@ -56,13 +57,12 @@ def doremi(d: Domains, res: DoremiResult) -> plt.Figure:
         x = np.arange(len(names))
     axes[0].bar(x - 0.2, res.baseline, 0.4, color="0.7", label="baseline (natural shares)")
     axes[0].bar(x + 0.2, res.learned, 0.4, color=[colors[n] for n in names], label="DoReMi (averaged)")
-    axes[0].set_xticks(x, names, rotation=20)
+    axes[0].set_xticks(x, names, rotation=30, ha="right", rotation_mode="anchor")
     axes[0].set(title="(a) domain weights", ylabel="weight")
     axes[0].legend(fontsize=7)
-    for j, n in enumerate(names):
-        axes[1].plot(res.trajectory[:, j], color=colors[n], label=n)
-    axes[1].set(title="(b) proxy weights per step", xlabel="proxy step", ylabel="weight")
-    axes[1].legend(fontsize=7)
+    for j, n in enumerate(names):  # no legend: the colours name the domains as the bars of (a) do
+        axes[1].plot(res.trajectory[:, j], color=colors[n])
+    axes[1].set(title="(b) proxy weights per step,\ncoloured by domain as in (a)", xlabel="proxy step", ylabel="weight")
     for mixture, ls in (("baseline", "--"), ("DoReMi", "-")):
         curves = np.array([np.asarray(r["eval"]).mean(1) for r in res.runs[mixture]])
         steps = res.runs[mixture][0]["eval_step"]

@@ -1066,29 +1066,30 @@ def tail_table(subjects: dict, truth: dict, kmnc_k: list[int], seed: int) -> pd.
 
 
 def curves_figure(apfd_frame: pd.DataFrame, orders: dict, truth: dict, pairs: list, sets: tuple, kmnc: int):
-    """Fault-detection curves of the softmax scores, random, the best coverage and surprise methods, and KMNC."""
+    """Fault-detection curves of the softmax scores, random, the best coverage and surprise methods (named in each
+    panel's title), and KMNC; one colour per role across the panels and one legend above them."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     from .. import plots
+    from ..page import FIGURE_WIDTH, method_colors
 
-    fig, axes = plt.subplots(len(pairs), 2, figsize=(7.5, 3.2 * len(pairs)), squeeze=False)
+    kmnc_name = f"KMNC({kmnc})-CAM"
+    roles = ["DeepGini", "max-softmax", "entropy", "random", "best coverage", "best surprise", kmnc_name]
+    colors = method_colors(roles)
+    fig, axes = plt.subplots(len(pairs), 2, figsize=(FIGURE_WIDTH, 0.6 + 3.2 * len(pairs)), squeeze=False)
     for r, (ds, arch) in enumerate(pairs):
         for c, ts in enumerate(sets):
             key, ax = (ds, arch, ts), axes[r, c]
-            shown = [
-                "DeepGini",
-                "max-softmax",
-                "entropy",
-                "random",
-                best_of(apfd_frame, "coverage", key),
-                best_of(apfd_frame, "surprise", key),
-                f"KMNC({kmnc})-CAM",
-            ]
-            for name in dict.fromkeys(shown):
-                plots.apfd_area(ax, truth[key][orders[(*key, name)]], name, shade=False)
-            ax.set_title(f"{ds} {arch}, {ts}", fontsize=9)
-            ax.legend(fontsize=6, loc="lower right")
-    fig.tight_layout()
+            cov, sur = best_of(apfd_frame, "coverage", key), best_of(apfd_frame, "surprise", key)
+            shown = {name: name for name in roles[:4]} | {cov: "best coverage", sur: "best surprise"}
+            shown.setdefault(kmnc_name, kmnc_name)  # KMNC once, as the best coverage method where it is that
+            for name, role in shown.items():
+                plots.apfd_area(ax, truth[key][orders[(*key, name)]], role, shade=False, color=colors[role])
+            ax.set_title(f"{ds} {arch}, {ts}\nbest coverage {cov}, surprise {sur}", fontsize=8)
+    handles = [Line2D([], [], color=colors[r], label=r) for r in roles]
+    fig.legend(handles=handles, loc="upper center", ncols=4, fontsize=8, bbox_to_anchor=(0.5, 1))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
     return fig
 
 
@@ -1305,31 +1306,55 @@ def retraining_for(
 
 def retraining_figure(runs: pd.DataFrame):
     """Held-out adversarial accuracy against the share of the pool retrained on, one panel per pair: each method
-    under the iterative (solid) and one-shot (dashed) protocols, intervals over seeds."""
+    under the iterative (solid) and one-shot (dashed) protocols, intervals over seeds; the coverage rival (its name in
+    the panel's title) in one colour across panels; one legend above them."""
     import matplotlib.pyplot as plt
     import seaborn as sns
+    from matplotlib.lines import Line2D
 
+    from ..page import FIGURE_WIDTH, method_colors
+    from .retraining import CONTROL
+
+    roles = ["DeepGini", "coverage rival", "random", CONTROL]
+    colors = method_colors(roles)
+    dashes = {"iterative": "", "one-shot": (3, 1.5)}
     pairs = list(dict.fromkeys(zip(runs["dataset"], runs["model"])))
     cols = min(2, len(pairs))
-    fig, axes = plt.subplots(
-        (len(pairs) + cols - 1) // cols, cols, figsize=(7.5, 3.2 * ((len(pairs) + 1) // 2)), squeeze=False
-    )
+    rows = (len(pairs) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(FIGURE_WIDTH, 0.7 + 3.2 * rows), squeeze=False)
     for ax, (ds, arch) in zip(axes.flat, pairs):
         mine = runs[(runs["dataset"] == ds) & (runs["model"] == arch)]
+        rivals = [m for m in dict.fromkeys(mine["method"]) if m not in {"none", *roles}]
+        drawn = mine[mine["method"] != "none"].assign(
+            role=lambda f: f["method"].where(f["method"].isin(roles), "coverage rival")
+        )
         sns.lineplot(
-            mine[mine["method"] != "none"],
+            drawn,
             x="percent",
             y="held_out_accuracy",
-            hue="method",
+            hue="role",
             style="protocol",
+            palette=colors,
+            dashes=dashes,
             marker="o",
             errorbar=("ci", 95),
+            legend=False,
             ax=ax,
         )
-        ax.axhline(mine[mine["method"] == "none"]["held_out_accuracy"].iloc[0], color="grey", ls=":", label="before")
-        ax.set(title=f"{ds} {arch}", xlabel="% of the pool retrained on", ylabel="held-out adversarial accuracy")
-        ax.legend(fontsize=6)
-    fig.tight_layout()
+        ax.axhline(mine[mine["method"] == "none"]["held_out_accuracy"].iloc[0], color="grey", ls=":")
+        title = f"{ds} {arch}" + (f"\ncoverage rival: {', '.join(rivals)}" if rivals else "")
+        ax.set_title(title, fontsize=9)
+        ax.set(xlabel="% of the pool retrained on", ylabel="held-out adversarial accuracy")
+    for ax in axes.flat[len(pairs) :]:
+        ax.remove()
+    handles = [Line2D([], [], color=colors[r], marker="o", label=r) for r in roles]
+    handles += [
+        Line2D([], [], color="k", ls="-", label="iterative"),
+        Line2D([], [], color="k", ls="--", label="one-shot"),
+    ]
+    handles += [Line2D([], [], color="grey", ls=":", label="before retraining")]
+    fig.legend(handles=handles, loc="upper center", ncols=4, fontsize=8, bbox_to_anchor=(0.5, 1))
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))
     return fig
 
 
