@@ -99,7 +99,7 @@ def chance_exposure(k: int) -> tuple[float, float, float]:
     return 0.0, chance_max_exposure(ALPHA), chance_max_exposure(no_leak_level(k))
 
 
-EXPOSURE = "the seed-mean max exposure over the 10 canaries"
+EXPOSURE = "the seed-mean max exposure (bits) over the 10 canaries"
 CHANCE_EXPOSURE = "exposure 0: a canary the model never saw (read here as the null band of 10 unseen canaries)"
 
 
@@ -254,14 +254,14 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             out[f"{short}_{kind}"] = Claim(f"{who} {t}: {what}", source, paper, rule, regime=regime, **words)
     out["plain_leaks"] = Claim(
         "factorial: plain SGD on D_pri memorizes canaries in distinct contexts that π misses (positive control)",
-        "our check (issue 24's factorial)",
+        "our check (the dedup × DP factorial)",
         "—",
         leak(f"{EXPOSURE} of the LSTM, with dedup on and off"),
         ours=True,
     )
     out["dp_protects"] = Claim(
         "factorial: CRT's DP-SGD on D_pri keeps canaries in distinct contexts that π misses at chance",
-        "our check (issue 24's factorial)",
+        "our check (the dedup × DP factorial)",
         "—",
         Rule.not_above_null(f"{EXPOSURE} of the LSTM, with dedup on or off", no_leak_band(2)),
         ours=True,
