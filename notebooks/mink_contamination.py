@@ -30,7 +30,6 @@
 # ## Verdict
 #
 # ```{glue:figure} verdict_figure
-# :name: fig-verdict
 #
 # Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %
 # interval (bar) or an attack's null band (grey), the paper's value (open diamond), the rule's
