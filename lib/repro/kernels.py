@@ -23,6 +23,14 @@ class TrackedKernelManager(AsyncKernelManager):
             self.connection_file = os.path.join(jupyter_runtime_dir(), f"kernel-{uuid.uuid4().hex}.json")
         _LIVE.add(self)
 
+    async def _async_interrupt_kernel(self) -> None:
+        """Interrupt the kernel, except as the first step of shutting it down: jupyter_client interrupts before its
+        shutdown request, and a kernel still finishing its last reply then logs "KeyboardInterrupt caught in
+        kernel." on a run that succeeded. A kernel that does not answer the request is killed all the same."""
+        if self.shutting_down:
+            return
+        await super()._async_interrupt_kernel()
+
 
 def kill_all() -> int:
     """SIGKILL every running kernel of this process with its process group (safe in a signal handler); how many."""

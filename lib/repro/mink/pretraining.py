@@ -178,13 +178,24 @@ def pack_blocks(tokenizer: Any, docs: Sequence[str], block_size: int, keep_whole
     return Packed(out, mask, block_of)
 
 
-def plain_progress(trainer: Any) -> None:
-    """Swap the Trainer's notebook progress table (HTML on the page) for a text progress bar on stderr."""
-    from transformers.trainer_callback import ProgressCallback
+def plain_progress(trainer: Any, progress: bool = True) -> None:
+    """The Trainer's progress as a tqdm bar (in a runner's kernel `repro.progress` reports it, off the page), and
+    none of its printing: its notebook table is HTML on the page, and its text bar and PrinterCallback (with
+    disable_tqdm) print each log, `{'train_runtime': ...}` at the end, on stdout, hence onto the page."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
     from transformers.utils.notebook import NotebookProgressCallback
 
-    if trainer.pop_callback(NotebookProgressCallback) is not None:
-        trainer.add_callback(ProgressCallback)
+    class BarOnly(ProgressCallback):
+        """The text progress bar without the log lines."""
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            return None
+
+    for printing in (NotebookProgressCallback, ProgressCallback, PrinterCallback):
+        while trainer.pop_callback(printing) is not None:
+            pass
+    if progress:
+        trainer.add_callback(BarOnly)
 
 
 def continue_pretraining(
@@ -232,7 +243,7 @@ def continue_pretraining(
     start = time.perf_counter()
     trainer = Trainer(model=model, args=args, train_dataset=_Blocks(packed.ids, packed.mask))
     force_full_state_dict(trainer)
-    plain_progress(trainer)
+    plain_progress(trainer, progress)
     result = trainer.train()
     seconds = time.perf_counter() - start
     model.eval()
