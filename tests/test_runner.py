@@ -574,8 +574,9 @@ def test_cache_key_is_fast_on_the_real_data() -> None:
     assert time.perf_counter() - began < 1.0
 
 
-def test_ctrl_c_stops_a_run_cleanly(runs: Path) -> None:
-    proc = subprocess.Popen(
+def start_metrics_run(runs: Path) -> subprocess.Popen:
+    """`python -m repro run metrics_by_hand --profile smoke --force` started as at a terminal, into `runs`."""
+    return subprocess.Popen(
         [sys.executable, "-m", "repro", "run", "metrics_by_hand", "--profile", "smoke", "--force"],
         cwd=ROOT,
         env={**os.environ, "REPRO_RUNS": str(runs)},
@@ -586,6 +587,10 @@ def test_ctrl_c_stops_a_run_cleanly(runs: Path) -> None:
         # of a non-interactive shell inherits SIGINT ignored, which the runner (rightly) keeps ignoring
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def test_ctrl_c_stops_a_run_cleanly(runs: Path) -> None:
+    proc = start_metrics_run(runs)
     runtime = runs / ".scratch" / "runtime" / "metrics_by_hand"
     deadline = time.monotonic() + 120
     while not list(runtime.glob("kernel-*.json")):  # the kernel is starting
@@ -713,3 +718,71 @@ def test_compare_names_differing_tables_and_ignores_timing_columns(tmp_path) -> 
     assert lines == ["chapter / models: 1 cells differ (first: row 0, accuracy: 0.888 vs 0.8892)"]
     assert main(["compare", str(a), str(c)]) == 1
     assert main(["compare", str(tmp_path / "none"), str(a)]) == 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_starting_ends_in_one_line(runs: Path, signum: int) -> None:
+    """Ctrl-C or SIGTERM in a run's first seconds (interpreter start, imports, the runner's start-up) ends with at
+    most the one "interrupted" line: no traceback from the import under way, no files."""
+    for delay in (0.0, 0.5, 1.0, 2.0):
+        proc = start_metrics_run(runs)
+        time.sleep(delay)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=120)
+        said = f"{signal.Signals(signum).name} at {delay} s: rc {proc.returncode}, stderr {err!r}"
+        assert len(err.splitlines()) <= 1 and "Traceback" not in err and out == "", said
+        if delay >= 1.0:  # Python is running (its own start takes a tenth of a second): the runner says so, once
+            assert proc.returncode == 128 + signum and err.startswith("error: interrupted"), said
+        else:  # perhaps killed before Python started: no word at all
+            assert proc.returncode in (-signum, 128 + signum), said
+            assert err == "" or err.startswith("error: interrupted"), said
+        assert [p for p in runs.rglob("*") if p.is_file() and p.suffix != ".lock"] == [], said
+
+
+def test_a_run_removes_temporary_files_a_killed_writer_left_in_the_data_folder(
+    runs: Path, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGTERM during training leaves `data/models/.<entry>.<pid>-<random>.tmp`; the next run removes it, and
+    every temporary name whose writer is gone, but not a write in progress nor anything else."""
+    data = tmp_path / "data"
+    monkeypatch.setenv("REPRO_DATA", str(data))
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a process id that no process has now
+    old = time.time() - 2 * 86400
+    stale = [
+        data / "models" / f".text-encoder-0123abcd.pt.{gone.pid}-k1ll3d_x.tmp",
+        data / "models" / "mink" / f".main-0123abcd.{gone.pid}-k1ll3d_x.tmp" / "trainer" / "weights.bin",
+        data / "features" / ".cnn-0123abcd.npz.a1b2c3d4.tmp",  # a name without a pid, two days old
+        data / "models" / ".lenet-0123abcd.k1ll3d_x" / "config.json",  # a folder without a pid, two days old
+    ]
+    kept = [
+        data / "models" / f".live-0123abcd.pt.{os.getpid()}-wr1t1ng_.tmp",  # this process is writing it
+        data / "features" / ".fresh-0123abcd.npz.a1b2c3d4.tmp",  # no pid, and minutes old: perhaps being written
+        data / "models" / "cnn-0123abcd.pt",
+        data / "models" / ".notes.txt",
+        data / "bigbench" / "task" / "task.json",
+    ]
+    for path in stale + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{half")
+    for path in (stale[2], stale[3].parent):
+        os.utime(path, (old, old))
+    result = run(str(tiny), "smoke")
+    assert result["cached"] is False
+    assert [p for p in stale if p.exists()] == []
+    assert not stale[1].parent.parent.exists() and not stale[3].parent.exists()
+    assert [p for p in kept if not p.exists()] == []
+
+
+@pytest.mark.parametrize("name", ["min_k", "seed", "lm_source"])
+def test_a_null_parameter_is_refused_in_one_line(runs: Path, in_process, name: str) -> None:
+    """`-p min_k null` would run with the profile's value (None means "the profile's value") under a cache key of its
+    own: refused, with a line naming the parameter, before anything runs."""
+    stored = stored_result(runs)
+    for extra in (["--prepare-only"], []):
+        code, out, err = in_process(
+            "run", "metrics_by_hand", "--profile", "smoke", "-p", name, "null", *extra, REPRO_RUNS=str(runs)
+        )
+        assert code == 2 and out == "", err
+        assert err == f"error: parameter {name!r}: null is not a value; leave {name} out for the profile's value\n"
+    assert stored.read_text() == '{"notebook": "earlier"}\n' and not (runs / ".scratch").exists()
