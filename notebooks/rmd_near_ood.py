@@ -39,7 +39,6 @@
 # ## Verdict
 #
 # ```{glue:figure} verdict_figure
-# :name: fig-verdict
 #
 # Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %
 # interval (bar) or an attack's null band (grey), the paper's value (open diamond), the rule's
@@ -68,7 +67,7 @@ text_epochs = None  # epochs of encoder fine-tuning on the in-distribution class
 task_classes = None  # BIG-bench tasks used as in-distribution classes; every other task is OOD
 task_train_per_class = None  # training inputs per task
 task_test_per_class = None  # test inputs per task
-task_ood = None  # held-out tasks drawn as OOD (0 = every other task; 30 at smoke)
+task_ood = None  # held-out tasks drawn as OOD (0 draws every other task; 30 at smoke)
 ridges = None  # relative ridges compared with the maximum-likelihood covariance
 sub_clusters = None  # k-means clusters per class in the K sweep
 direction_counts = None  # leading discriminant directions RMD keeps in the direction sweep
@@ -231,7 +230,8 @@ page.say(
 import matplotlib.pyplot as plt
 import seaborn as sns
 
-from repro import page, plots
+from repro import page
+from repro.rmd import figures
 
 aurocs = ex.auroc_table(inputs, scored, P.n_boot, P.seed)
 repro.publish(
@@ -244,16 +244,7 @@ repro.publish(
 COLORS = page.method_colors(list(ex.SCORES))
 
 # %%
-panels = aurocs.assign(direction=aurocs["in_dist"].str.slice(0, 24) + " in")
-fig, axes = plt.subplots(2, 1, figsize=(page.FIGURE_WIDTH, 7.2), sharey=True)
-for ax, kind in zip(axes, ex.KINDS):
-    plots.interval_points(
-        ax, panels[panels["features"] == kind], "direction", "auroc", "ci_low", "ci_high", "score", COLORS
-    )
-    ax.set(ylabel="AUROC", title=f"{kind} features", xlabel="")
-    ax.tick_params(axis="x", labelrotation=25, labelsize=8)
-axes[0].legend(ncol=3, loc="lower right")
-fig.tight_layout()
+figures.auroc_panels(aurocs, COLORS)
 
 # %%
 gains = ex.gain_table(inputs, scored, P.n_boot, P.seed)
@@ -333,11 +324,7 @@ slopes = ex.k_slopes(sweep, P.n_boot, P.seed, inputs, sweep_scores)
 crossing = repro.publish("k_crossing", ex.k_crossing(sweep))
 
 # %%
-fig, ax = plt.subplots(figsize=(page.FIGURE_WIDTH, 3.6))
-sns.lineplot(sweep, x="K", y="gain", hue="setting", style="features", marker="o", errorbar=("ci", 95), ax=ax)
-ax.axhline(0, color="grey", lw=0.8)
-ax.set(xscale="log", xlabel="K (Gaussians: classes × k-means clusters per class)", ylabel="AUROC(RMD) − AUROC(MD)")
-ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
+figures.k_sweep(sweep)
 slope = slopes[("image-near", "pretrained")]
 page.say(
     f"On the image-near split with label-free features, each doubling of K changes the MD→RMD gain by "
@@ -368,24 +355,7 @@ page.say(
 # %%
 dsweep = ex.direction_sweep(inputs, feats, SEEDS, P.direction_counts)
 repro.publish("direction_sweep", dsweep, show=False)
-grid = sns.relplot(
-    dsweep.assign(direction=dsweep["setting"] + ": " + dsweep["in_dist"].str.slice(0, 20)),
-    x="directions",
-    y="gain",
-    hue="features",
-    col="direction",
-    col_wrap=3,
-    kind="line",
-    marker="o",
-    errorbar=("ci", 95),
-    height=2.5,
-    aspect=1.3,
-)
-grid.set(xscale="log")
-for ax in grid.axes.flat:
-    ax.axhline(0, color="grey", lw=0.8)
-grid.set_titles("{col_name}", size=8)
-grid.set_axis_labels("discriminant directions kept (m)", "AUROC(RMD_m) − AUROC(MD)")
+figures.direction_sweep(dsweep)
 d_mean = dsweep.groupby(["setting", "in_dist", "features", "directions"], sort=False)["gain"].mean().reset_index()
 d_cross = (
     d_mean[d_mean["gain"] > 0].groupby(["setting", "in_dist", "features"], sort=False)["directions"].min().reset_index()
@@ -529,24 +499,7 @@ repro.publish(
 )
 
 # %%
-grid = sns.relplot(
-    pc.assign(direction=pc["setting"] + ": " + pc["in_dist"].str.slice(0, 18)),
-    x="k",
-    y="auroc",
-    hue="score",
-    style="features",
-    col="direction",
-    col_wrap=3,
-    kind="line",
-    errorbar=("ci", 95),
-    marker="o",
-    height=2.5,
-    aspect=1.3,
-    palette=COLORS,
-)
-grid.set(xscale="log")
-grid.set_titles("{col_name}", size=8)
-grid.set_axis_labels("k (leading principal components)", "AUROC")
+figures.pc_sweep(pc, COLORS)
 
 # %% [markdown]
 # ## 9. Scoring throughput

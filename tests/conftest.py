@@ -23,6 +23,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # (an AVX2-only EPYC, idle, 2026-11-27), one thread against two with PASSIVE: crt_canary_exposure 95 s against 129 s,
 # rmd_near_ood 76 s against 87 s, deepgini_apfd 49 s against 54 s, mink_contamination 93 s against 95 s.
 os.environ.setdefault("REPRO_THREADS", "1")
+# Every figure a notebook kernel shows or glues is checked (`repro.figure_checks`): texts printed over each other, a
+# legend or note on the data, a point outside its axes, a line missing from the legend fail the cell that drew it, so a
+# smoke run, and every test reading it, fails on a figure that does not read.
+os.environ.setdefault("REPRO_FIGURE_CHECK", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.py"))

@@ -1,6 +1,10 @@
 """repro: the shared library of the reproducibility book (metrics, data, models, runner)."""
 
-from .numerics import pin_cpu_numerics
+from .interrupts import guard_start
+
+guard_start()  # first: Ctrl-C while `python -m repro` imports ends in one line, not a traceback
+
+from .numerics import pin_cpu_numerics  # noqa: E402
 
 pin_cpu_numerics()  # before anything below can import NumPy or torch: same CPU kernels on every machine
 

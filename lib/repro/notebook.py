@@ -4,47 +4,20 @@ from __future__ import annotations
 
 import os
 import random
-import signal
 import socket
-import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from types import FrameType
 from typing import Any
 from urllib.parse import urlsplit
 
-INTERRUPTED_STARTING = "error: interrupted while starting; nothing was run, earlier results are untouched\n"
+import numpy as np
+import pandas as pd
 
-
-def _starting_command_line() -> bool:
-    """Whether this process is `python -m repro` importing the package (before its __main__ runs)."""
-    argv = list(getattr(sys, "orig_argv", ()))
-    given = any(a == "-mrepro" or (a == "-m" and argv[i + 1 : i + 2] == ["repro"]) for i, a in enumerate(argv))
-    return given and sys.argv[:1] == ["-m"]
-
-
-def _quit_while_starting(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C or SIGTERM before the runner's own handler is in place: nothing has been written yet; say so in one
-    line and exit at once (128 + signal number), without a traceback from the import under way."""
-    os.write(2, INTERRUPTED_STARTING.encode())
-    os._exit(128 + signum)
-
-
-# `python -m repro` spends its first seconds importing this package (NumPy, pandas, SciPy, then the runner), this
-# module early among them; the runner's main() replaces these handlers with its own.
-if _starting_command_line():
-    for _signal in (signal.SIGINT, signal.SIGTERM):
-        if signal.getsignal(_signal) is not signal.SIG_IGN:
-            signal.signal(_signal, _quit_while_starting)
-
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from . import page  # noqa: E402
-from .params import PROFILES, Check, Param, ParameterError, Resolved, resolve, run_checks, spec_table  # noqa: E402
-from .results import forget_published, publish  # noqa: E402
-from .verdict import forget_checks  # noqa: E402
+from . import page
+from .params import PROFILES, Check, Param, ParameterError, Resolved, resolve, run_checks, spec_table
+from .results import forget_published, publish
+from .verdict import forget_checks
 
 SEED_LIMIT = 2**32  # NumPy's legacy seeding takes 0 <= seed < 2**32
 OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
