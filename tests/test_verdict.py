@@ -312,6 +312,9 @@ def test_front_page_has_a_line_per_chapter_a_paper_vs_ours_figure_and_every_row_
     fig = frontpage.paper_vs_ours(chapters)
     ax = fig.axes[0]
     assert ax.get_xscale() == "symlog" and ax.get_xlabel() == "the paper's value"
+    from repro.figure_checks import problems
+
+    assert problems(fig) == []
 
 
 def test_a_row_shows_one_statistic_in_the_paper_and_ours_columns() -> None:
@@ -368,3 +371,6 @@ def test_the_verdict_figure_has_a_panel_per_statistic_with_threshold_and_paper_m
     assert any(list(line.get_xdata()) == [0.0, 0.0] for line in first.get_lines())  # the threshold
     assert any(line.get_marker() == "D" and list(line.get_xdata()) == [0.03] for line in first.get_lines())
     assert any(line.get_marker() == "D" and list(line.get_xdata()) == [0.9] for line in fig.axes[1].get_lines())
+    from repro.figure_checks import problems
+
+    assert problems(fig) == []

@@ -33,6 +33,13 @@ def chapter_title(stem: str) -> str:
     return stem
 
 
+def short_title(stem: str) -> str:
+    """A chapter's title up to its colon, wrapped for a legend ('DeepGini', 'Min-K% Prob')."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(chapter_title(stem).split(":")[0], 26))
+
+
 def normalize(row: Mapping[str, Any]) -> dict[str, Any]:
     """A verdict row with every column of the current layout (rows of older runs lack the newer ones)."""
     out = {column: row.get(column, "") for column in COLUMNS}
@@ -118,7 +125,7 @@ def paper_vs_ours(chapters: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]):
     from matplotlib.lines import Line2D
 
     from .page import FIGURE_WIDTH, legible_figures
-    from .plots import DECISION_COLORS
+    from .plots import DECISION_COLORS, plain_number
 
     legible_figures()
     markers = "osD^vP*X"
@@ -135,8 +142,12 @@ def paper_vs_ours(chapters: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]):
         ax.plot([x], [y], markers[stems.index(stem) % len(markers)], color=color, ms=6, mec="black", mew=0.4)
         values += [x, r["ci_low"], r["ci_high"]]
     span = max(abs(v) for v in values) * 1.3
+    ticks = [t for t in (-10, -1, -0.1, 0, 0.1, 1, 10, 100) if abs(t) <= span]
     ax.set_xscale("symlog", linthresh=0.05)
     ax.set_yscale("symlog", linthresh=0.05)
+    ax.set_xticks(ticks, [plain_number(t) for t in ticks])
+    ax.set_yticks(ticks, [plain_number(t) for t in ticks])
+    ax.minorticks_off()
     line = np.linspace(-span, span, 400)
     ax.plot(line, line, color="0.4", ls="--", lw=1)
     ax.set(xlim=(-span, span), ylim=(-span, span), xlabel="the paper's value", ylabel="ours, with its 95 % interval")
@@ -144,7 +155,7 @@ def paper_vs_ours(chapters: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]):
     ax.axvline(0, color="0.75", lw=0.8)
     handles = [Line2D([], [], ls="", marker="o", color=c, label=d) for d, c in DECISION_COLORS.items()]
     handles += [
-        Line2D([], [], ls="", marker=markers[i % len(markers)], color="0.5", mec="black", label=chapter_title(s)[:40])
+        Line2D([], [], ls="", marker=markers[i % len(markers)], color="0.5", mec="black", label=short_title(s))
         for i, s in enumerate(stems)
     ]
     handles.append(Line2D([], [], color="0.4", ls="--", label="ours = the paper's"))
