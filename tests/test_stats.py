@@ -80,7 +80,7 @@ def test_weighted_auc_of_many_resamples_equals_the_auc_of_each_resample_written_
     rng = np.random.default_rng(8)
     y, a, _ = correlated_scores(rng, 257)
     s = np.round(a, 1)  # ties
-    auc = stats._WeightedAuc(y, s)
+    auc = stats.WeightedAuc(y, s)
     weights = np.stack([np.bincount(rng.integers(0, 257, 257), minlength=257) for _ in range(600)]).astype(float)
     weights[:, :5] *= rng.integers(0, 2, (600, 5))  # inclusion masks zero some items
     direct = [stats.fast_auc(np.repeat(y, w.astype(int)), np.repeat(s, w.astype(int))) for w in weights]
@@ -209,7 +209,7 @@ def test_apfd_of_each_resample_equals_direct_resort() -> None:
     rng = np.random.default_rng(8)
     flags = rng.random(60) < 0.3
     scores = np.round(rng.normal(size=60), 1)
-    weighted = stats._WeightedApfd(flags, scores)
+    weighted = stats.WeightedApfd(flags, scores)
     for _ in range(50):
         idx = np.sort(rng.integers(0, 60, size=60))  # ties broken by original index
         if not flags[idx].any():
@@ -266,7 +266,7 @@ def test_delong_variance_matches_bootstrap() -> None:
     rng = np.random.default_rng(10)
     y, a, b = correlated_scores(rng, 1000)
     res = stats.delong(y, a, b)
-    auc_a, auc_b = stats._WeightedAuc(y, a), stats._WeightedAuc(y, b)
+    auc_a, auc_b = stats.WeightedAuc(y, a), stats.WeightedAuc(y, b)
     draws = stats._resamples(y.size, y, 2000, np.random.default_rng(0))
     diffs = np.concatenate([auc_a.many(w) - auc_b.many(w) for w in stats._count_blocks(draws, y.size, 2000)])
     assert np.var(diffs, ddof=1) == pytest.approx(res.se**2, rel=0.2)

@@ -152,7 +152,7 @@ def _is_rank_auc(metric: Callable[..., float]) -> bool:
     return (getattr(metric, "__module__", None), getattr(metric, "__qualname__", None)) == ("repro.metrics", "auroc")
 
 
-class _WeightedAuc:
+class WeightedAuc:
     """AUC of bootstrap resamples given as per-item multiplicities: no sort per resample (ties count one half)."""
 
     def __init__(self, labels: ArrayLike, scores: ArrayLike) -> None:
@@ -315,7 +315,7 @@ def bootstrap(
     rng = np.random.default_rng(seed)
     draws = _resamples(n, strata_arr, n_resamples, rng)
     if _is_rank_auc(statistic) and len(arrs) == 2:
-        auc = _WeightedAuc(arrs[0], arrs[1])
+        auc = WeightedAuc(arrs[0], arrs[1])
         dist = np.concatenate([auc.many(block) for block in _count_blocks(draws, n, n_resamples)])
     else:
         dist = np.array([statistic(*(a[idx] for a in arrs)) for idx in draws], dtype=np.float64)
@@ -342,7 +342,7 @@ def paired_bootstrap_diff(
     rng = np.random.default_rng(seed)
     draws = _resamples(n, strata, n_resamples, rng)
     if _is_rank_auc(metric):
-        auc_a, auc_b = _WeightedAuc(y, a), _WeightedAuc(y, b)
+        auc_a, auc_b = WeightedAuc(y, a), WeightedAuc(y, b)
         dist = np.concatenate([auc_a.many(w) - auc_b.many(w) for w in _count_blocks(draws, n, n_resamples)])
     else:
         dist = np.array([metric(y[idx], a[idx]) - metric(y[idx], b[idx]) for idx in draws], dtype=np.float64)
@@ -629,7 +629,7 @@ def seeds_and_items_contrast(
         raise ValueError(f"n_resamples must be >= 2, got {n_resamples}")
     n_seeds, n = arrays[0].shape
     y = _binary_labels(labels, n)
-    aucs = [[(w, _WeightedAuc(y, a[s])) for (w, _), a in zip(terms, arrays)] for s in range(n_seeds)]
+    aucs = [[(w, WeightedAuc(y, a[s])) for (w, _), a in zip(terms, arrays)] for s in range(n_seeds)]
     rng = np.random.default_rng(seed)
 
     def per_seed(weights: np.ndarray) -> np.ndarray:
@@ -648,7 +648,7 @@ AucTerm = tuple[float, np.ndarray, np.ndarray | None]  # (weight, scores, items 
 
 def _group_terms(
     labels: ArrayLike, terms: Sequence[AucTerm]
-) -> tuple[np.ndarray, list[tuple[float, _WeightedAuc, np.ndarray]]]:
+) -> tuple[np.ndarray, list[tuple[float, WeightedAuc, np.ndarray]]]:
     """One group's labels and its terms as (weight, weighted AUC, 0/1 inclusion weights)."""
     y = np.asarray(labels).astype(bool)
     out = []
@@ -656,7 +656,7 @@ def _group_terms(
         mask = np.ones(y.size) if keep is None else np.asarray(keep, dtype=np.float64)
         if mask.shape != y.shape:
             raise ValueError(f"a term's inclusion mask needs one entry per item, got {mask.shape} for {y.size} items")
-        out.append((float(weight), _WeightedAuc(y, scores), mask))
+        out.append((float(weight), WeightedAuc(y, scores), mask))
     return y, out
 
 
@@ -822,7 +822,7 @@ def seeds_and_items_perplexity(
     return hierarchical_interval(per_seed(np.ones((1, n)))[0], per_seed(weights), level=level, words=words)
 
 
-class _WeightedApfd:
+class WeightedApfd:
     """APFD of a resample of tests (per-test multiplicities), each method keeping its own order by score."""
 
     def __init__(self, misclassified: np.ndarray, scores: np.ndarray) -> None:
@@ -863,7 +863,7 @@ def paired_apfd_draws(
     if not flags.any():
         raise ValueError("APFD is undefined when no test is misclassified: the order reveals no fault")
     strata = flags if stratify and not flags.all() else None
-    apfd_a, apfd_b = _WeightedApfd(flags, a), _WeightedApfd(flags, b)
+    apfd_a, apfd_b = WeightedApfd(flags, a), WeightedApfd(flags, b)
     rng = np.random.default_rng(seed)
     weights = (np.bincount(idx, minlength=n).astype(np.float64) for idx in _resamples(n, strata, n_resamples, rng))
     dist = np.array([apfd_a(w) - apfd_b(w) for w in weights])

@@ -285,7 +285,7 @@ def _clustered_apfd_difference(runs: list, sources: list, n_boot: int, seed: int
     scorers, scales, estimates = [], [], []
     for f, a, b in runs:
         worst, best = apfd_bounds(len(f), int(f.sum()))
-        wa, wb = stats._WeightedApfd(f, order_scores(a)), stats._WeightedApfd(f, order_scores(b))
+        wa, wb = stats.WeightedApfd(f, order_scores(a)), stats.WeightedApfd(f, order_scores(b))
         scorers.append((wa, wb))
         scales.append(best - worst)
         ones = np.ones(len(f))

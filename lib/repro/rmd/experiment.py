@@ -428,7 +428,7 @@ def _weighted_auc_draws(
     arrays = [(w, np.atleast_2d(np.asarray(a, dtype=np.float64))) for w, a in terms]
     per_seed, draws = [], []
     for s in range(arrays[0][1].shape[0]):
-        aucs = [(w, stats._WeightedAuc(labels, a[s])) for w, a in arrays]
+        aucs = [(w, stats.WeightedAuc(labels, a[s])) for w, a in arrays]
         per_seed.append(sum(w * auc.many(np.ones((1, labels.size)))[0] for w, auc in aucs))
         draws.append(sum(w * auc.many(weights) for w, auc in aucs))
     return np.asarray(per_seed), np.stack(draws, axis=1)
