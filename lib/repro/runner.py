@@ -167,12 +167,16 @@ def check_name(name: str) -> None:
 
 
 def check_overrides(source: Path, overrides: dict[str, Any]) -> None:
-    """Refuse override names that are not identifiers or not declared in the notebook's parameters cell."""
+    """Refuse override names that are not identifiers or not declared in the notebook's parameters cell, and null
+    values: a parameter left at None takes the profile's value, so `-p NAME null` would be that value under a cache
+    key of its own."""
     allowed = [n for n in declared_parameters(source) if n != "profile"]
-    for name in overrides:
+    for name, value in overrides.items():
         check_name(name)
         if name not in allowed:
             raise ParameterError(f"unknown parameter {name!r} of {source.stem}: allowed are {', '.join(allowed)}")
+        if value is None:
+            raise ParameterError(f"parameter {name!r}: null is not a value; leave {name} out for the profile's value")
 
 
 def overrides_from_cli(pairs: list[list[str]]) -> dict[str, Any]:
@@ -553,6 +557,7 @@ def run(
     final_dir = runs_dir() / profile
     with notebook_lock(stem):
         clear_leftovers(stem)
+        atomic.clear_stale(data_dir())  # temporary files of cache entries whose writer was killed (any notebook's)
         key = cache_key(source, profile, overrides)
         entry = runs_dir() / ".cache" / f"{stem}-{key}"
         result = None if force else cached_result(entry, stem)
@@ -639,6 +644,10 @@ def _parser() -> argparse.ArgumentParser:
     d = sub.add_parser("compare", help="compare the tables of two runs (results JSON files or runs/<profile> folders)")
     d.add_argument("first", type=Path)
     d.add_argument("second", type=Path)
+    s = sub.add_parser("show", help="print one published table of runs/<profile>/<notebook>.json")
+    s.add_argument("notebook")
+    s.add_argument("table")
+    s.add_argument("--profile", default="default", choices=PROFILES)
     return parser
 
 
@@ -690,6 +699,10 @@ def _main(args: argparse.Namespace) -> None:
         print("\n".join(lines) if lines else "identical: every table of every run (timing columns aside)")
         if lines:
             raise RunError(f"{len(lines)} tables differ", 1)
+    elif args.command == "show":
+        from .show import table_text
+
+        print(table_text(args.notebook, args.table, args.profile))
     elif args.command == "data":
         from .data import fetch_bigbench
         from .pretrained import minilm_path, smollm2_path
@@ -726,8 +739,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: returns 0, 1 (run failed), 2 (bad input) or 130 (interrupted)."""
     args = _parser().parse_args(argv)
     catch = [sig for sig in (signal.SIGINT, signal.SIGTERM) if signal.getsignal(sig) is not signal.SIG_IGN]
-    previous = {sig: signal.signal(sig, _interrupt) for sig in catch}
+    previous = {sig: signal.getsignal(sig) for sig in catch}
     try:
+        for sig in catch:
+            signal.signal(sig, _interrupt)
         _main(args)
     except RunError as err:
         print(f"error: {err}", file=sys.stderr)
