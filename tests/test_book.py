@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import NOTEBOOKS, ROOT
 from repro.runner import stage_book
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -58,6 +58,18 @@ PAGE_CHECKS = r"""() => {
       const text = cell.innerText.trim();
       if (text.endsWith('...') || text.endsWith('…') || text === '...') problems.push('truncated cell: ' + text.slice(0, 60));
     }
+  }
+  // A table stays inside the text column (a wide result table scrolls inside its output instead).
+  const article = document.querySelector('article.bd-article') || document.querySelector('main');
+  const right = article.getBoundingClientRect().right;
+  for (const table of document.querySelectorAll('main table')) {
+    const box = (table.closest('div.cell_output') || table).getBoundingClientRect();
+    if (box.right > right + 1) problems.push(`table overflows its column by ${Math.round(box.right - right)} px`);
+  }
+  // A verdict row reads in one glance: at most about six lines of its text (seven line heights with padding).
+  for (const row of document.querySelectorAll('main table.repro-verdict tbody tr')) {
+    const lines = row.getBoundingClientRect().height / parseFloat(getComputedStyle(row.querySelector('td')).lineHeight);
+    if (lines > 7) problems.push(`verdict row ${row.innerText.slice(0, 50)} is ${lines.toFixed(1)} lines tall`);
   }
   for (const block of document.querySelectorAll('main .cell_input, main div.cell > .cell_input')) {
     const cell = block.closest('.cell');
@@ -145,6 +157,20 @@ def test_every_page_renders_without_errors(built_book: Path, server: str) -> Non
             figures += len(sizes)
             problems = page.evaluate(PAGE_CHECKS)
             assert not problems, f"{rel}: {problems}"
+            if rel.startswith("book/executed/"):  # a chapter opens on its verdict: the figure, then the rows
+                first = page.evaluate(
+                    "(() => { const s = document.querySelector('main section section');"
+                    " return [s.querySelector('h2').innerText, s.querySelectorAll('img').length,"
+                    " s.querySelectorAll('table.repro-verdict tbody tr').length]; })()"
+                )
+                assert first[0].startswith("Verdict") and first[1] == 1 and first[2] >= 3, (rel, first)
+                collapsed = "(() => { const t = document.querySelector('#table-params details:not([open]) table');"
+                collapsed += " return t !== null && !t.checkVisibility(); })()"
+                assert page.evaluate(collapsed), f"{rel}: the parameter table is not collapsed"
+            if rel == toc_pages(built_book)[0]:  # the landing page: a line of verdicts per chapter, and the figure
+                assert page.locator("ul.repro-chapters > li").count() == len(NOTEBOOKS), rel
+                assert page.locator("ul.repro-chapters span.repro-badge").count() >= len(NOTEBOOKS), rel
+                assert page.locator("img[src*='paper_vs_ours']").count() == 1, rel
             page.screenshot(
                 path=str(SCREENSHOTS / (rel.replace("/", "_").removesuffix(".html") + ".png")), full_page=True
             )
