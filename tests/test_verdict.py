@@ -350,8 +350,14 @@ def test_the_views_name_a_null_band_as_such_and_the_row_is_compact() -> None:
     html = verdict.rows_html([row, null_row])
     assert html.count("<tr>") == 3 and 'class="repro-badge repro-inconclusive"' in html
     assert "miniature: K 60 vs 150" in html and "<details><summary>more</summary>" in html
-    # the cause's first clause shows; the rest (none here) would sit behind the disclosure with source, rule, test
-    assert ">to decide at this estimate: about" in html and "<b>regime</b>: miniature: classes K = 60" in html
+    # rows sit under their statistic; an inconclusive row shows how much more data would decide it, the whole text
+    # sits behind the disclosure with source, regime, rule and test
+    assert '<tr class="repro-group"><td colspan="5">the estimate</td></tr>' in html
+    assert '<div class="repro-why">to decide: about 1.3× the data</div>' in html
+    assert (
+        "<b>why</b>: to decide at this estimate: about 1.3×" in html
+        and "<b>regime</b>: miniature: classes K = 60" in html
+    )
 
 
 def test_the_verdict_figure_has_a_panel_per_statistic_with_threshold_and_paper_marker() -> None:

@@ -173,6 +173,8 @@ def _badges(counts: Mapping[str, int]) -> str:
     )
 
 
+WIDE = ["---", "html_theme.sidebar_secondary.remove: true", "---", ""]  # no contents column: the rows get its width
+
 READING = """## How to read a verdict
 
 - **Claim and statistic.** Each row quotes one claim of the paper and names the one statistic it is judged on
@@ -215,6 +217,7 @@ def render(profile: str, chapters: Sequence[tuple[str, Sequence[Mapping[str, Any
     )
     return "\n".join(
         [
+            *WIDE,
             "# Do the claims hold?",
             "",
             f"This book re-runs the experiments of machine-learning papers and judges each claim by a rule written "
@@ -244,6 +247,7 @@ def render_rows(profile: str, chapters: Sequence[tuple[str, Sequence[Mapping[str
         sections += [rows_html(rows, link=link), ""]
     return "\n".join(
         [
+            *WIDE,
             "# Every verdict row",
             "",
             f"Every row of every chapter at the `{profile}` profile (`runs/{profile}/*.json`), numbered as in its "

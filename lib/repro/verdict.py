@@ -724,52 +724,69 @@ def paper_text(row: Mapping[str, Any]) -> str:
     return _number(estimate, 4 if exact else 3) if estimate is not None else "direction only"
 
 
-def _cause(row: Mapping[str, Any]) -> tuple[str, str]:
-    """(the cause's first clause, the rest): a row's cause in one short sentence, the full text behind a disclosure."""
+def _cause(row: Mapping[str, Any]) -> str:
+    """What the row shows of its `why` at a glance: a cause's first clause (not held, untestable), how much more data
+    would decide it (inconclusive), else nothing; the whole text sits behind the row's disclosure."""
     why = str(row.get("why") or "")
-    head, _, rest = why.partition("; ")
-    return head, rest
+    if row["decision"] == "held":
+        return ""
+    more = re.search(r"(about [\d.]+×|over 100×) the ", why) if row["decision"] == "inconclusive" else None
+    if more:
+        return f"to decide: {more.group(1)} the data"
+    head = why.partition("; ")[0]
+    if len(head) <= 80:
+        return head
+    lead = head.split(": ")[0]
+    return lead if len(lead) <= 80 and lead not in CAUSES else f"{lead[:20]}: in full under more"
 
 
 def rows_html(rows: Sequence[Mapping[str, Any]], link: str = "") -> str:
-    """Verdict rows as a compact table a reader scans: the row's number (as in the verdict figure), the claim with
-    the statistic it is judged on, the paper's value and ours in that statistic, the decision as a coloured badge
-    with the regime as a short tag, the cause in one clause; source, rule, test and the full regime and cause sit
-    behind a disclosure. `link`: a page the measuring tables are on (their anchors are `table-<name>`)."""
+    """Verdict rows as a compact table a reader scans, grouped under the statistic they are judged on (as the panels
+    of the verdict figure): the row's number (as in the figure), the claim with its cause at a glance, the paper's
+    value and ours in that statistic, the decision as a coloured badge with the regime as a short tag; source, rule,
+    test and the full regime and cause sit behind a disclosure. `link`: the page the measuring tables are on (their
+    anchors are `table-<name>`)."""
     import html
 
     esc = html.escape
-    body = []
+    groups: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
     for i, row in enumerate(rows, 1):
-        decision = str(row["decision"])
-        mine = ' <span class="repro-tag">our check</span>' if row.get("origin") == "ours" else ""
-        stat = row.get("statistic") or "the estimate"
-        head, rest = _cause(row)
-        measured = row.get("measured_by") or ""
-        table = f' (table <a href="{link}#table-{esc(measured)}"><code>{esc(measured)}</code></a>)' if measured else ""
-        more = [
-            ("source", row.get("source", "")),
-            ("regime", row.get("regime", "")),
-            ("rule", row.get("rule", "")),
-            ("test", row.get("test", "")),
-            ("cause", row.get("why", "") if rest else ""),
-        ]
-        details = "".join(f"<div><b>{k}</b>: {esc(str(v))}</div>" for k, v in more if str(v).strip())
-        body.append(
-            "<tr>"
-            f'<td class="repro-n">{i}</td>'
-            f'<td class="repro-claim">{esc(str(row["claim"]))}{mine}<div class="repro-stat">{esc(str(stat))}</div></td>'
-            f"<td>{esc(paper_text(row))}</td>"
-            f"<td>{esc(ours_text(row))}</td>"
-            f'<td><span class="repro-badge repro-{decision.replace(" ", "-")}">{esc(decision)}</span>'
-            f'<div class="repro-regime">{esc(str(row.get("regime_tag") or row.get("regime", "")).split(";")[0])}</div></td>'
-            f'<td class="repro-why">{esc(head)}{table}'
-            f"<details><summary>more</summary>{details}</details></td>"
-            "</tr>"
-        )
+        groups.setdefault(str(row.get("statistic") or "the estimate"), []).append((i, row))
+    body = []
+    for stat, items in groups.items():
+        body.append(f'<tr class="repro-group"><td colspan="5">{esc(stat)}</td></tr>')
+        for i, row in items:
+            decision = str(row["decision"])
+            mine = ' <span class="repro-tag">our check</span>' if row.get("origin") == "ours" else ""
+            measured = row.get("measured_by") or ""
+            table = (
+                f' (table <a href="{link}#table-{esc(measured)}"><code>{esc(measured)}</code></a>)' if measured else ""
+            )
+            cause = _cause(row)
+            cause = f'<div class="repro-why">{esc(cause)}{table}</div>' if cause else ""
+            more = [
+                ("source", row.get("source", "")),
+                ("regime", row.get("regime", "")),
+                ("rule", row.get("rule", "")),
+                ("test", row.get("test", "")),
+                ("why", row.get("why", "")),
+            ]
+            details = "".join(f"<div><b>{k}</b>: {esc(str(v))}</div>" for k, v in more if str(v).strip())
+            tag = str(row.get("regime_tag") or row.get("regime", "")).split(";")[0]
+            body.append(
+                "<tr>"
+                f'<td class="repro-n">{i}</td>'
+                f'<td class="repro-claim">{esc(str(row["claim"]))}{mine} '
+                f"<details><summary>more</summary>{details}</details>{cause}</td>"
+                f"<td>{esc(paper_text(row))}</td>"
+                f"<td>{esc(ours_text(row))}</td>"
+                f'<td><span class="repro-badge repro-{decision.replace(" ", "-")}">{esc(decision)}</span>'
+                f'<div class="repro-regime">{esc(tag)}</div></td>'
+                "</tr>"
+            )
     return (
-        '<table class="repro-table repro-verdict"><thead><tr><th>#</th><th>claim, and the statistic judged</th>'
-        "<th>paper</th><th>ours [95 % interval]</th><th>decision, regime</th><th>why</th></tr></thead>\n<tbody>\n"
+        '<table class="repro-table repro-verdict"><thead><tr><th>#</th><th>claim (under the statistic it is judged on)'
+        "</th><th>paper</th><th>ours [95 % interval]</th><th>decision, regime</th></tr></thead>\n<tbody>\n"
         + "\n".join(body)
         + "\n</tbody></table>"
     )
