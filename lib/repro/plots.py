@@ -88,10 +88,9 @@ def forest(rows, width: float | None = None):
     from matplotlib.lines import Line2D
 
     from .page import FIGURE_WIDTH
+    from .verdict import by_statistic
 
-    groups: dict[str, list[tuple[int, dict]]] = {}
-    for i, row in enumerate(rows, 1):
-        groups.setdefault(str(row.get("statistic") or "the estimate"), []).append((i, row))
+    groups = by_statistic(rows)
     sizes = [len(g) for g in groups.values()]
     fig, axes = plt.subplots(
         len(groups),

@@ -740,6 +740,15 @@ def _cause(row: Mapping[str, Any]) -> str:
     return lead if len(lead) <= 80 and lead not in CAUSES else f"{lead[:20]}: in full under more"
 
 
+def by_statistic(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[int, Mapping[str, Any]]]]:
+    """Rows numbered from 1 in their order, grouped by the statistic they are judged on (first-seen order): the
+    verdict table's headers and the verdict figure's panels."""
+    groups: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    for i, row in enumerate(rows, 1):
+        groups.setdefault(str(row.get("statistic") or "the estimate"), []).append((i, row))
+    return groups
+
+
 def rows_html(rows: Sequence[Mapping[str, Any]], link: str = "") -> str:
     """Verdict rows as a compact table a reader scans, grouped under the statistic they are judged on (as the panels
     of the verdict figure): the row's number (as in the figure), the claim with its cause at a glance, the paper's
@@ -749,11 +758,8 @@ def rows_html(rows: Sequence[Mapping[str, Any]], link: str = "") -> str:
     import html
 
     esc = html.escape
-    groups: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
-    for i, row in enumerate(rows, 1):
-        groups.setdefault(str(row.get("statistic") or "the estimate"), []).append((i, row))
     body = []
-    for stat, items in groups.items():
+    for stat, items in by_statistic(rows).items():
         body.append(f'<tr class="repro-group"><td colspan="5">{esc(stat)}</td></tr>')
         for i, row in items:
             decision = str(row["decision"])
