@@ -69,7 +69,7 @@ def _cell(v: float, digits: int) -> str:
     return "0" if text in ("-0", "") else text
 
 
-def _rounded(frame: pd.DataFrame, digits: int) -> pd.DataFrame:
+def rounded(frame: pd.DataFrame, digits: int) -> pd.DataFrame:
     """Floats rounded for display (integers and text untouched)."""
     out = frame.copy()
     for col in out.columns:
@@ -82,7 +82,7 @@ def html_table(frame: pd.DataFrame, digits: int = 4) -> str:
     """A compact HTML table without the index: floats rounded, long cells wrapping, decisions coloured."""
     if len(frame) > MAX_ROWS:
         raise ValueError(f"a shown table has {len(frame)} rows (at most {MAX_ROWS}): pivot it, or publish a view")
-    shown = _rounded(frame.reset_index(drop=True), digits)
+    shown = rounded(frame.reset_index(drop=True), digits)
     shown.columns.name = None  # a pivot's column-level name would render as an empty first column
     html = shown.to_html(index=False, escape=True, border=0, classes="repro-table", na_rep="")
     for decision in ("held", "not held", "inconclusive"):

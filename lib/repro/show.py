@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from .paths import runs_dir
-from .results import MAX_ROWS, _rounded
+from .results import MAX_ROWS, rounded
 from .runner import EXIT_BAD_INPUT, RunError
 
 DIGITS = 4  # as the rendered page rounds its tables
@@ -44,7 +44,7 @@ def table_text(notebook: str, table: str, profile: str = "default") -> str:
     frame = pd.DataFrame(tables[table])
     if frame.empty:
         return f"{path.stem} [{profile}] / {table}: no rows"
-    shown = _rounded(frame.head(MAX_ROWS), DIGITS)
+    shown = rounded(frame.head(MAX_ROWS), DIGITS)
     text = shown.to_string(index=False, max_colwidth=MAX_WIDTH)
     if len(frame) > MAX_ROWS:
         text += f"\n({MAX_ROWS} of {len(frame)} rows; every row: {path})"
