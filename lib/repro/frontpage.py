@@ -16,6 +16,7 @@ from typing import Any
 
 from . import atomic
 from .paths import notebooks_dir, project_root, runs_dir
+from .plots import finite_number
 from .verdict import COLUMNS, DECISIONS, is_null_row, ours_text, paper_text, rows_html
 
 PAGE = Path("book") / "claims.md"
@@ -46,9 +47,6 @@ def normalize(row: Mapping[str, Any]) -> dict[str, Any]:
     out["paper_estimate"] = row.get("paper_estimate")
     for column in ("rule_low", "rule_high", "ci_low", "ci_high", "ours"):
         out[column] = row.get(column)
-    if not out["statistic"]:
-        match = re.search(r"interval of (.+?) lies|(?:if|unless) (.+?) (?:lies|is) ", str(row.get("rule", "")))
-        out["statistic"] = next((g for g in match.groups() if g), "the estimate") if match else "the estimate"
     return out
 
 
@@ -108,10 +106,10 @@ def comparable(rows: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [
         r
         for r in rows
-        if isinstance(r.get("paper_estimate"), (int, float))
+        if finite_number(r.get("paper_estimate"))
         and not r.get("values")
         and not is_null_row(r)
-        and all(isinstance(r.get(k), (int, float)) for k in ("ours", "ci_low", "ci_high"))
+        and all(finite_number(r.get(k)) for k in ("ours", "ci_low", "ci_high"))
         and r["ci_low"] != r["ci_high"]
     ]
 

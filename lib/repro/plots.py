@@ -73,7 +73,7 @@ def log_axis(ax, axis: str = "x", base: int = 2) -> None:
 DECISION_COLORS = {"held": "#1a9850", "not held": "#d73027", "inconclusive": "#e0a000", "untestable here": "#8c8c8c"}
 
 
-def _finite(value) -> bool:
+def finite_number(value) -> bool:
     """Whether a cell holds a finite number."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
 
@@ -105,21 +105,21 @@ def forest(rows, width: float | None = None):
             y, color = -j, DECISION_COLORS.get(str(row.get("decision")), "black")
             ours, low, high = row.get("ours"), row.get("ci_low"), row.get("ci_high")
             null = str(row.get("rule_kind") or "").endswith("null")
-            if _finite(low) and _finite(high) and low != high:
+            if finite_number(low) and finite_number(high) and low != high:
                 if null:
                     ax.plot([low, high], [y, y], lw=7, color="0.82", solid_capstyle="butt", zorder=1)
                 else:
                     ax.plot([low, high], [y, y], lw=2, color=color, zorder=2)
                 xs += [low, high]
-            if _finite(ours):
+            if finite_number(ours):
                 ax.plot([ours], [y], "o", color=color, ms=6, zorder=3)
                 xs.append(ours)
             paper = row.get("paper_estimate")
-            if _finite(paper) and not row.get("values"):
+            if finite_number(paper) and not row.get("values"):
                 ax.plot([paper], [y], "D", mfc="none", mec="black", ms=6, mew=1.2, zorder=4)
                 xs.append(paper)
         for bound in {r.get(k) for _, r in items for k in ("rule_low", "rule_high")}:
-            if _finite(bound):
+            if finite_number(bound):
                 ax.axvline(bound, color="0.3", ls="--", lw=1, zorder=0)
                 xs.append(bound)
         if xs:
