@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv pip install --python $(PY)
 PROFILE ?= default
+# Notebooks run side by side, each on CPUs of its own (book/rerunning.md, "Threads").
+JOBS ?= 1
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # The paper profile needs the Hugging Face Hub, so the book is built offline only at the other profiles.
 BOOK_OFFLINE := $(if $(filter paper,$(PROFILE)),,$(OFFLINE))
@@ -38,7 +40,7 @@ data: venv system
 	$(OFFLINE) $(PY) -m repro data
 
 book: data
-	$(BOOK_OFFLINE) $(PY) -m repro book --profile $(PROFILE)
+	$(BOOK_OFFLINE) $(PY) -m repro book --profile $(PROFILE) --jobs $(JOBS)
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 
 # Two pytest-xdist workers, one per core: the tests that train run on one of them, one at a time (tests/conftest.py).

@@ -589,17 +589,65 @@ def toc_notebooks(toc: Path | None = None) -> list[str]:
     return found
 
 
-def stage_book(profile: str) -> Iterator[dict[str, Any]]:
-    """Run every notebook of the table of contents at `profile`, copy it into book/executed/, yield each result."""
+def stage_book(profile: str, jobs: int = 1) -> Iterator[dict[str, Any]]:
+    """Run every notebook of the table of contents at `profile`, copy it into book/executed/, yield each result.
+    `jobs` > 1: the notebooks not cached run side by side in child processes, each on cores of its own
+    (`repro.jobs`); the cached ones are staged first. Failures are reported together once the others are done."""
     executed = project_root() / "book" / "executed"
     stems = toc_notebooks()
-    for stem in stems:
-        result = run(stem, profile)
+
+    def stage(stem: str, cached: bool | None = None) -> dict[str, Any]:
+        result = run(stem, profile)  # after a child's run: the cache entry it wrote
         cache.clear_leftovers(executed, f"{stem}.")
         guide = sessions.render(stem, result)
         stage_notebook(runs_dir() / profile / f"{stem}.ipynb", executed / f"{stem}.ipynb", guide)
-        yield result
+        return result if cached is None else {**result, "cached": cached}
+
+    if jobs == 1:
+        for stem in stems:
+            yield stage(stem)
+    else:
+        yield from _stage_side_by_side(stems, profile, jobs, stage)
     frontpage.write(profile, stems)
+
+
+def _last_seconds(stem: str, profile: str) -> float:
+    """How long `stem`'s last run at `profile` took (runs/<profile>/<stem>.json), 0 when unknown."""
+    try:
+        return float(json.loads((runs_dir() / profile / f"{stem}.json").read_text(encoding="utf-8"))["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def _stage_side_by_side(stems: list[str], profile: str, jobs: int, stage: Any) -> Iterator[dict[str, Any]]:
+    """`stage_book`'s parallel branch: cached notebooks staged here, the others run by `repro.jobs`, longest first."""
+    from . import jobs as side_by_side
+
+    try:
+        side_by_side.cpu_sets(jobs)
+    except ValueError as err:
+        raise RunError(str(err), EXIT_BAD_INPUT) from None
+    todo = []
+    for stem in stems:
+        source = find_notebook(stem)
+        if cached_result(runs_dir() / ".cache" / f"{stem}-{cache_key(source, profile, {})}", stem) is None:
+            todo.append(stem)
+        else:
+            yield stage(stem)
+    todo.sort(key=lambda stem: -_last_seconds(stem, profile))  # stable: book order among the unknown
+    failed = []
+    command = [sys.executable, "-m", "repro", "run", "--profile", profile]
+    for stem, failure in side_by_side.run_side_by_side(todo, lambda stem: [*command, stem], jobs):
+        if failure is None:
+            yield stage(stem, cached=False)
+        else:
+            failed.append(failure)
+    if failed:
+        codes = {f.code for f in failed}
+        raise RunError(
+            f"{len(failed)} of {len(todo)} notebooks failed: " + "; ".join(str(f) for f in failed),
+            EXIT_BAD_INPUT if codes == {EXIT_BAD_INPUT} else 1,
+        )
 
 
 def stage_notebook(executed: Path, target: Path, guide: str | None = None) -> None:
@@ -638,6 +686,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true", help="ignore the cache and execute again")
     b = sub.add_parser("book", help="run every notebook of _toc.yml and stage it for jupyter-book")
     b.add_argument("--profile", default="default", choices=PROFILES)
+    b.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="notebooks run side by side, each on CPUs of its own (REPRO_THREADS = CPUs / jobs); default 1",
+    )
     c = sub.add_parser("collect", help="print the results tables of a notebook executed by plain papermill")
     c.add_argument("executed", type=Path)
     sub.add_parser("data", help="prepare the offline models and data (SmolLM2 from its GGUF, BIG-bench task files)")
@@ -685,7 +739,7 @@ def _main(args: argparse.Namespace) -> None:
             f"-> {runs_dir() / result['profile'] / result['notebook']}.json"
         )
     elif args.command == "book":
-        for result in stage_book(args.profile):
+        for result in stage_book(args.profile, jobs=args.jobs):
             how = "cached" if result["cached"] else f"{result['seconds']} s"
             print(f"{result['notebook']} [{args.profile}]: {how}", flush=True)
     elif args.command == "collect":
