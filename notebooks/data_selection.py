@@ -26,7 +26,7 @@
 # *proxy* model is trained with Group DRO against a *reference* model: domains on which the
 # proxy's loss exceeds the reference's get more weight. The averaged weights then train the
 # real model, which the paper finds better on every domain, including those it down-weights,
-# and 2.6 times faster to reach the baseline's perplexity.
+# and 2.6 times faster to reach the baseline's downstream accuracy (here: its perplexity).
 #
 # This chapter runs both at miniature scale on four text domains, and uses DSIR's weights to
 # measure the "outlierness" the Min-K% chapter invokes for its contaminants.
@@ -50,11 +50,12 @@ seed = None  # every random draw derives from it
 source = None  # local: squad_shifts domains offline / hub: The Pile's domains
 domains = None  # text domains
 docs_per_domain = None  # documents read per domain
+chunk_words = None  # words per chunk: every document is cut into chunks, as the DSIR paper cuts The Pile
 targets = None  # DSIR target domains
-target_docs = None  # target documents DSIR fits its target distribution on
+target_docs = None  # target documents whose chunks DSIR fits its target distribution on
 eval_docs = None  # held-out target documents scored by every selection's LM
-select_sizes = None  # selection sizes, in documents' worth of tokens (equal tokens for every method)
-min_length = None  # fewest tokens of a selectable document (the package's filter)
+select_sizes = None  # selection sizes, in chunks' worth of tokens (equal tokens for every method)
+min_length = None  # fewest tokens of a selectable chunk (the package's filter)
 dsir_seeds = None  # selection draws per DSIR method, one LM (its own seed) each
 doremi_seeds = None  # main-model seeds per DoReMi mixture
 vocab_size = None  # most frequent token ids kept; the rest share one unknown id
@@ -62,7 +63,7 @@ lm_dim = None  # width of the tiny LLaMA models
 lm_layers = None  # decoder layers of the tiny LLaMA models
 block_size = None  # tokens per training sequence
 batch_size = None  # sequences per optimizer step
-learning_rate = None  # AdamW peak learning rate (the authors' warmup and cosine decay)
+learning_rate = None  # AdamW peak learning rate (the authors' warmup and exponential decay)
 dsir_steps = None  # optimizer steps of each DSIR selection's LM
 proxy_steps = None  # optimizer steps of DoReMi's reference and proxy models
 proxy_seeds = None  # proxy runs per sweep point against one reference (DoReMi main model i uses run i's weights)
@@ -71,7 +72,8 @@ doremi_steps = None  # optimizer steps of each main model
 eval_every = None  # steps between held-out evaluations of the main models
 step_size = None  # DoReMi's exponentiated-gradient step size
 smoothing = None  # DoReMi's smoothing towards uniform weights
-noise_shares = None  # natural token shares of an unlearnable noise domain, one DoReMi run each (the last judged)
+noise_shares = None  # natural token shares of an unlearnable noise domain, one DoReMi run each
+doremi_fractions = None  # share of each text domain's training documents DoReMi's models see (unequal sizes)
 
 # %%
 import matplotlib.pyplot as plt
@@ -111,7 +113,9 @@ verdict.plan(list(CLAIMS.values()))
 # paragraphs from new Wikipedia articles, New York Times articles, Reddit posts and Amazon
 # product reviews. All text is tokenized with SmolLM2's tokenizer, and the `vocab_size` most
 # frequent ids of the corpus keep their own id while the rest share one unknown id, so that the
-# tiny models do not spend their compute on a 49k-token output layer. Domain sizes are counted in
+# tiny models do not spend their compute on a 49k-token output layer. As the DSIR paper cuts The
+# Pile into 128-word examples, every paragraph is cut into `chunk_words`-word chunks (its last
+# chunk shorter); the chunks are the documents every method selects. Domain sizes are counted in
 # tokens.
 
 # %%
@@ -121,8 +125,8 @@ publish("domains", ex.domains_table(D))
 # %% [markdown]
 # ## 2. DSIR against random selection and heuristic classification
 #
-# For each target domain, a sample of `target_docs` documents is the target and `eval_docs` other
-# documents of that domain are held out. The raw pool is the *other* domains: as in the paper,
+# For each target domain, the chunks of `target_docs` documents are the target sample and those of
+# `eval_docs` other documents are held out. The raw pool is the *other* domains: as in the paper,
 # whose targets are downstream datasets that The Pile does not hold, the target's own source is
 # left out, so that DSIR has to find target-like text rather than recognise the target domain.
 # Six arms each select from the pool:
@@ -137,27 +141,33 @@ publish("domains", ex.domains_table(D))
 # - **DSIR**: the authors' `data-selection` package's hashed n-gram features (10,000 buckets),
 #   importance log-weights, and Gumbel top-k resampling without replacement;
 # - **top-k DSIR**: the largest weights without the noise, the paper's ablation;
-# - **DSIR, equal documents**: DSIR taking `select_sizes` documents whatever their length, the
-#   protocol of this chapter's first pass, kept to measure the length confound.
+# - **oracle**: random chunks of the target domain itself (outside its held-out documents), what
+#   no selection from the pool can have; it calibrates the perplexity stand-in.
 #
-# Every other arm selects **equal tokens**: documents in the method's order until `select_sizes`
-# documents' worth of tokens (that many times the pool's mean document length). DSIR's summed log
-# weight can favour short or long documents, so at an equal number of documents it could hand its
-# language model a different amount of text than random selection does (the length confound below
-# measures which). Each arm is drawn `dsir_seeds` times; each draw
+# The package's weights take logs of the target's n-gram distribution with a floor of 10⁻⁸. At the
+# authors' scale no bucket is empty; with a small target sample some are, every n-gram falling
+# into one adds about −15 nats, and the weight then mostly counts unseen n-grams. DSIR here fits
+# on the chunks of `target_docs` documents and selects with one pseudo-count per bucket in both
+# distributions; the `dsir_rankings` table sets the package's own ranking beside it: the share of
+# buckets the sample leaves empty, the share of the package's weight they carry, and how much the
+# two rankings' selections have in common.
+#
+# Every arm selects **equal tokens**: chunks in the method's order until `select_sizes` chunks'
+# worth of tokens (that many times the eligible pool's mean chunk length). Each arm is drawn
+# `dsir_seeds` times; each draw
 # trains one tiny LLaMA from scratch (its own seed, shared across arms) and is scored on the
 # held-out target documents. The table gives the means over draws; KL reduction is measured on the
 # held-out target text, not on the sample DSIR was fitted on. The held-out text is cut into blocks,
 # and blocks come in articles (paragraphs of one article share its topic): the intervals resample
-# articles within each target, then blocks within them. `shared with DSIR` in the per-draw table is
-# the share of its documents an arm's selection has in common with DSIR's of the same draw; the
-# register bounds it for top-k DSIR, whose row is untestable when the two arms share over 90 %.
+# articles within each target, then blocks within them. `differs from top-k DSIR` is the share of an
+# arm's chunks not in top-k DSIR's selection of the same draw; the register bounds the overlap of
+# DSIR and top-k DSIR, whose row is untestable when the two share over 90 % of their chunks.
 
 # %%
-selection, nll, counts, confound = ex.dsir_runs(D, P)
+selection, nll, counts, ranks = ex.dsir_runs(D, P)
 publish("selection_draws", selection, show=False)
 publish("selection", ex.selection_view(selection))
-publish("length_confound", confound)
+publish("dsir_rankings", ranks)
 figures.selection(selection)
 plt.show()
 
@@ -174,10 +184,11 @@ vs_random, vs_heuristic, vs_topk = (
     ratio("DSIR", "heuristic classification"),
     ratio("DSIR", "top-k DSIR"),
 )
-vs_topk_heuristic, equal_docs = ratio("DSIR", ex.TOPK_HEURISTIC), ratio(ex.EQUAL_DOCS, "DSIR")
-kl = ex.kl_quality_correlation(selection, P.seed)
+vs_topk_heuristic, vs_oracle = ratio("DSIR", ex.TOPK_HEURISTIC), ratio("DSIR", ex.ORACLE)
+kl = ex.kl_quality_correlation(selection)
+publish("method_means", ex.method_means(selection).round(3))
 topk_shared = float(selection.loc[selection.method == "top-k DSIR", "shared with DSIR"].mean())
-page.say(ex.dsir_words(selection, confound, vs_random, vs_heuristic, vs_topk, equal_docs, kl, vs_topk_heuristic))
+page.say(ex.dsir_words(selection, ranks, vs_random, vs_heuristic, vs_topk, vs_oracle, kl, vs_topk_heuristic))
 
 # %% [markdown]
 # ## 3. How much of an outlier is a contaminant? (our own analysis)
@@ -187,7 +198,8 @@ page.say(ex.dsir_words(selection, confound, vs_random, vs_heuristic, vs_topk, eq
 # remembered, news inserted into news blends in. DSIR's weight measures how much likelier an item's
 # n-grams are under its own set's distribution than under a background. Every set is scored
 # against one shared background (web and news text), each item against the other half of its own
-# set (cross-fitting), per n-gram; the same again with the prompt templates ("Question:",
+# set (cross-fitting), per n-gram, every set cut to the same number of n-grams (the smallest set's)
+# and every distribution smoothed with 0.1 per bucket; the same again with the prompt templates ("Question:",
 # "Answer:", …) stripped, since a template alone could make a set look unlike the background. The
 # interval resamples whole sets, then items: which benchmarks are in the study is part of the
 # randomness, and with only four outlier sets it is a t interval over them (three degrees of
@@ -211,23 +223,29 @@ page.say(ex.gap_words(gap, gap_plain))
 # uniformly drawn batches: at every step each domain's weight is multiplied by the exponential of
 # its clipped excess loss (proxy minus reference, per token), with step size `step_size` = 1 and
 # smoothing `smoothing` = 10⁻³ towards uniform; a domain absent from a batch keeps its previous
-# excess loss, and every model follows the authors' learning-rate schedule (6 % linear warmup,
-# cosine decay to a tenth), as in their code. Each proxy run (`proxy_seeds` of them, against one
+# excess loss (every domain starts at log |V|, as in the authors' trainer), and every model follows
+# their Pile scripts: AdamW with β₂ = 0.99 and the `linear_warmup_exponential` schedule (6 % linear
+# warmup, then exponential decay towards a tenth of the peak rate). Each proxy run (`proxy_seeds` of them, against one
 # reference) averages its weights over its `proxy_steps` steps; DoReMi main model *i* trains on run
 # *i*'s weights, so the main models' seeds carry the proxy's randomness into the intervals. The
 # baseline main models train on the natural shares for the same steps and tokens.
 #
-# DoReMi's gains come from moving weight away from domains where more training buys nothing
-# (the proxy matches the reference) towards those where it still lags. Four SQuAD-shifts domains
-# of near-equal size may give it little to move. The variable swept here is
+# The four SQuAD-shifts domains are of near-equal size, so their natural shares would be nearly
+# uniform, the proxy's starting point. DoReMi's models see only a `doremi_fractions` share of each
+# domain's training documents, so that the natural mixture is unequal and DoReMi can down-weight a
+# domain. Its gains come from moving weight away from domains where more training buys nothing
+# (the proxy matches the reference) towards those where it still lags. The variable swept here is
 # the domains' **heterogeneity**: an unlearnable noise domain (uniformly random token ids) joins
 # the training pool with natural share `noise_shares`, which the baseline trains on in proportion,
 # as a web-scale pool carries low-quality text. Held-out perplexity is measured on the text
-# domains only, like the authors' separate evaluation domains. The noise domain is a positive
-# control built into the setup: it hands DoReMi something it should find. So when the sweep also
-# trains and scores the run without it (noise share 0), the verdict rows are decided there and each
-# shows its result with the noise domain beside it; otherwise they are decided on the last run of the
-# sweep. The text below describes the last run.
+# domains only (the authors' configs evaluate on their training domains; noise has nothing to
+# learn). The noise domain is a positive control built into the setup: it hands DoReMi something it
+# should find. So when the sweep also trains and scores the run without it (noise share 0), the
+# verdict rows are decided there and each shows its result with the noise domain beside it; the
+# sweep table also sets DoReMi at each share against the baseline on the natural shares without the
+# noise domain (does DoReMi beat leaving the noise out?). Steps are counted in text tokens: with
+# noise in the pool the baseline spends part of every step on it. The text below describes the
+# last run.
 
 # %%
 SWEEP = ex.doremi_sweep(D, P)
@@ -258,17 +276,18 @@ without_noise = ex.doremi_intervals(D, SWEEP[0.0], P)[0] if CLAIMS["worst"].cont
 # - **Data.** Four SQuAD-shifts domains instead of The Pile's 22; DSIR's targets are two of these
 #   domains (their own source left out of the pool) instead of Wikipedia + books and eight
 #   downstream datasets; quality is held-out target perplexity, not fine-tuned downstream accuracy.
-#   Documents are paragraphs, not the paper's 128-word chunks; the selections are compared at
-#   equal tokens instead, and the equal-documents arm measures what that changes.
+#   Paragraphs are cut into 128-word chunks as in the paper; the selections are compared at equal
+#   tokens.
 # - **DSIR.** The package's features, weights and minimum-length filter (`min_length`, applied to
 #   every method alike); the selection runs in memory, because the package reads and writes its
 #   own jsonl files. KL reduction is measured on add-one-smoothed distributions of held-out target
 #   text: a selection of a few hundred documents leaves many of the 10,000 buckets empty, which the
 #   package's 10⁻⁸ floor would turn into a huge divergence. The paper does not say how it smooths.
+#   DSIR's own weights carry one pseudo-count per bucket (see the two rankings above).
 # - **Heuristic classification.** scikit-learn's hashed n-gram logistic regression with
 #   cross-validated regularisation in place of autotuned fastText.
 # - **DoReMi.** The paper's update, step size, smoothing and the authors' absent-domain rule and
-#   learning-rate schedule; AdamW instead of Adafactor. Proxy, reference and main models have the
+#   learning-rate schedule and AdamW betas (their 280M script uses Adafactor). Proxy, reference and main models have the
 #   same tiny size; a synthetic noise domain stands in for The Pile's low-quality domains, and the
 #   noise share is swept. The proxies share one reference model per sweep point, so the
 #   reference's own randomness is not in the intervals; iterated DoReMi's later rounds are

@@ -49,22 +49,27 @@ def test_absent_domain_keeps_its_previous_excess_loss_as_in_the_authors_code() -
     assert dr.excess_scores([1.0, 0.0], [2, 0]) == pytest.approx([0.5, 0.0])
 
 
-def test_learning_rate_schedule_is_the_authors_linear_warmup_cosine() -> None:
-    # 100 steps: 6 warmup steps rising linearly to the peak, then cosine decay to a tenth of it
-    f = [dr.lr_factor(t, 100) for t in range(100)]
+def test_learning_rate_schedule_is_the_authors_linear_warmup_exponential() -> None:
+    # 100 steps: 6 warmup steps rising linearly to the peak, then exponential decay towards a tenth of it, within
+    # 1e-10 of the end rate at the last step (LinearWarmupExponentialLR's gamma)
+    lr = 1e-3
+    f = [dr.lr_factor(t, 100, lr) for t in range(100)]
     assert f[:6] == pytest.approx([1 / 6, 2 / 6, 3 / 6, 4 / 6, 5 / 6, 1.0])
-    assert f[6] == pytest.approx(1.0) and f[-1] == pytest.approx(0.1 + 0.9 * (1 + math.cos(math.pi * 93 / 94)) / 2)
-    assert dr.lr_factor(6 + 47, 100) == pytest.approx(0.55)  # halfway through the decay: (1 + 0.1) / 2
+    gamma = math.exp(math.log(1e-10 / (lr - 1e-4)) / 94)
+    assert f[6] == pytest.approx(1.0) and f[7] == pytest.approx(0.1 + 0.9 * gamma)
+    assert lr * f[-1] == pytest.approx(1e-4 + (lr - 1e-4) * gamma**93)
+    assert lr * dr.lr_factor(100, 100, lr) - 1e-4 == pytest.approx(1e-10)
     assert all(a >= b for a, b in zip(f[6:], f[7:]))
     model = dr.tiny_llama(V, d_model=16, n_layers=1, n_heads=2, seq_len=L, seed=0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = dr._adamw(model, lr)
+    assert opt.param_groups[0]["betas"] == (0.9, 0.99)  # the authors' --adam_beta2 0.99
     sched = dr._schedule(opt, 100)
     rates = []
     for _ in range(100):
         rates.append(opt.param_groups[0]["lr"])
         opt.step()
         sched.step()
-    assert rates == pytest.approx([1e-3 * x for x in f])
+    assert rates == pytest.approx([lr * x for x in f])
 
 
 def test_update_step_size_and_prior() -> None:

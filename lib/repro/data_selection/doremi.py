@@ -4,15 +4,18 @@ Algorithm 1 of the paper, as the authors' code (sangmichaelxie/doremi, doremi/tr
 
 1. per-domain excess loss: lambda_t[i] = sum over domain i's tokens in the batch of max(l_proxy - l_ref, 0),
    divided by domain i's token count in the batch; a domain absent from the batch keeps its previous lambda
-   (the authors' `perdomain_scores` buffer, zero before the first step);
+   (the authors' `perdomain_scores` buffer, which starts at log |V|, the loss of a uniform guess over the vocabulary);
 2. exponentiated-gradient step in log space: log alpha'_t = log alpha_{t-1} + eta * lambda_t, alpha'_t = softmax;
 3. smoothing: alpha_t = (1 - c) alpha'_t + c u, with u uniform (or a prior);
 4. proxy update on sum_tokens alpha_t[d(token)] l_proxy(token) / sum_tokens alpha_t[d(token)], i.e.
    sum_i alpha_i S_i / sum_i alpha_i N_i with S_i, N_i domain i's summed loss and token count in the batch.
 
-The returned domain weights are the average of alpha_t over all steps. Every model trains with the authors'
-learning-rate schedule (`linear_warmup_cosine`: linear warmup over 6 % of the steps, cosine decay to a tenth of the
-peak rate, as their 280M runs go from 1e-3 to 1e-4).
+The returned domain weights are the average of alpha_t over all steps. Every model trains as the authors' Pile
+scripts (scripts/runs/run_pile_*.sh) set it: AdamW with betas (0.9, 0.99), and their `linear_warmup_exponential`
+schedule: linear warmup over 6 % of the steps, then exponential decay from the peak towards a tenth of it (their
+1e-3 to 1e-4), the decay rate chosen to come within 1e-10 of the end rate at the last step (their
+`LinearWarmupExponentialLR`, doremi/trainer.py). That class as written zips `base_lrs` and `gammas` the other way
+round, which would hold the rate at the end rate right after warmup; we follow its comment and its formula.
 """
 
 from __future__ import annotations
@@ -181,28 +184,37 @@ def doremi_proxy_loss(loss_sum: torch.Tensor, token_counts: torch.Tensor, alpha:
     return (a * loss_sum).sum() / (a * token_counts.to(loss_sum.dtype)).sum()
 
 
+ADAM_BETAS = (0.9, 0.99)  # the authors' --adam_beta1 0.9 --adam_beta2 0.99
+
+
 def _adamw(model: Any, lr: float) -> torch.optim.Optimizer:
-    """AdamW over the trainable parameters (torch defaults: betas 0.9/0.999, weight decay 0.01)."""
-    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+    """AdamW over the trainable parameters with the authors' betas (weight decay 0.01, their --weight_decay)."""
+    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, betas=ADAM_BETAS)
 
 
 WARMUP_SHARE = 0.06  # the authors' --warmup_ratio
 LR_END_SHARE = 0.1  # their --lr_end 1e-4 against --learning_rate 1e-3
-LR_SCHEDULE = f"linear warmup {WARMUP_SHARE:.0%}, cosine to {LR_END_SHARE:g} x peak"  # part of every cache key
+LR_GAP_AT_END = 1e-10  # their decay comes within this of the end rate at the last step
+LR_SCHEDULE = (  # part of every cache key
+    f"linear warmup {WARMUP_SHARE:.0%}, exponential to {LR_END_SHARE:g} x peak; AdamW betas {ADAM_BETAS}"
+)
 
 
-def lr_factor(t: int, steps: int) -> float:
-    """The authors' linear_warmup_cosine multiplier of the peak rate at step t (0-based) of `steps`."""
+def lr_factor(t: int, steps: int, lr: float = 1e-3) -> float:
+    """The authors' linear_warmup_exponential multiplier of the peak rate `lr` at step t (0-based) of `steps`:
+    end + (1 - end) * gamma^(t - warmup), gamma such that the rate is within 1e-10 of the end rate at the last step."""
     warmup = max(1, round(WARMUP_SHARE * steps))
     if t < warmup:
         return (t + 1) / warmup
-    progress = (t - warmup) / max(1, steps - warmup)
-    return LR_END_SHARE + (1.0 - LR_END_SHARE) * (1.0 + math.cos(math.pi * progress)) / 2.0
+    span = max(1, steps - warmup)
+    log_gamma = math.log(LR_GAP_AT_END / (lr * (1.0 - LR_END_SHARE))) / span
+    return LR_END_SHARE + (1.0 - LR_END_SHARE) * math.exp(log_gamma * (t - warmup))
 
 
 def _schedule(opt: torch.optim.Optimizer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
-    """The learning-rate schedule of every model here (`lr_factor`)."""
-    return torch.optim.lr_scheduler.LambdaLR(opt, lambda t: lr_factor(t, steps))
+    """The learning-rate schedule of every model here (`lr_factor` at the optimizer's peak rate)."""
+    peak = opt.param_groups[0]["lr"]
+    return torch.optim.lr_scheduler.LambdaLR(opt, lambda t: lr_factor(t, steps, peak))
 
 
 def _step(model: Any, opt: torch.optim.Optimizer, loss: torch.Tensor, schedule: Any = None) -> None:
@@ -284,7 +296,8 @@ def train_proxy_doremi(
     torch.manual_seed(seed)
     k = blocks.n_domains
     uniform = np.full(k, 1.0 / k)
-    log_alpha, scores = np.log(uniform), np.zeros(k)
+    # the authors start every domain's score at log |V| (a domain absent from the first batches keeps it)
+    log_alpha, scores = np.log(uniform), np.full(k, math.log(proxy.config.vocab_size))
     proxy.to(device()).train()
     reference.to(device()).eval()
     opt = _adamw(proxy, lr)

@@ -27,14 +27,19 @@ from . import doremi, dsir
 
 PILE_HUB = "monology/pile-uncopyrighted"  # The Pile without its copyrighted parts; `meta.pile_set_name` is the domain
 TOKENIZER_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"
-EQUAL_DOCS = "DSIR, equal documents"  # the old protocol: k documents whatever their length (the length confound)
+ORACLE = "oracle (target domain)"  # chunks of the target domain itself (outside its held-out documents)
 TOPK_HEURISTIC = "top-k heuristic"  # the classifier's most target-like documents first, without the Pareto noise
-METHODS = ("random", "heuristic classification", TOPK_HEURISTIC, "DSIR", "top-k DSIR", EQUAL_DOCS)
+METHODS = ("random", "heuristic classification", TOPK_HEURISTIC, "DSIR", "top-k DSIR", ORACLE)
 N_BOOT = 2000
 MIN_DOMAIN_DOCS = 8
 HELD_OUT_SHARE = 16  # DoReMi holds out 1/16 of each domain's documents
 REGIMES = {"outlier": "outlier (benchmark items in web text)", "in-distribution": "in-distribution (news in news)"}
 KL_PSEUDO_COUNT = 1.0  # add-one smoothing of every bucket when measuring KL (a small selection misses many buckets)
+# DSIR's target and raw distributions: one pseudo-count per bucket. At the authors' scale (a target of ~10^7 n-grams
+# over 10,000 buckets) the package's 1e-8 floor is never reached; with a target of a few hundred thousand n-grams
+# some buckets are empty, and the floor would turn each of their n-grams into ~-15 nats, a count of unseen n-grams
+DSIR_PSEUDO_COUNT = 1.0
+CONTAMINATION_PSEUDO_COUNT = 0.1  # the contamination sets' smoothing (each set subsampled to equal n-gram counts)
 
 
 def domains_of_source(p: dict) -> str | None:
@@ -66,7 +71,49 @@ def hub_source_needs_hub(p: dict) -> str | None:
     return problem and f"parameter 'source': 'hub' needs the Hugging Face Hub, but {problem}: use source local"
 
 
-CHECKS = [domains_of_source, target_split_fits, hub_source_needs_hub]
+def fractions_fit(p: dict) -> str | None:
+    """One training share per text domain (DoReMi), each in (0, 1]."""
+    if len(p["doremi_fractions"]) != len(p["domains"]):
+        return (
+            f"parameter 'doremi_fractions': {len(p['doremi_fractions'])} values for {len(p['domains'])} domains "
+            f"({', '.join(p['domains'])})"
+        )
+    if min(p["doremi_fractions"]) <= 0:
+        return f"parameter 'doremi_fractions': {p['doremi_fractions']} must be above 0 (every domain trains)"
+    return None
+
+
+def evaluations_fit(p: dict) -> str | None:
+    """Steps to the baseline's perplexity are read off the main models' evaluations: at least two of them."""
+    n = p["doremi_steps"] // p["eval_every"]
+    if n < 2:
+        return (
+            f"parameter 'eval_every': {p['eval_every']} leaves {n} evaluation(s) in doremi_steps {p['doremi_steps']}: "
+            "the steps to the baseline's perplexity need at least 2"
+        )
+    return None
+
+
+def selection_fits(p: dict) -> str | None:
+    """At source local, before any model or tokenizer: the chunks of every target's pool long enough for min_length,
+    and of the target left for the oracle, can hold every selection (`pool_problem`). At source hub the same check
+    runs once the documents are read, before training."""
+    if p["source"] != "local" or domains_of_source(p) or target_split_fits(p):
+        return None
+    chunks = {
+        n: chunk_documents(_local_docs(n, p["docs_per_domain"], p["seed"] + i)[0], p["chunk_words"])
+        for i, n in enumerate(p["domains"])
+    }
+    texts = {n: c[0] for n, c in chunks.items()}
+    doc_ids = {n: c[1] for n, c in chunks.items()}
+    for target in p["targets"]:
+        problem = pool_problem(texts, doc_ids, p, target)
+        if problem:
+            return problem
+    return None
+
+
+CHECKS = [domains_of_source, target_split_fits, hub_source_needs_hub, fractions_fit, evaluations_fit, selection_fits]
 
 SPEC = {
     "seed": Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
@@ -79,7 +126,10 @@ SPEC = {
         help="text domains (squad_shifts names at local, Pile set names at hub)",
     ),
     "docs_per_domain": Param(
-        int, 1500, smoke=100, paper=50_000, low=MIN_DOMAIN_DOCS, high=10**7, help="documents per domain"
+        int, 2000, smoke=100, paper=50_000, low=MIN_DOMAIN_DOCS, high=10**7, help="documents read per domain"
+    ),
+    "chunk_words": Param(
+        int, 128, low=16, high=10**5, help="words per chunk: every document is cut into chunks (the paper: 128)"
     ),
     "targets": Param(
         list,
@@ -89,17 +139,19 @@ SPEC = {
         items=str,
         help="DSIR target domains",
     ),
-    "target_docs": Param(int, 200, smoke=30, paper=10_000, low=2, high=10**6, help="target sample that DSIR fits"),
+    "target_docs": Param(
+        int, 1000, smoke=30, paper=10_000, low=2, high=10**6, help="target documents whose chunks DSIR fits"
+    ),
     "eval_docs": Param(int, 200, smoke=10, paper=5_000, low=2, high=10**6, help="held-out target documents scored"),
     "select_sizes": Param(
         list,
-        [600],
+        [400],
         smoke=[20],
         paper=[50_000],
         items=int,
         low=1,
         high=10**8,
-        help="selection sizes in documents' worth of tokens (k times the pool's mean document length)",
+        help="selection sizes in chunks' worth of tokens (k times the eligible pool's mean chunk length)",
     ),
     "min_length": Param(
         int,
@@ -107,7 +159,7 @@ SPEC = {
         smoke=20,
         low=0,
         high=10**6,
-        help="fewest tokens (words, punctuation) of a selectable document; package: 100",
+        help="fewest tokens (words, punctuation) of a selectable chunk; package: 100",
     ),
     "dsir_seeds": Param(
         int, 4, smoke=2, paper=3, low=1, high=20, help="selection draws and LM seeds per DSIR method (one LM each)"
@@ -127,7 +179,7 @@ SPEC = {
     "block_size": Param(int, 64, smoke=32, paper=1024, low=8, high=8192, help="tokens per training sequence"),
     "batch_size": Param(int, 16, smoke=4, paper=64, low=1, high=4096, help="sequences per step"),
     "learning_rate": Param(
-        float, 3e-3, paper=1e-3, low=1e-6, high=1.0, help="AdamW peak learning rate (warmup, cosine decay)"
+        float, 3e-3, paper=1e-3, low=1e-6, high=1.0, help="AdamW peak learning rate (warmup, exponential decay)"
     ),
     "dsir_steps": Param(int, 150, smoke=4, paper=50_000, low=1, high=10**7, help="steps of each DSIR selection's LM"),
     "proxy_steps": Param(
@@ -165,6 +217,15 @@ SPEC = {
         help="natural token share of an unlearnable noise domain, one DoReMi run each (the last one is judged)",
     ),
     "smoothing": Param(float, 1e-3, low=0.0, high=1.0, help="DoReMi's smoothing towards uniform (paper: 1e-3)"),
+    "doremi_fractions": Param(
+        list,
+        [1.0, 0.6, 0.35, 0.2],
+        paper=[1.0] * 6,
+        items=float,
+        low=0.0,
+        high=1.0,
+        help="share of each text domain's training documents DoReMi's models see (unequal: natural is not uniform)",
+    ),
 }
 
 
@@ -174,14 +235,16 @@ SPEC = {
 
 @dataclass
 class Domains:
-    """Documents per domain, their token ids (one compact vocabulary), and the tokenizer's end-of-text id."""
+    """Chunks per domain (each document cut into `chunk_words`-word chunks, in document order), their token ids (one
+    compact vocabulary), the tokenizer's end-of-text id, and each chunk's document and article."""
 
     names: list[str]
-    docs: dict[str, list[str]]
+    docs: dict[str, list[str]]  # the chunks' texts
     tokens: dict[str, list[np.ndarray]]
     vocab_size: int
     eos: int
-    articles: dict[str, np.ndarray] = field(default_factory=dict)  # each document's article (its cluster)
+    articles: dict[str, np.ndarray] = field(default_factory=dict)  # each chunk's article (its cluster)
+    doc_ids: dict[str, np.ndarray] = field(default_factory=dict)  # each chunk's document (0, 1, ... in order)
 
     def stream(self, docs: Sequence[np.ndarray]) -> np.ndarray:
         """Documents joined into one token stream, each closed by the end-of-text token."""
@@ -221,6 +284,68 @@ def _hub_docs(names: Sequence[str], n: int, seed: int) -> dict[str, list[str]]:
     return out
 
 
+def chunk_documents(docs: Sequence[str], words: int) -> tuple[list[str], np.ndarray]:
+    """Every document cut into chunks of `words` whitespace-separated words (the last chunk of a document shorter),
+    as the DSIR paper cuts The Pile into 128-word examples; returns the chunks and each chunk's document index."""
+    chunks, owner = [], []
+    for i, doc in enumerate(docs):
+        w = doc.split()
+        for start in range(0, max(1, len(w)), words):
+            chunks.append(" ".join(w[start : start + words]))
+            owner.append(i)
+    return chunks, np.asarray(owner, np.int64)
+
+
+def split_documents(doc_ids: np.ndarray, p: Any) -> tuple[list[int], list[int], list[int]]:
+    """DSIR's split of a target domain, by whole documents in a seeded order: the chunks of `target_docs` documents
+    (the sample DSIR fits), of the next `eval_docs` (held-out text every selection's LM is scored on), and of the
+    rest (the oracle arm's candidates). Chunks of one document never straddle two parts."""
+    get = p.get if isinstance(p, dict) else lambda k: getattr(p, k)
+    order = np.random.default_rng(get("seed")).permutation(int(doc_ids.max()) + 1 if doc_ids.size else 0)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    r = rank[doc_ids]
+    n_sample, n_eval = get("target_docs"), get("eval_docs")
+    part = np.where(r < n_sample, 0, np.where(r < n_sample + n_eval, 1, 2))
+    by = [np.flatnonzero(part == j) for j in range(3)]
+    return [[int(i) for i in x[np.argsort(r[x], kind="stable")]] for x in by]  # type: ignore[return-value]
+
+
+def package_lengths(texts: Sequence[str]) -> np.ndarray:
+    """Tokens of each text as the DSIR package counts them for its length filter (nltk's WordPunct tokens)."""
+    return np.array([len(dsir.tokenize(t)) for t in texts], np.int64)
+
+
+def pool_problem(texts: dict[str, list[str]], doc_ids: dict[str, np.ndarray], p: Any, target: str) -> str | None:
+    """Why the selections for `target` would fail or degenerate, or None: no pool chunk reaches min_length; a
+    selection larger than half the eligible pool (any two arms then share chunks by construction, and at the pool's
+    size every equal-token arm takes the same chunks); fewer eligible target chunks outside the held-out documents
+    than the oracle arm needs."""
+    get = p.get if isinstance(p, dict) else lambda k: getattr(p, k)
+    m, k = get("min_length"), max(get("select_sizes"))
+    pool = [t for name in texts if name != target for t in texts[name]]
+    lengths = package_lengths(pool)
+    eligible = int((lengths >= m).sum())
+    if eligible == 0:
+        return (
+            f"parameter 'min_length': {m} leaves no selectable chunk in the pool of {target} (its longest chunk has "
+            f"{int(lengths.max(initial=0))} tokens at chunk_words {get('chunk_words')})"
+        )
+    if 2 * k > eligible:
+        return (
+            f"parameter 'select_sizes': {k} is more than half of the {eligible:,} pool chunks of {target} with at "
+            f"least min_length {m} tokens: the arms would share most of their chunks by construction"
+        )
+    sample, _, rest = split_documents(doc_ids[target], p)
+    left = int((package_lengths([texts[target][i] for i in sample + rest]) >= m).sum())
+    if left < k:
+        return (
+            f"parameter 'select_sizes': {k} exceeds the {left:,} chunks of {target} with at least min_length {m} "
+            "tokens left for the oracle arm (outside the held-out documents)"
+        )
+    return None
+
+
 def tokenizer(source: str) -> Any:
     """SmolLM2's tokenizer: the packaged copy offline, the Hub's at source hub."""
     from transformers import AutoTokenizer
@@ -243,10 +368,17 @@ def load_domains(p: Any) -> Domains:
     for name, d in docs.items():
         if len(d) < MIN_DOMAIN_DOCS:
             raise ParameterError(f"parameter 'domains': {name} has {len(d)} documents (at least {MIN_DOMAIN_DOCS})")
+    chunked = {n: chunk_documents(v, p.chunk_words) for n, v in docs.items()}
+    texts, doc_ids = {n: c[0] for n, c in chunked.items()}, {n: c[1] for n, c in chunked.items()}
+    for target in p.targets:  # at source local the checks said so already; at hub the documents are known now
+        problem = pool_problem(texts, doc_ids, p, target)
+        if problem:
+            raise ParameterError(problem)
     tok = tokenizer(p.source)
-    ids = {n: tok(d, add_special_tokens=False)["input_ids"] for n, d in docs.items()}
+    ids = {n: tok(d, add_special_tokens=False)["input_ids"] for n, d in texts.items()}
     tokens, size, eos = compact_vocabulary(ids, tok.eos_token_id, p.vocab_size)
-    domains = Domains(list(p.domains), docs, tokens, size, eos, articles)
+    arts = {n: np.asarray(articles[n])[doc_ids[n]] for n in texts}
+    domains = Domains(list(p.domains), texts, tokens, size, eos, arts, doc_ids)
     check_blocks(domains, p)
     return domains
 
@@ -260,25 +392,24 @@ def check_blocks(d: Domains, p: Any) -> None:
     lengths = {n: np.array([len(x) + 1 for x in d.tokens[n]], np.int64) for n in d.names}  # + end-of-text
     short: list[tuple[str, int]] = []
     for target in p.targets:
-        n = len(d.docs[target])
-        if n <= p.target_docs:
+        n = int(d.doc_ids[target].max()) + 1
+        if n <= p.target_docs + p.eval_docs:
             raise ParameterError(
-                f"parameter 'target_docs': {p.target_docs} leaves none of the {n} documents of {target}"
+                f"parameters 'target_docs' + 'eval_docs': {p.target_docs} + {p.eval_docs} leave none of the {n} "
+                f"documents of {target}"
             )
         t = split_target(d, p, target)
-        if max(p.select_sizes) > len(t.pool):
-            raise ParameterError(
-                f"parameter 'select_sizes': {max(p.select_sizes)} exceeds the pool ({len(t.pool)} documents)"
-            )
         short.append((f"the held-out text of {target}", int(lengths[target][t.held_out].sum())))
         pool = np.sort([lengths[name][i] for name, i in t.pool])
         short.append(
-            (f"a selection of {min(p.select_sizes)} documents for {target}", int(pool[: min(p.select_sizes)].sum()))
+            (f"a selection of {min(p.select_sizes)} chunks for {target}", int(pool[: min(p.select_sizes)].sum()))
         )
-    for name in d.names:
-        cut = held_out_cut(len(d.tokens[name]))
-        short += [(f"DoReMi's training text of {name}", int(lengths[name][:cut].sum()))]
-        short += [(f"DoReMi's held-out text of {name}", int(lengths[name][cut:].sum()))]
+    for name, fraction in zip(d.names, p.doremi_fractions):
+        train, held = doremi_chunks(d, name, fraction)
+        short += [
+            (f"DoReMi's training text of {name} (doremi_fractions {fraction:g})", int(lengths[name][train].sum()))
+        ]
+        short += [(f"DoReMi's held-out text of {name}", int(lengths[name][held].sum()))]
     for what, n_tokens in short:
         if n_tokens < p.block_size:
             raise ParameterError(
@@ -308,9 +439,10 @@ def domains_table(d: Domains) -> pd.DataFrame:
         [
             {
                 "domain": SQUAD_DOMAINS.get(n, n),
-                "documents": len(d.docs[n]),
+                "documents": int(d.doc_ids[n].max()) + 1,
+                "chunks": len(d.docs[n]),
                 "tokens": int(c),
-                "tokens per document": round(c / len(d.docs[n]), 1),
+                "tokens per chunk": round(c / len(d.docs[n]), 1),
                 "token share": round(c / counts.sum(), 3),
             }
             for n, c in zip(d.names, counts)
@@ -422,46 +554,62 @@ def train_and_score(
 
 @dataclass
 class DsirTarget:
-    """One DSIR target: its fitted sample, held-out documents, the raw pool, its weights and eligibility."""
+    """One DSIR target: its fitted sample, held-out chunks, the raw pool, the oracle's candidates (chunks of the
+    target domain outside the held-out documents), the selection's log weights (smoothed), the package's (1e-8 floor), eligibility."""
 
     target: str
     sample: list[int]
     held_out: list[int]
-    pool: list[tuple[str, int]]  # (domain, document index)
+    pool: list[tuple[str, int]]  # (domain, chunk index)
     log_weights: np.ndarray
     heuristic_probs: np.ndarray
     eligible: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    oracle: list[tuple[str, int]] = field(default_factory=list)
+    oracle_eligible: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    package_log_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    package_ratio: np.ndarray = field(default_factory=lambda: np.zeros(0))  # the package's per-bucket log ratio
+    empty: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # buckets the target sample never fills
 
 
 def split_target(d: Domains, p: Any, target: str) -> DsirTarget:
-    """Target sample and held-out documents of one domain; the other domains are the raw pool. The target's own
-    source is left out of the pool as in the paper (its targets are downstream datasets that The Pile does not
-    hold): with it in the pool DSIR only has to recognise the domain, and random target documents would do as well."""
-    n = len(d.docs[target])
-    order = np.random.default_rng(p.seed).permutation(n)
-    sample, held = order[: p.target_docs].tolist(), order[p.target_docs : p.target_docs + p.eval_docs].tolist()
+    """Target sample, held-out chunks and oracle candidates (every chunk of the target domain outside the held-out
+    documents, the sample included) of one domain (`split_documents`); the other domains are
+    the raw pool. The target's own source is left out of the pool as in the paper (its targets are downstream
+    datasets that The Pile does not hold): with it in the pool DSIR only has to recognise the domain."""
+    sample, held, rest = split_documents(d.doc_ids[target], p)
     pool = [(name, i) for name in d.names if name != target for i in range(len(d.docs[name]))]
-    return DsirTarget(target, sample, held, pool, np.zeros(0), np.zeros(0))
+    oracle = [(target, i) for i in sorted(sample + rest)]
+    return DsirTarget(target, sample, held, pool, np.zeros(0), np.zeros(0), oracle=oracle)
 
 
 def pool_texts(d: Domains, t: DsirTarget) -> list[str]:
-    """The raw pool's documents."""
+    """The raw pool's chunks."""
     return [d.docs[name][i] for name, i in t.pool]
 
 
-def fit_target(d: Domains, p: Any, t: DsirTarget) -> tuple[Any, Any]:
-    """Set DSIR's log-weights, the eligibility filter and the classifier's probabilities on `t`; return the hashed
-    n-gram features of the pool and of the held-out target text (on which KL reduction is measured, so that DSIR is
-    not scored on the sample it was fitted on)."""
+def fit_target(d: Domains, p: Any, t: DsirTarget) -> tuple[Any, Any, Any]:
+    """Set DSIR's log-weights (target and raw distributions with DSIR_PSEUDO_COUNT per bucket), the package's own
+    (no pseudo-count, the 1e-8 floor), the eligibility filter and the classifier's probabilities on `t`; return the
+    hashed n-gram features of the pool, of the held-out target text (on which KL reduction is measured, so that DSIR
+    is not scored on the sample it was fitted on) and of the oracle's candidates."""
     raw = pool_texts(d, t)
     target_texts = [d.docs[t.target][i] for i in t.sample]
     raw_feats, target_feats = dsir.ngram_features(raw), dsir.ngram_features(target_texts)
-    raw_dist, target_dist = dsir.ngram_distribution(raw_feats), dsir.ngram_distribution(target_feats)
-    t.log_weights = dsir.log_importance_weights(raw_feats, target_dist, raw_dist)
+    t.log_weights = dsir.log_importance_weights(
+        raw_feats,
+        dsir.ngram_distribution(target_feats, DSIR_PSEUDO_COUNT),
+        dsir.ngram_distribution(raw_feats, DSIR_PSEUDO_COUNT),
+    )
+    target_dist = dsir.ngram_distribution(target_feats)
+    t.package_ratio = dsir.log_ratio(target_dist, dsir.ngram_distribution(raw_feats))
+    t.package_log_weights = np.asarray(raw_feats @ t.package_ratio, np.float64).ravel()
+    t.empty = target_dist == 0
     t.eligible = dsir.token_lengths(raw_feats) >= p.min_length
+    oracle_feats = dsir.ngram_features([d.docs[name][i] for name, i in t.oracle])
+    t.oracle_eligible = dsir.token_lengths(oracle_feats) >= p.min_length
     classifier = dsir.heuristic_classifier(target_texts, raw, p.seed)
     t.heuristic_probs = dsir.target_probabilities(classifier, raw)
-    return raw_feats, dsir.ngram_features([d.docs[t.target][i] for i in t.held_out])
+    return raw_feats, dsir.ngram_features([d.docs[t.target][i] for i in t.held_out]), oracle_feats
 
 
 def smooth(features: Any) -> np.ndarray:
@@ -469,23 +617,27 @@ def smooth(features: Any) -> np.ndarray:
     return dsir.ngram_distribution(features, KL_PSEUDO_COUNT)
 
 
-def pool_lengths(d: Domains, t: DsirTarget) -> np.ndarray:
-    """Tokens of every pool document as the LM reads it (end-of-text included)."""
-    return np.array([len(d.tokens[name][i]) + 1 for name, i in t.pool], np.int64)
+def chunk_lengths(d: Domains, chunks: Sequence[tuple[str, int]]) -> np.ndarray:
+    """Tokens of every chunk as the LM reads it (end-of-text included)."""
+    return np.array([len(d.tokens[name][i]) + 1 for name, i in chunks], np.int64)
 
 
 def token_budget(t: DsirTarget, lengths: np.ndarray, k: int) -> float:
-    """k documents' worth of tokens: k times the mean length of the eligible pool documents."""
+    """k chunks' worth of tokens: k times the mean length of the eligible pool chunks."""
     return float(k * lengths[t.eligible].mean())
 
 
-def select(t: DsirTarget, method: str, k: int, lengths: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Pool indices chosen by one method among the documents long enough for the package's filter: documents in the
-    method's order until k documents' worth of tokens (equal tokens for every method), or k documents for the
-    equal-documents arm of DSIR (the length confound)."""
+def select(
+    t: DsirTarget, method: str, k: int, lengths: np.ndarray, rng: np.random.Generator, oracle_lengths: np.ndarray
+) -> np.ndarray:
+    """Indices chosen by one method among the chunks long enough for the package's filter, in the method's order
+    until k chunks' worth of tokens (equal tokens for every method): pool indices, or for the oracle indices into
+    `t.oracle` (random chunks of the target domain itself)."""
     n = int(t.eligible.sum())
-    if method == EQUAL_DOCS:
-        return dsir.gumbel_top_k(t.log_weights, k, rng, t.eligible)
+    budget = token_budget(t, lengths, k)
+    if method == ORACLE:
+        order = dsir.random_k(len(t.oracle), int(t.oracle_eligible.sum()), rng, t.oracle_eligible)
+        return dsir.token_budget_prefix(order, oracle_lengths, budget)
     if method == "random":
         order = dsir.random_k(len(t.pool), n, rng, t.eligible)
     elif method == "heuristic classification":
@@ -496,39 +648,38 @@ def select(t: DsirTarget, method: str, k: int, lengths: np.ndarray, rng: np.rand
         order = dsir.gumbel_top_k(t.log_weights, n, rng, t.eligible)
     else:
         order = dsir.top_k(t.log_weights, n, t.eligible)
-    return dsir.token_budget_prefix(order, lengths, token_budget(t, lengths, k))
+    return dsir.token_budget_prefix(order, lengths, budget)
 
 
 def dsir_runs(
     d: Domains, p: Any
 ) -> tuple[pd.DataFrame, dict[tuple[str, str, int], np.ndarray], dict[str, np.ndarray], pd.DataFrame]:
     """Every (target, method, size, seed): a fresh selection draw, its KL reduction on held-out target text, and the
-    held-out NLL per block of one LM trained on it with that seed (and `shared with DSIR`: the share of its documents
-    in common with DSIR's selection of the same draw); the held-out blocks' token counts; and the length confound per
-    target and size (`length_confound`)."""
+    held-out NLL per block of one LM trained on it with that seed (with `shared with DSIR` and `shared with top-k
+    DSIR`: the share of its chunks in common with those arms' selections of the same draw); the held-out blocks'
+    token counts; and the two rankings per target and size (`rankings`)."""
     from tqdm.auto import tqdm
 
-    rows, nll, counts, confound = [], {}, {}, []
+    rows, nll, counts, ranks = [], {}, {}, []
     seeds = range(p.seed, p.seed + p.dsir_seeds)
     n_runs = len(p.targets) * len(p.select_sizes) * len(METHODS) * len(seeds)
     bar = tqdm(total=n_runs, desc="DSIR selections", leave=False, disable=not progress.shown())
     for target in p.targets:
-        t = split_target(d, p, target)  # sizes checked by check_blocks when the domains were loaded
-        raw_feats, held_feats = fit_target(d, p, t)
+        t = split_target(d, p, target)  # sizes checked before the domains were tokenized
+        raw_feats, held_feats, oracle_feats = fit_target(d, p, t)
         raw_smooth, target_smooth = smooth(raw_feats), smooth(held_feats)
-        lengths = pool_lengths(d, t)
+        lengths, oracle_lengths = chunk_lengths(d, t.pool), chunk_lengths(d, t.oracle)
         eval_blocks = _blocks(d, [d.stream([d.tokens[target][i] for i in t.held_out])], p.block_size, [target])
         counts[target] = np.full(eval_blocks.blocks_per_domain()[0], p.block_size - 1, float)
         for k in p.select_sizes:
-            docs: dict[str, list[int]] = {}
             picks: dict[tuple[str, int], np.ndarray] = {}
             for method in METHODS:
                 per_seed = []
                 for s in seeds:
-                    idx = select(t, method, k, lengths, np.random.default_rng([s, k]))
+                    idx = select(t, method, k, lengths, np.random.default_rng([s, k]), oracle_lengths)
                     picks[(method, s)] = idx
-                    docs.setdefault(method, []).append(len(idx))
-                    chosen = [t.pool[i] for i in idx]
+                    chosen = [(t.oracle if method == ORACLE else t.pool)[i] for i in idx]
+                    feats = (oracle_feats if method == ORACLE else raw_feats)[idx]
                     stream = d.stream([d.tokens[name][i] for name, i in chosen])
                     train_blocks = _blocks(d, [stream], p.block_size, ["selection"])
                     lm = train_and_score(p, d.vocab_size, train_blocks, [1.0], eval_blocks, s, p.dsir_steps, "dsir-lm")
@@ -540,24 +691,24 @@ def dsir_runs(
                             "method": method,
                             "selected": k,
                             "seed": s,
-                            "documents": len(idx),
+                            "chunks": len(idx),
                             "tokens": int(stream.size),
-                            "kl_reduction": dsir.kl_reduction(smooth(raw_feats[idx]), raw_smooth, target_smooth),
+                            "kl_reduction": dsir.kl_reduction(smooth(feats), raw_smooth, target_smooth),
                             "perplexity": float(np.exp(np.sum(per_seed[-1]) / counts[target].sum())),
                         }
                     )
                 nll[(target, method, k)] = np.asarray(per_seed)
             for row in rows[len(rows) - len(METHODS) * len(seeds) :]:
-                row["shared with DSIR"] = shared_share(
-                    picks[(row["method"], row["seed"])], picks[("DSIR", row["seed"])]
-                )
-            confound.append(length_confound(t, lengths, k, seeds, docs))
+                own = picks[(row["method"], row["seed"])] if row["method"] != ORACLE else np.zeros(0, np.int64)
+                row["shared with DSIR"] = shared_share(own, picks[("DSIR", row["seed"])])
+                row["shared with top-k DSIR"] = shared_share(own, picks[("top-k DSIR", row["seed"])])
+            ranks.append(rankings(t, raw_feats, lengths, k))
     bar.close()
-    return pd.DataFrame(rows), nll, counts, pd.DataFrame(confound).round(3)
+    return pd.DataFrame(rows), nll, counts, pd.DataFrame(ranks).round(3)
 
 
 def shared_share(a: np.ndarray, b: np.ndarray) -> float:
-    """The share of two selections' documents they have in common: 2 |a ∩ b| / (|a| + |b|)."""
+    """The share of two selections' chunks they have in common: 2 |a ∩ b| / (|a| + |b|)."""
     return 2 * np.intersect1d(a, b).size / max(1, len(a) + len(b))
 
 
@@ -610,52 +761,62 @@ def method_ratio(
     return stats.Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.method)
 
 
-def kl_quality_correlation(table: pd.DataFrame, seed: int, n_boot: int = N_BOOT) -> stats.Interval:
-    """Spearman correlation of KL reduction (on held-out target text) with quality (minus log perplexity) within
-    each target over its selections (method × size × selection draw, one LM each), averaged over targets. The
-    selections cluster in methods (the paper's r runs over methods): the interval resamples methods (the same draw
-    for every target), then selections within each drawn method and target."""
-    methods, targets = table.method.to_numpy(), table.target.to_numpy()
-    kl, q = table.kl_reduction.to_numpy(), -np.log(table.perplexity.to_numpy())
-    groups = [np.flatnonzero(targets == t) for t in dict.fromkeys(targets)]
+def method_means(table: pd.DataFrame) -> pd.DataFrame:
+    """Per target and method: mean KL reduction and mean quality (minus log perplexity) over its selections."""
+    view = table.assign(quality=-np.log(table.perplexity.to_numpy()))
+    return view.groupby(["target", "method"], sort=False)[["kl_reduction", "quality"]].mean().reset_index()
 
-    def rho(w: np.ndarray | None = None) -> float:
-        """Mean over targets of Spearman's rho on the selections, each counted by its multiplicity w."""
-        picks = [g if w is None else np.repeat(g, w[g].astype(int)) for g in groups]
-        return float(np.nanmean([sps.spearmanr(kl[i], q[i]).statistic for i in picks]))
 
-    weights = stats.unit_weights(pd.factorize(methods)[0], pd.factorize(targets)[0], n_resamples=n_boot, seed=seed)
-    dist = np.asarray([rho(w) for w in weights])
-    dist = dist[np.isfinite(dist)]  # a draw of methods whose KL reductions all tie has no rank correlation
-    n = len(table)
-    return stats.clustered_interval(
-        [rho()],
-        dist[:, None],
-        clusters=pd.factorize(methods)[0],
-        strata=pd.factorize(targets)[0],
-        unit="methods",
-        words=f"Spearman over {n} selections (method × size × draw, one LM each) within target; {dist.size:,} of "
-        f"{n_boot:,} resamples defined",
+def kl_quality_correlation(table: pd.DataFrame, level: float = 0.95) -> stats.Interval:
+    """Pearson r of KL reduction with quality (minus log perplexity) across methods, as the paper correlates (its r
+    runs over 8 methods' means): per target over the method means (`method_means`), then the mean of Fisher's z over
+    targets, with the z interval of methods as the units (variance 1 / (m - 3) per target, m methods), back-
+    transformed. The selection draws enter only through the means."""
+    means = method_means(table)
+    zs, dfs = [], []
+    for _, g in means.groupby("target", sort=False):
+        r = float(np.corrcoef(g.kl_reduction, g.quality)[0, 1])
+        zs.append(math.atanh(float(np.clip(r, -0.999999, 0.999999))))
+        dfs.append(len(g) - 3)
+    z = float(np.mean(zs))
+    m = int(means.method.nunique())
+    how = (
+        f"Pearson r across {m} methods' means within each of {len(zs)} target(s), Fisher z averaged over targets; "
+        f"a z interval with the methods as units ({'; '.join(str(x + 3) for x in dfs)} methods per target)"
     )
+    if min(dfs) < 1:
+        return stats.Interval(math.tanh(z), math.nan, math.nan, how + ": too few methods for an interval")
+    se = math.sqrt(sum(1.0 / x for x in dfs)) / len(dfs)
+    half = float(sps.norm.ppf(0.5 + level / 2)) * se
+    return stats.Interval(math.tanh(z), math.tanh(z - half), math.tanh(z + half), how)
 
 
-def length_confound(t: DsirTarget, lengths: np.ndarray, k: int, seeds: Sequence[int], docs: dict) -> dict:
-    """How DSIR's summed log weight tracks document length (Pearson r over the eligible pool), the tokens of its
-    k-document selections against random's k-document selections (same draws), and the documents each takes at
-    equal tokens (`docs`: method -> mean documents)."""
+def rankings(t: DsirTarget, raw_feats: Any, lengths: np.ndarray, k: int) -> dict:
+    """The package's ranking (no pseudo-count, the 1e-8 floor) beside the one selecting here (DSIR_PSEUDO_COUNT per
+    bucket), over the eligible pool: the share of buckets the target sample leaves empty, the share of the package's
+    mean log weight those buckets carry, each weight's correlation with minus the count of the chunk's n-grams in
+    empty buckets and with length, the rank correlation of the two, and the share of their top-k chunks in common."""
     el = t.eligible
-    ratio = [
-        lengths[dsir.gumbel_top_k(t.log_weights, k, np.random.default_rng([s, k]), el)].sum()
-        / lengths[dsir.random_k(len(t.pool), k, np.random.default_rng([s, k]), el)].sum()
-        for s in seeds
+    feats = raw_feats[np.flatnonzero(el)]
+    empty = np.flatnonzero(t.empty)
+    unseen = -np.asarray(feats[:, empty].sum(1), float).ravel()
+    from_empty = np.asarray(feats[:, empty] @ t.package_ratio[empty], float).ravel()
+    package, ours = t.package_log_weights[el], t.log_weights[el]
+    n, budget = int(el.sum()), token_budget(t, lengths, k)
+    top = [
+        dsir.token_budget_prefix(dsir.top_k(w, n, el), lengths, budget) for w in (t.package_log_weights, t.log_weights)
     ]
     return {
         "target": domain_label(t.target),
         "selected": k,
-        "r(log weight, length)": float(np.corrcoef(t.log_weights[el], lengths[el])[0, 1]),
-        "tokens, DSIR / random at k documents": float(np.mean(ratio)),
-        "documents, DSIR at equal tokens": float(np.mean(docs["DSIR"])),
-        "documents, random at equal tokens": float(np.mean(docs["random"])),
+        "empty target buckets": float(t.empty.mean()),
+        "package: share of mean log weight from empty buckets": float(from_empty.mean() / package.mean()),
+        "r(package weight, -unseen n-grams)": float(np.corrcoef(package, unseen)[0, 1]),
+        "r(smoothed weight, -unseen n-grams)": float(np.corrcoef(ours, unseen)[0, 1]),
+        "r(package weight, length)": float(np.corrcoef(package, lengths[el])[0, 1]),
+        "r(smoothed weight, length)": float(np.corrcoef(ours, lengths[el])[0, 1]),
+        "Spearman(package, smoothed)": float(sps.spearmanr(package, ours).statistic),
+        "top-k shared, package vs smoothed": shared_share(*top),
     }
 
 
@@ -701,13 +862,15 @@ def contamination_weights(p: Any, seed: int) -> pd.DataFrame:
 
     Outliers (Fig. 5a) are the benchmark-formatted sets, in-distribution (Fig. 5b) the NYT paragraphs. Each item's
     target distribution is fitted on the other half of its own set (cross-fitting), so no item is scored against a
-    distribution that contains it. All distributions are add-one smoothed: with a hundred items most buckets are
-    unseen, and the package's 1e-8 floor would make the weight a count of unseen n-grams rather than a measure of
-    likelihood."""
+    distribution that contains it. Every set is subsampled to the same number of n-grams (`equal_ngrams`: the
+    smallest set's), so that no set's smoothing weighs more than another's, and all distributions carry
+    CONTAMINATION_PSEUDO_COUNT per bucket: with a few thousand n-grams most buckets are unseen, and the package's 1e-8
+    floor would make the weight a count of unseen n-grams rather than a measure of likelihood."""
     rng = np.random.default_rng(seed)
     sets, background, news_background = _contamination_sources(p.source, seed, rng)
     shared = _sample(background, 1000, rng) + _sample(news_background, 1000, rng)
-    bg_dist = smooth(dsir.ngram_features(shared))
+    bg_dist = dsir.ngram_distribution(dsir.ngram_features(shared), CONTAMINATION_PSEUDO_COUNT)
+    sets = equal_ngrams(sets, rng)
     rows = []
     for name, raw_items in sets.items():
         regime = "in-distribution" if name == "news" else "outlier"
@@ -716,7 +879,8 @@ def contamination_weights(p: Any, seed: int) -> pd.DataFrame:
             halves = np.arange(len(items)) % 2
             for h in (0, 1):
                 scored = np.flatnonzero(halves == h)
-                w = dsir.log_importance_weights(feats[scored], smooth(feats[halves != h]), bg_dist)
+                own = dsir.ngram_distribution(feats[halves != h], CONTAMINATION_PSEUDO_COUNT)
+                w = dsir.log_importance_weights(feats[scored], own, bg_dist)
                 n = np.asarray(feats[scored].sum(1)).ravel()
                 rows += [
                     {
@@ -729,6 +893,19 @@ def contamination_weights(p: Any, seed: int) -> pd.DataFrame:
                     for i, x, c in zip(scored, w, n)
                 ]
     return pd.DataFrame(rows)
+
+
+def equal_ngrams(sets: dict[str, list[str]], rng: np.random.Generator) -> dict[str, list[str]]:
+    """Every set cut to about the same number of n-grams: its items in a random order, the shortest prefix holding at
+    least the smallest set's n-gram count (kept in their original order)."""
+    counts = {n: np.asarray(dsir.ngram_features(v).sum(1)).ravel() for n, v in sets.items()}
+    least = min(float(c.sum()) for c in counts.values())
+    out = {}
+    for name, items in sets.items():
+        order = rng.permutation(len(items))
+        keep = order[: int(np.searchsorted(np.cumsum(counts[name][order]), least, side="left")) + 1]
+        out[name] = [items[i] for i in np.sort(keep)]
+    return out
 
 
 def _sample(items: Sequence[str], n: int, rng: np.random.Generator) -> list[str]:
@@ -781,7 +958,8 @@ def weight_gap(weights: pd.DataFrame, seed: int, templates: str = "with") -> sta
 class DoremiResult:
     """Learned weights, their trajectory, and the held-out results of the main models on both mixtures. Weights run
     over the training domains (the text domains, then the noise domain if any); held-out results over the text
-    domains only (the noise domain is a training-pool domain, like the authors' separate evaluation domains)."""
+    domains only (the authors' configs evaluate on their training domains; the noise domain, which has nothing to
+    learn, is left out of ours)."""
 
     baseline: np.ndarray
     learned: np.ndarray  # the mean over the proxy runs of round 1
@@ -803,20 +981,26 @@ def noise_stream(d: Domains, n_tokens: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, 7]).integers(1, d.vocab_size, n_tokens)
 
 
-def held_out_cut(n_docs: int) -> int:
-    """Where DoReMi's held-out documents of a domain begin: its last sixteenth (at least one document)."""
-    return n_docs - max(1, n_docs // HELD_OUT_SHARE)
+def doremi_chunks(d: Domains, name: str, fraction: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """DoReMi's training and held-out chunks of one domain: the chunks of its last sixteenth of documents (at least
+    one) are held out; of the others, the chunks of the first `fraction` of documents (at least one) train."""
+    ids = d.doc_ids[name]
+    n_docs = int(ids.max()) + 1
+    cut = n_docs - max(1, n_docs // HELD_OUT_SHARE)
+    kept = max(1, round(fraction * cut))
+    return np.flatnonzero(ids < kept), np.flatnonzero(ids >= cut)
 
 
 def doremi_split(d: Domains, p: Any, noise_share: float = 0.0) -> tuple[doremi.DomainBlocks, doremi.DomainBlocks]:
-    """Training and held-out blocks per text domain (the last sixteenth of each domain's documents is held out); with
+    """Training and held-out blocks per text domain (`doremi_chunks`: the last sixteenth of each domain's documents is
+    held out, a `doremi_fractions` share of the rest trains, so that the natural mixture is not uniform); with
     `noise_share` > 0 a noise domain joins the training blocks with that share of all training tokens."""
     train, held = [], []
-    for name in d.names:
+    for name, fraction in zip(d.names, p.doremi_fractions):
         docs = d.tokens[name]
-        cut = held_out_cut(len(docs))
-        train.append(d.stream(docs[:cut]))
-        held.append(d.stream(docs[cut:]))
+        tr, ho = doremi_chunks(d, name, fraction)
+        train.append(d.stream([docs[i] for i in tr]))
+        held.append(d.stream([docs[i] for i in ho]))
     names = list(d.names)
     if noise_share > 0:
         text = sum(x.size for x in train)
@@ -914,8 +1098,7 @@ def doremi_runs(d: Domains, p: Any, noise_share: float = 0.0, rounds: int = 1) -
     }
     counts = [np.full(n, p.block_size - 1, float) for n in held.blocks_per_domain()]
     trajectory = np.asarray(first[0]["trajectory"])
-    held_docs = {n: range(held_out_cut(len(d.tokens[n])), len(d.tokens[n])) for n in d.names}
-    articles = [block_articles(d, n, held_docs[n], p.block_size) for n in d.names]
+    articles = [block_articles(d, n, doremi_chunks(d, n)[1], p.block_size) for n in d.names]
     return DoremiResult(baseline, learned, trajectory, runs, counts, noise_share, proxy_runs, history, articles)
 
 
@@ -966,23 +1149,32 @@ def weights_words(table: pd.DataFrame, res: DoremiResult) -> str:
 
 def sweep_table(d: Domains, sweep: dict[float, DoremiResult], seed: int) -> pd.DataFrame:
     """Per noise share: the noise domain's weight under both mixtures and the main models' geometric-mean and
-    worst-domain perplexity ratios DoReMi / baseline over the text domains, with their intervals."""
+    worst-domain perplexity ratios DoReMi / baseline over the text domains, with their intervals; where the sweep
+    has noise share 0, also DoReMi at each share against the baseline on the natural shares *without* the noise
+    domain (the control: does DoReMi beat simply leaving the noise out?)."""
     rows = []
     text = range(len(d.names))
+    clean = sweep.get(0.0)
     for share, res in sweep.items():
         mean, worst = doremi_contrast(res, text, seed), doremi_contrast(res, text, seed, worst=True)
-        rows.append(
-            {
-                "noise share": share,
-                "noise weight, DoReMi": float(res.learned[-1]) if share > 0 else 0.0,
-                "mean ratio": mean.estimate,
-                "mean low": mean.low,
-                "mean high": mean.high,
-                "worst ratio": worst.estimate,
-                "worst low": worst.low,
-                "worst high": worst.high,
+        row = {
+            "noise share": share,
+            "noise weight, DoReMi": float(res.learned[-1]) if share > 0 else 0.0,
+            "mean ratio": mean.estimate,
+            "mean low": mean.low,
+            "mean high": mean.high,
+            "worst ratio": worst.estimate,
+            "worst low": worst.low,
+            "worst high": worst.high,
+        }
+        if clean is not None:  # at share 0 the two baselines are the same models
+            vs = doremi_contrast(res, text, seed, base=clean) if share > 0 else None
+            row |= {
+                "mean ratio vs natural without noise": vs.estimate if vs else math.nan,
+                "vs natural low": vs.low if vs else math.nan,
+                "vs natural high": vs.high if vs else math.nan,
             }
-        )
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -995,6 +1187,12 @@ def sweep_words(sweep: pd.DataFrame) -> str:
             else "no noise domain"
         )
         + f", mean ratio {r['mean ratio']:.3f} [{r['mean low']:.3f}, {r['mean high']:.3f}]"
+        + (
+            f" against its own baseline, {r['mean ratio vs natural without noise']:.3f} "
+            f"[{r['vs natural low']:.3f}, {r['vs natural high']:.3f}] against the baseline without the noise domain"
+            if r["noise share"] > 0 and np.isfinite(r.get("mean ratio vs natural without noise", math.nan))
+            else ""
+        )
         for _, r in sweep.iterrows()
     ]
     sign_at = {
@@ -1056,10 +1254,15 @@ def _mean_log_ppl(
     return np.mean(out, axis=0)
 
 
-def doremi_contrast(res: DoremiResult, domains: Sequence[int], seed: int, worst: bool = False) -> stats.Interval:
+def doremi_contrast(
+    res: DoremiResult, domains: Sequence[int], seed: int, worst: bool = False, base: DoremiResult | None = None
+) -> stats.Interval:
     """Ratio DoReMi / baseline of the mean (geometric) or worst-domain perplexity over `domains`: the interval
     resamples held-out articles within domain, then blocks within them (the same draw for every seed and both
-    mixtures), with main-model seeds on top (seed i of each mixture shares its initialisation)."""
+    mixtures), with main-model seeds on top (seed i of each mixture shares its initialisation). `base`: take the
+    baseline's main models from another run of the sweep on the same held-out text (the natural mixture without
+    the noise domain, at noise share 0)."""
+    base = base or res
     labels = pd.factorize(np.concatenate([[f"{j}/{a}" for a in arts] for j, arts in enumerate(res.articles)]))[0]
     strata = np.concatenate([np.full(c.size, j) for j, c in enumerate(res.counts)])
     if labels.size != strata.size:
@@ -1069,7 +1272,10 @@ def doremi_contrast(res: DoremiResult, domains: Sequence[int], seed: int, worst:
 
     def per_seed(w: Sequence[np.ndarray] | None) -> np.ndarray:
         """(seeds,) log ratio DoReMi / baseline of the aggregated perplexity under block multiplicities w."""
-        per = {m: np.array([_mean_log_ppl(res, m, [j], w) for j in domains]) for m in ("DoReMi", "baseline")}
+        per = {
+            m: np.array([_mean_log_ppl(r, m, [j], w) for j in domains])
+            for m, r in (("DoReMi", res), ("baseline", base))
+        }
         agg = (lambda v: v.max(0)) if worst else (lambda v: v.mean(0))  # over domains, per seed
         return agg(per["DoReMi"]) - agg(per["baseline"])
 
@@ -1104,27 +1310,32 @@ def doremi_intervals(d: Domains, res: DoremiResult, p: Any) -> tuple[dict[str, s
 
 
 def steps_to_baseline(res: DoremiResult, p: Any) -> tuple[stats.Interval, pd.DataFrame]:
-    """Share of the baseline's steps the DoReMi model needs to reach the baseline's final mean held-out log perplexity,
-    per seed, with censoring handled explicitly: a seed that never gets there within the budget is only known to
-    need more than 100 %. Its share enters the estimate and the lower end at 100 % (a lower bound), and the upper
-    end is unbounded as soon as one seed is censored, so a censored run can never make the row hold."""
+    """Share of the baseline's text tokens the DoReMi model needs to reach the baseline's final mean held-out log
+    perplexity, per seed: steps times each mixture's share of text-domain weight (with a noise domain in the pool the
+    baseline spends part of every step on it; without one the share of text tokens is the share of steps). Censoring
+    is explicit: a seed that never gets there within the budget enters at its share at the last step (a lower bound),
+    and the upper end is unbounded as soon as one seed is censored, so a censored run can never make the row hold."""
     rows = []
+    text = len(res.counts)  # the text domains come first; a noise domain, if any, is the last weight
+    text_share = {m: float(np.sum(w[:text])) for m, w in (("baseline", res.baseline), ("DoReMi", res.learned))}
     for s, (base, dore) in enumerate(zip(res.runs["baseline"], res.runs["DoReMi"])):
         target = float(np.mean(base["eval"][-1]))
         curve = np.asarray(dore["eval"]).mean(1)
         steps = doremi.steps_to_reach(dore["eval_step"], curve, target)
         reached = bool(np.isfinite(steps))
+        unit = text_share["DoReMi"] / text_share["baseline"]  # DoReMi's text tokens per step / the baseline's
         rows.append(
             {
                 "seed": s,
                 "baseline final log ppl": target,
                 "steps to reach": steps,
                 "share of steps": steps / p.doremi_steps if reached else 1.0,
+                "share of text tokens": (steps / p.doremi_steps if reached else 1.0) * unit,
                 "reached": reached,
             }
         )
     frame = pd.DataFrame(rows)
-    iv = stats.seed_summary(frame["share of steps"].to_numpy())
+    iv = stats.seed_summary(frame["share of text tokens"].to_numpy())
     censored = len(frame) - int(frame.reached.sum())
     n_proxies = max(1, len(res.proxy_runs))
     models = (
@@ -1132,9 +1343,13 @@ def steps_to_baseline(res: DoremiResult, p: Any) -> tuple[stats.Interval, pd.Dat
         f"{n_proxies} proxy run{'s' if n_proxies > 1 else ''}"
     )
     how = "no interval" if len(frame) == 1 else "t interval over seeds"
-    method = f"share of the baseline's steps; {models}, {how}; {censored} censored at the budget (known only > 100 %)"
+    method = (
+        f"share of the baseline's text tokens (steps times each mixture's text share); {models}, {how}; {censored} "
+        "censored at the budget (known only above the share at the last step)"
+    )
     if censored == len(frame):
-        return stats.Interval(1.0, 1.0, math.inf, method), frame
+        at_end = float(frame["share of text tokens"].iloc[0])
+        return stats.Interval(at_end, at_end, math.inf, method), frame
     return stats.Interval(iv.estimate, iv.low, math.inf if censored else iv.high, method), frame
 
 
@@ -1199,7 +1414,7 @@ DSIR_ABLATIONS = {
 NARROW_BY = {
     "dsir_vs_random": "LM seeds and held-out target text",
     "dsir_vs_heuristic": "LM seeds and held-out target text",
-    "kl_tracks": "method × size settings",
+    "kl_tracks": "methods (each mean over its selection draws)",
     "resampling_vs_topk": "LM seeds and held-out target text",
     "outliers": "contaminant sets",
     "outliers_plain": "contaminant sets",
@@ -1258,10 +1473,11 @@ def verdict_rows(
 
 
 def selection_view(selection: pd.DataFrame) -> pd.DataFrame:
-    """One row per target, size and method (means over the selection draws): documents, tokens, KL reduction on
-    held-out target text, and held-out perplexity."""
-    cols = ["documents", "tokens", "kl_reduction", "perplexity"]
+    """One row per target, size and method (means over the selection draws): chunks, tokens, KL reduction on
+    held-out target text, held-out perplexity, and the share of its chunks that differ from top-k DSIR's."""
+    cols = ["chunks", "tokens", "kl_reduction", "perplexity", "shared with top-k DSIR"]
     view = selection.groupby(["target", "selected", "method"], sort=False)[cols].mean().reset_index()
+    view["differs from top-k DSIR"] = 1 - view.pop("shared with top-k DSIR")
     return view.rename(columns={"kl_reduction": "KL reduction"}).round(3)
 
 
@@ -1293,19 +1509,23 @@ def _ratio(iv: stats.Interval) -> str:
 
 def dsir_words(
     selection: pd.DataFrame,
-    confound: pd.DataFrame,
+    ranks: pd.DataFrame,
     vs_random: stats.Interval,
     vs_heuristic: stats.Interval,
     vs_topk: stats.Interval,
-    equal_docs: stats.Interval,
+    vs_oracle: stats.Interval,
     kl: stats.Interval,
     vs_topk_heuristic: stats.Interval | None = None,
 ) -> str:
-    """What the DSIR table and intervals say."""
+    """What the DSIR table and intervals say, every number read from them."""
     draws = selection.seed.nunique()
     settings = selection.groupby(["target", "selected"]).ngroups
-    r = confound["r(log weight, length)"]
-    tokens = confound["tokens, DSIR / random at k documents"]
+    means = selection.groupby("method")[["kl_reduction", "shared with top-k DSIR"]].mean()
+    span = lambda c: (
+        f"{ranks[c].min():.2f}"
+        + ("" if f"{ranks[c].min():.2f}" == f"{ranks[c].max():.2f}" else f" to {ranks[c].max():.2f}")
+    )
+    random_kl = float(means.loc["random", "kl_reduction"])
     return (
         f"At equal tokens, DSIR's held-out target perplexity is {_ratio(vs_random)} times random selection's and "
         f"{_ratio(vs_heuristic)} times heuristic classification's"
@@ -1314,15 +1534,24 @@ def dsir_words(
             if vs_topk_heuristic is not None
             else ""
         )
-        + f"; against top-k DSIR (the same weights without the "
-        f"Gumbel noise) it is {_ratio(vs_topk)} (geometric means over {settings} target × size setting"
-        f"{'s' if settings > 1 else ''}, {draws} selection draws and LM seeds each). The length confound: over the "
-        f"pool, DSIR's summed log weight correlates with document length at r = "
-        f"{f'{r.min():.2f}' if f'{r.min():.2f}' == f'{r.max():.2f}' else f'{r.min():.2f} to {r.max():.2f}'}, so "
-        f"k documents chosen by DSIR hold {tokens.mean():.0%} of the tokens of k random ones; DSIR at k documents "
-        f"scores {_ratio(equal_docs)} times DSIR at equal tokens. Across the {len(selection) // settings} "
-        "selections of each target, the rank correlation of KL reduction (on held-out target text) with −log "
-        f"perplexity is {_ratio(kl)}."
+        + f"; against top-k DSIR (the same weights without the Gumbel noise) it is {_ratio(vs_topk)}, its "
+        f"selections differing from top-k's in {1 - means.loc['DSIR', 'shared with top-k DSIR']:.0%} of their chunks; "
+        f"against the oracle (chunks of the target domain itself) it is {_ratio(vs_oracle)} (geometric means over "
+        f"{settings} target × size setting{'s' if settings > 1 else ''}, {draws} selection draws and LM seeds each). "
+        f"The two rankings: the package's 1e-8 floor leaves {span('empty target buckets')} of the buckets empty in "
+        f"the target sample, which carry {span('package: share of mean log weight from empty buckets')} of the "
+        f"package's mean log weight, and its weight correlates {span('r(package weight, -unseen n-grams)')} with "
+        f"minus the count of unseen n-grams ({span('r(smoothed weight, -unseen n-grams)')} with one pseudo-count "
+        f"per bucket, which selects here); the two rankings' top-k selections share "
+        f"{span('top-k shared, package vs smoothed')} of their chunks. Across the {selection.method.nunique()} "
+        f"methods' means, KL reduction (on held-out target text) correlates with −log perplexity at r = {_ratio(kl)}. "
+        f"Random selection's KL reduction is {random_kl:+.3f}, "
+        + (
+            "below zero: an effect of the add-one smoothing, which flattens a selection of a few hundred chunks more "
+            "than the whole pool, not of the chunks chosen."
+            if random_kl < 0
+            else "not below zero."
+        )
     )
 
 
@@ -1353,15 +1582,17 @@ def doremi_words(
 
 
 def _speed_words(speed: stats.Interval, steps: pd.DataFrame) -> str:
-    """How many of the baseline's steps the DoReMi model needed; censored seeds said as such."""
+    """How many of the baseline's text tokens the DoReMi model needed; censored seeds said as such."""
     if not steps["reached"].any():
         return (
             "No seed reached the baseline's final mean log perplexity within the baseline's steps: DoReMi needs "
-            "more than 100 % of them, by how much these runs cannot say (every seed censored at the budget)."
+            "more of the baseline's text tokens than it read by then, by how much these runs cannot say (every seed "
+            "censored at the budget)."
         )
     high = "unbounded" if not math.isfinite(speed.high) else f"{speed.high:.0%}"
     return (
-        f"It reaches the baseline's final mean log perplexity after {speed.estimate:.0%} of the baseline's steps "
-        f"[{speed.low:.0%}, {high}] ({int(steps.reached.sum())} of {len(steps)} seeds got there; a seed that never "
-        "does is censored: counted at 100 %, and it leaves the interval's upper end unbounded)."
+        f"It reaches the baseline's final mean log perplexity after {speed.estimate:.0%} of the baseline's text "
+        f"tokens [{speed.low:.0%}, {high}] (steps times each mixture's share of text; {int(steps.reached.sum())} of "
+        f"{len(steps)} seeds got there; a seed that never does is censored: counted at its share at the last step, "
+        "and it leaves the interval's upper end unbounded)."
     )

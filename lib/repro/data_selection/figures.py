@@ -22,7 +22,7 @@ def selection(table: pd.DataFrame) -> plt.Figure:
             ax.scatter(r.kl_reduction, r.perplexity, color=colors[r.method], marker=markers[r.selected], s=45)
         ax.set(title=f"target: {target}", xlabel="KL reduction (nats)", ylabel="held-out perplexity")
     handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=m) for m, c in colors.items()]
-    handles += [plt.Line2D([], [], color="grey", marker=markers[k], ls="", label=f"{k} docs") for k in sizes]
+    handles += [plt.Line2D([], [], color="grey", marker=markers[k], ls="", label=f"{k} chunks") for k in sizes]
     fig.legend(handles=handles, fontsize=8, loc="lower center", ncols=4, bbox_to_anchor=(0.5, 0))
     rows = -(-len(handles) // 4)
     fig.tight_layout(rect=(0, (0.1 + 0.2 * rows) / fig.get_figheight(), 1, 1))
