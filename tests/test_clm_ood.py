@@ -166,17 +166,34 @@ def test_outputs_round_trip(tmp_path) -> None:
     np.testing.assert_allclose(back.perplexity, np.exp([1.5, 0.5]))
 
 
-def test_smoke_split_is_disjoint_and_the_background_is_english() -> None:
+def test_smoke_split_is_disjoint_and_the_background_shares_no_test_domain() -> None:
     from repro.clm_ood import experiment as ex
     from repro.params import Resolved, resolve
 
     p = Resolved(resolve({"profile": "smoke"}, ex.SPEC))
     s = ex.split(p)
     tests = {d.text for docs in s.test_sets.values() for d in docs}
-    assert len(s.fit) == p.n_fit and len(s.background) == p.n_background and len(s.test_in) == p.n_test
+    assert len(s.fit) == p.n_fit == len(s.background) == p.n_background and len(s.test_in) == p.n_test
     assert not tests & {d.text for d in s.fit} and not tests & {d.text for d in s.background}
     assert all(len(docs) == p.n_ood for docs in s.ood.values())
     assert all(d.reference for d in s.fit)
+    # the background comes from its own BIG-bench tasks, round-robin, and no text of any local set is in it
+    sources = [d.id.rsplit("-", 1)[0] for d in s.background]
+    assert sources[: len(corpora.LOCAL_BACKGROUND)] == list(corpora.LOCAL_BACKGROUND)
+    every_set = {d.text for name in (*corpora.LOCAL_SETS, corpora.IN_DOMAIN) for d in corpora.load(name)}
+    assert not every_set & {d.text for d in corpora.background(300, 0)}
+    assert all(len(d.text) >= corpora.BACKGROUND_CHARS for d in s.background)
+
+
+def test_the_near_set_draws_n_near_and_its_first_items_are_the_n_ood_draw() -> None:
+    from repro.clm_ood import experiment as ex
+    from repro.params import Resolved, resolve
+
+    p = Resolved(resolve({"profile": "smoke"}, ex.SPEC))
+    small, large = ex.split(p), ex.split(Resolved({**p, "n_near": 20}))
+    assert len(small.ood["cnn_dm"]) == p.n_ood and len(large.ood["cnn_dm"]) == 20
+    assert [d.id for d in large.ood["cnn_dm"][: p.n_ood]] == [d.id for d in small.ood["cnn_dm"]]
+    assert all(len(large.ood[s]) == p.n_ood for s in ("wikihow", "mlsum_de"))
 
 
 def test_a_set_of_the_other_source_is_refused_in_one_line() -> None:
@@ -194,11 +211,17 @@ def test_sizes_beyond_the_files_are_refused_naming_the_parameter() -> None:
     p = resolve({"profile": "smoke"}, ex.SPEC)
     assert ex.check_sizes(p) is None
     assert (
-        ex.check_sizes({**p, "n_fit": 1300, "n_test": 100})
+        ex.check_sizes({**p, "n_fit": 1300, "n_test": 100, "n_background": 1300})
         == "n_fit + n_test: 1300 + 100 exceeds the 1371 XSUM articles"
     )
     assert ex.check_sizes({**p, "n_ood": 151}) == "n_ood: 151 exceeds the 150 documents of cnn_dm"
-    assert ex.check_sizes({**p, "n_background": 10**5}).startswith("n_background: 100000 exceeds the ")
+    assert ex.check_sizes({**p, "n_near": 151}) == "n_near: 151 exceeds the 150 documents of cnn_dm"
+    big = {**p, "n_fit": 1200, "n_test": 100, "n_background": 1200}
+    assert ex.check_sizes(big) == "n_background: 1200 exceeds the 1009 documents of the background's BIG-bench tasks"
+    assert ex.check({**p, "n_background": 30}) == (
+        "n_background: 30 differs from n_fit 24; both Gaussians are fitted on as many embeddings (the authors' "
+        "pseudo-code)"
+    )
 
 
 def test_a_local_set_is_parsed_once_until_its_files_change(tmp_path, monkeypatch) -> None:
@@ -281,3 +304,93 @@ def test_a_clustered_auroc_difference_resamples_the_source_documents() -> None:
     clustered = ex.auroc_diff(frame, ["s1"], "a", "b", "source documents", n_boot=300, seed=0)
     assert clustered.estimate == pytest.approx(plain.estimate)
     assert "125 source documents resampled" in clustered.method  # 120 in-domain inputs and 5 documents
+
+
+def test_the_floor_scores_each_summary_against_another_reference_of_its_set() -> None:
+    from repro.clm_ood import experiment as ex
+
+    groups = np.array(["a", "a", "b", "a", "b", "c", "a"])
+    other = ex.shuffled(groups, 3)
+    assert (groups[other] == groups).all()  # the same set
+    moved = groups != "c"
+    assert (other[moved] != np.arange(groups.size)[moved]).all() and other[~moved].tolist() == [5]  # c is alone
+    assert sorted(other.tolist()) == list(range(groups.size))  # a permutation: every reference used once
+
+
+def test_perplexity_tau_fall_by_hand() -> None:
+    """Low OOD half: perplexity orders quality perfectly (τ = 1); high half: backwards (τ = −1): the fall is 2."""
+    from repro.clm_ood import experiment as ex
+
+    frame = pd.DataFrame(
+        {
+            "set": ["xsum"] * 4 + ["cnn_dm"] * 4,
+            "ood": [0] * 4 + [1] * 4,
+            "rouge_l": [0.4, 0.3, 0.2, 0.1, 0.4, 0.3, 0.2, 0.1],
+            "perplexity": [1.0, 2.0, 3.0, 4.0, 4.0, 3.0, 2.0, 1.0],
+            "output_rmd": [0.0, 0.1, 0.2, 0.3, 1.0, 1.1, 1.2, 1.3],
+        }
+    )
+    assert ex.tau_fall(frame, 50, 0).estimate == pytest.approx(2.0)
+    bins = ex.tau_by_ood(frame, bins=2)
+    assert bins["tau_perplexity"].tolist() == [1.0, -1.0] and bins["ood_share"].tolist() == [0.0, 1.0]
+
+
+def test_quality_rows_leave_the_non_english_sets_out() -> None:
+    from repro.clm_ood import experiment as ex
+
+    frame = pd.DataFrame(
+        {
+            "set": ["xsum", "xsum", "cnn_dm", "mlsum_de", "nyt"],
+            "ood": [0, 0, 1, 1, 1],
+            "rouge_l": [0.3, 0.1, 0.1, 0.0, np.nan],
+            "rouge_floor": [0.1, 0.1, 0.05, 0.0, np.nan],
+            "similarity": [0.5, 0.5, 0.4, 0.2, np.nan],
+            "similarity_floor": [0.2, 0.2, 0.1, 0.1, np.nan],
+        }
+    )
+    assert ex.with_quality(frame)["set"].tolist() == ["xsum", "xsum", "cnn_dm"]
+    assert ex.quality_drop(frame, 50, 0).estimate == pytest.approx(0.2 - 0.1)
+    assert ex.quality_drop(frame, 50, 0, english=False).estimate == pytest.approx(0.2 - 0.05)
+    table = ex.quality_table(frame).set_index("set")
+    assert table.loc["xsum", "rouge_l"] == pytest.approx(0.2) and table.loc["xsum", "n"] == 2
+    assert not table.loc["mlsum_de", "english"] and table.loc["cnn_dm", "english"]
+
+
+def test_the_background_check_refits_on_equal_sizes_and_leaves_the_tested_set_out() -> None:
+    """With every test set's embeddings drawn from one Gaussian and a background equal to the fit set, RMD is zero,
+    so its AUROC is one half; the mix leaves out the tested set (m counts the other sets' inputs)."""
+    from repro.clm_ood import experiment as ex
+
+    rng = np.random.default_rng(0)
+
+    def outs(n: int) -> clm.Outputs:
+        emb = rng.normal(size=(n, 3))
+        return clm.Outputs(["x"] * n, [np.zeros(1)] * n, emb, emb.copy(), [np.zeros(1)] * n)
+
+    fit = outs(40)
+    r = SimpleNamespace(fit=fit, fit_generated=fit, background=fit, tests={"xsum": outs(20)})
+    ood = {name: [None] * 10 for name in ("cnn_dm", "wikihow", "mlsum_de")}
+    for name in ood:
+        r.tests[name] = outs(10)
+    table = ex.background_table(SimpleNamespace(covariance="ml", seed=0), SimpleNamespace(ood=ood), r)
+    assert table["set"].tolist() == ["cnn_dm", "wikihow"] and table["m"].tolist() == [10, 10]
+    assert table[["input_rmd_run", "output_rmd_run"]].eq(0.5).all().all()
+
+
+def test_perplexity_densities_draw_one_legible_panel_per_ood_set() -> None:
+    from repro import figure_checks as fc
+    from repro.clm_ood import figures
+
+    rng = np.random.default_rng(0)
+    names = ["xsum", "cnn_dm", "nyt", "new_wiki", "reddit", "wikihow", "amazon_reviews"]
+    frame = pd.DataFrame(
+        {
+            "set": np.repeat(names, 20),
+            "ood": np.repeat([0] + [1] * (len(names) - 1), 20),
+            "perplexity": np.exp(rng.normal(1.0, 0.3, 20 * len(names))),
+        }
+    )
+    fig = figures.perplexity_densities(frame, {n: n.upper() for n in names})
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in visible] == [n.upper() for n in names[1:]]
+    assert fc.problems(fig) == []

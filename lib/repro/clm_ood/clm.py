@@ -7,6 +7,13 @@ the state after reading each summary token, as a teacher-forced forward pass ove
 same states come out of generation itself (the step that reads token t), so one batched `generate` call gives the
 summary, both embeddings and the log-probability of every generated token; `teacher_forced` computes the same three
 for given outputs (the in-domain references) and a unit test checks that the two agree.
+
+The states that *read* the output tokens are one position after the states that *predict* them. A teacher-forced
+encoder-decoder pass as PEGASUS's is written (decoder input = labels shifted right behind the start token) keeps the
+predicting states: those that read the start token, then output tokens 0 .. n-2 (and n-1 when EOS is among the
+labels). Ours read tokens 0 .. n-1, in both branches (`teacher_forced` feeds [start, *y] and keeps positions 1 .. n),
+so against the paper's average ours leaves out the one state that reads the start token (it has seen only the input)
+and, where the paper's labels carry no EOS, adds the state that reads the last token: one of n averaged states.
 """
 
 from __future__ import annotations

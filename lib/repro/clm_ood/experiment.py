@@ -15,6 +15,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from .. import cache, stats
+from ..metrics import gaussian_distance
 from ..params import Param
 from . import clm, corpora
 from . import selective as sel
@@ -35,13 +36,22 @@ SPEC = {
         help="OOD sets, nearest first (local: BIG-bench files; hub: the paper's)",
     ),
     "n_fit": Param(
-        int, 300, smoke=24, paper=4096, low=8, high=200_000, help="in-domain pairs the Gaussians are fitted on"
+        int, 200, smoke=24, paper=4096, low=8, high=200_000, help="in-domain pairs the Gaussians are fitted on"
     ),
     "n_background": Param(
-        int, 200, smoke=24, paper=4096, low=8, high=200_000, help="general-domain inputs (C4 stand-in)"
+        int,
+        200,
+        smoke=24,
+        paper=4096,
+        low=8,
+        high=200_000,
+        help="general-domain inputs (C4 stand-in); as many as n_fit, so both Gaussians rest on as many embeddings",
     ),
     "n_test": Param(int, 120, smoke=8, paper=1000, low=4, high=20_000, help="in-domain test articles"),
     "n_ood": Param(int, 30, smoke=6, paper=500, low=4, high=20_000, help="test inputs per OOD set"),
+    "n_near": Param(
+        int, 150, smoke=0, paper=0, low=0, high=20_000, help="test inputs of the near set, CNN/DailyMail (0: n_ood)"
+    ),
     "article_tokens": Param(int, 128, smoke=48, paper=512, low=8, high=4096, help="tokens kept per input article"),
     "summary_tokens": Param(int, 32, smoke=8, paper=64, low=2, high=512, help="new tokens per summary (greedy)"),
     "batch_size": Param(int, 16, smoke=8, low=1, high=512, help="articles per generation batch"),
@@ -63,6 +73,18 @@ LABELS = {
 }
 QUALITY = {"rouge_l": "ROUGE-L (the paper's ROUGE)", "similarity": "MiniLM cosine (stand-in for BLEURT)"}
 OOD_SCORE = "output_rmd"  # the paper's OOD score for summarization, the one combined with perplexity
+# The output scores under each reading of which outputs the in-domain output Gaussian is fitted on. The rows use
+# `generated` (output_md, output_rmd): the model's own summaries of the in-domain fit articles, the same kind of text
+# as the test outputs and the background's. `reference` fits it on the fit articles' reference summaries
+# (teacher-forced), which our first pass used; `seed` is the reading of our notes' table (MD_output on the references,
+# MD_δ on the model's decoded in-domain outputs, output-RMD = MD_output − MD_δ, no general-domain background).
+READINGS = {
+    "output_md": "output-MD, in-domain Gaussian on generated summaries (rows)",
+    "output_rmd": "output-RMD, in-domain Gaussian on generated summaries (rows)",
+    "output_md_ref": "output-MD, in-domain Gaussian on reference summaries",
+    "output_rmd_ref": "output-RMD, in-domain Gaussian on reference summaries",
+    "output_rmd_seed": "MD(references) − MD(generated in-domain), the notes' reading",
+}
 
 
 def check(p: dict[str, Any]) -> str | None:
@@ -73,24 +95,35 @@ def check(p: dict[str, Any]) -> str | None:
         return f"ood_sets: {', '.join(wrong)} are not {p['source']} sets; choose from {', '.join(allowed)}"
     if not p["ood_sets"]:
         return "ood_sets: name at least one OOD set"
+    if p.get("n_background", p.get("n_fit")) != p.get("n_fit"):
+        return (
+            f"n_background: {p['n_background']} differs from n_fit {p['n_fit']}; both Gaussians are fitted on as many "
+            "embeddings (the authors' pseudo-code)"
+        )
     return None
 
 
+def set_size(p: Any, name: str) -> int:
+    """Test inputs drawn from an OOD set: n_near for the near set where given, else n_ood."""
+    return p["n_near"] if name == corpora.NEAR[p["source"]] and p["n_near"] else p["n_ood"]
+
+
 def check_sizes(p: dict[str, Any]) -> str | None:
-    """Local runs: the sizes fit the BIG-bench files (XSUM for n_fit + n_test, each OOD set for n_ood, the English
-    sets' leftovers for n_background)."""
+    """Local runs: the sizes fit the BIG-bench files (XSUM for n_fit + n_test, each OOD set for n_ood or n_near, the
+    background's tasks for n_background)."""
     if p["source"] != "local" or check(p):
         return None
     xsum = len(corpora.load(corpora.IN_DOMAIN))
     if p["n_fit"] + p["n_test"] > xsum:
         return f"n_fit + n_test: {p['n_fit']} + {p['n_test']} exceeds the {xsum} XSUM articles"
-    sizes = {s: len(corpora.load(s)) for s in dict.fromkeys([*p["ood_sets"], *corpora.LOCAL_BACKGROUND])}
-    small = {s: n for s, n in sizes.items() if s in p["ood_sets"] and n < p["n_ood"]}
-    if small:
-        return f"n_ood: {p['n_ood']} exceeds the {min(small.values())} documents of {min(small, key=small.get)}"
-    left = sum(n - (p["n_ood"] if s in p["ood_sets"] else 0) for s, n in sizes.items() if s in corpora.LOCAL_BACKGROUND)
+    for s in p["ood_sets"]:
+        n, have = set_size(p, s), len(corpora.load(s))
+        if n > have:
+            name = "n_near" if n == p["n_near"] and s == corpora.NEAR["local"] else "n_ood"
+            return f"{name}: {n} exceeds the {have} documents of {s}"
+    left = sum(len(docs) for docs in corpora.background_pool().values())
     if p["n_background"] > left:
-        return f"n_background: {p['n_background']} exceeds the {left} English documents left after the test draws"
+        return f"n_background: {p['n_background']} exceeds the {left} documents of the background's BIG-bench tasks"
     return None
 
 
@@ -114,48 +147,35 @@ class Split:
 
 def split(p: Any) -> Split:
     """Draw the run's texts with `seed`. Local: XSUM fit and test are disjoint draws of one pool, each OOD set's
-    test inputs a draw of its file, the background an equal share of the English sets' leftovers (never a test
-    item). Hub: XSUM train / test splits, each OOD set's test split, C4 validation as the background."""
+    test inputs a draw of its file, the background a round-robin draw over the background's BIG-bench tasks (no
+    OOD set's domain). Hub: XSUM train / test splits, each OOD set's test split, C4 validation as the
+    background."""
     if p.source == "hub":
         fit = corpora.load(corpora.IN_DOMAIN, "hub", "train", p.n_fit * 2)[: p.n_fit]
         test_in = corpora.load(corpora.IN_DOMAIN, "hub", "test", p.n_test * 2)[: p.n_test]
+        sizes = {s: set_size(p, s) for s in p.ood_sets}
         ood = {
-            s: corpora.load(s, "hub", corpora.HUB_TEST_SPLIT.get(s, "test"), p.n_ood * 2)[: p.n_ood] for s in p.ood_sets
+            s: corpora.load(s, "hub", corpora.HUB_TEST_SPLIT.get(s, "test"), sizes[s] * 2)[: sizes[s]]
+            for s in p.ood_sets
         }
         background = corpora.load("c4", "hub", limit=p.n_background * 2)[: p.n_background]
         _need(fit, p.n_fit, "n_fit")
         _need(test_in, p.n_test, "n_test")
         _need(background, p.n_background, "n_background")
         for s, docs in ood.items():
-            _need(docs, p.n_ood, f"n_ood ({s})")
+            _need(docs, sizes[s], f"n_ood ({s})")
         return Split(fit, test_in, background, ood)
     pool = corpora.load(corpora.IN_DOMAIN)
     fit, rest = corpora.take(pool, p.n_fit, p.seed, "n_fit (XSUM)")
     test_in, _ = corpora.take(rest, p.n_test, p.seed, "n_test (XSUM after n_fit)")
-    ood, left = {}, {}
-    for s in dict.fromkeys([*p.ood_sets, *corpora.LOCAL_BACKGROUND]):
-        drawn, left[s] = corpora.take(corpora.load(s), p.n_ood if s in p.ood_sets else 0, p.seed, f"n_ood ({s})")
-        if s in p.ood_sets:
-            ood[s] = drawn
-    return Split(fit, test_in, _background(left, p.n_background), ood)
+    ood = {s: corpora.take(corpora.load(s), set_size(p, s), p.seed, f"n_ood ({s})")[0] for s in p.ood_sets}
+    return Split(fit, test_in, corpora.background(p.n_background, p.seed), ood)
 
 
 def _need(docs: Sequence[Doc], n: int, name: str) -> None:
     """One-line error when a Hub set is smaller than asked."""
     if len(docs) < n:
         raise ValueError(f"{name}: asked for {n} documents, the set has {len(docs)}")
-
-
-def _background(left: dict[str, list[Doc]], n: int) -> list[Doc]:
-    """n documents, round-robin over the English background sets' leftovers."""
-    pools = [list(left[s]) for s in corpora.LOCAL_BACKGROUND]
-    out: list[Doc] = []
-    while len(out) < n and any(pools):
-        for pool in pools:
-            if pool and len(out) < n:
-                out.append(pool.pop(0))
-    _need(out, n, "n_background")
-    return out
 
 
 # ------------------------------------------------------------------------------------------------- model + cache
@@ -206,10 +226,11 @@ def cached_outputs(
 
 @dataclass
 class Run:
-    """What the model produced: the fit set's reference embeddings, the background's and every test set's
-    generations."""
+    """What the model produced: the fit set's reference embeddings (teacher-forced) and generations, the
+    background's and every test set's generations."""
 
     fit: clm.Outputs
+    fit_generated: clm.Outputs
     background: clm.Outputs
     tests: dict[str, clm.Outputs]
     cut: dict[str, list[str]]  # articles as the model read them (fit and every test set)
@@ -217,8 +238,8 @@ class Run:
 
 
 def produce(p: Any, s: Split) -> Run:
-    """Teacher-forced embeddings of the fit set's (article, reference) pairs, generations on the background and on
-    every test set, each cached by its inputs."""
+    """Teacher-forced embeddings of the fit set's (article, reference) pairs, generations on the fit articles, the
+    background and every test set, each cached by its inputs."""
     where, tok, model = load_model(p)
     key = [*_model_key(where, model), p.article_tokens, p.summary_tokens]
 
@@ -235,13 +256,14 @@ def produce(p: Any, s: Split) -> Run:
         lambda: clm.teacher_forced(model, tok, [d.text for d in s.fit], refs, p.article_tokens, p.batch_size),
     )
     cached = {"fit": hit}
+    fit_generated, cached["fit_generated"] = cached_outputs("fit_generated", key, s.fit, gen(s.fit))
     background, cached["background"] = cached_outputs("background", key, s.background, gen(s.background))
     tests = {}
     for name, docs in s.test_sets.items():
         tests[name], cached[name] = cached_outputs("test", key, docs, gen(docs))
     cut = {"fit": clm.cut(tok, [d.text for d in s.fit], p.article_tokens)}
     cut.update({name: clm.cut(tok, [d.text for d in docs], p.article_tokens) for name, docs in s.test_sets.items()})
-    return Run(fit, background, tests, cut, cached)
+    return Run(fit, fit_generated, background, tests, cut, cached)
 
 
 # ------------------------------------------------------------------------------------------------- scores, quality
@@ -255,26 +277,62 @@ def rouge_l(predictions: Sequence[str], references: Sequence[str]) -> np.ndarray
     return np.array([scorer.score(r, g)["rougeL"].fmeasure for g, r in zip(predictions, references)])
 
 
-def similarity(predictions: Sequence[str], references: Sequence[str], source: str) -> np.ndarray:
-    """Cosine similarity of MiniLM sentence embeddings (mean-pooled) of each prediction and its reference."""
+def _minilm(texts: Sequence[str], source: str) -> np.ndarray:
+    """Unit-norm MiniLM sentence embeddings (mean-pooled), one encoder for all the texts."""
     from .. import pretrained, training
 
     encoder = pretrained.EncoderClassifier(pretrained.minilm_path(source), 1, "text", max_length=128)
-    a, _ = training.predict(encoder, list(predictions), 64)
-    b, _ = training.predict(encoder, list(references), 64)
-    a, b = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
-    return (a * b).sum(1)
+    a, _ = training.predict(encoder, list(texts), 64)
+    return a / np.linalg.norm(a, axis=1, keepdims=True)
+
+
+def similarity(predictions: Sequence[str], references: Sequence[str], source: str) -> np.ndarray:
+    """Cosine similarity of MiniLM sentence embeddings (mean-pooled) of each prediction and its reference."""
+    both = _minilm([*predictions, *references], source)
+    return (both[: len(predictions)] * both[len(predictions) :]).sum(1)
+
+
+def shuffled(groups: Sequence[str], seed: int) -> np.ndarray:
+    """For each row, another row of the same group (a random derangement within each group of two or more rows; a
+    row alone in its group keeps itself): the reference a summary is scored against for the quality floor."""
+    g = np.asarray(groups)
+    out = np.arange(g.size)
+    rng = np.random.default_rng(seed)
+    for name in dict.fromkeys(g.tolist()):
+        rows = np.flatnonzero(g == name)
+        if rows.size > 1:
+            order = rows[rng.permutation(rows.size)]
+            out[order] = np.roll(order, 1)  # each row gets the next one's reference in a random cycle
+    return out
+
+
+def scores(r: Run, inputs: np.ndarray, outputs: np.ndarray, ridge: float | str) -> dict[str, np.ndarray]:
+    """MD and RMD of test embeddings (rows of `inputs` and `outputs`), every reading of the output scores (READINGS)
+    among them; each Gaussian fitted once, on as many embeddings as its partner."""
+    fit_ref, fit_gen, bg = r.fit.output_emb, r.fit_generated.output_emb, r.background.output_emb
+    in_md, in_rmd = sel.md_rmd(r.fit.input_emb, r.background.input_emb, inputs, ridge)
+    gen_md = gaussian_distance(fit_gen, outputs, ridge)
+    ref_md = gaussian_distance(fit_ref, outputs, ridge)
+    bg_md = gaussian_distance(bg, outputs, ridge)
+    return {
+        "input_md": in_md,
+        "input_rmd": in_rmd,
+        "output_md": gen_md,
+        "output_rmd": gen_md - bg_md,
+        "output_md_ref": ref_md,
+        "output_rmd_ref": ref_md - bg_md,
+        "output_rmd_seed": ref_md - gen_md,
+    }
 
 
 def items(p: Any, s: Split, r: Run) -> pd.DataFrame:
     """One row per test input: its set, OOD label, sampling unit (its source document where several inputs share one,
-    else itself), every score, and the quality of its summary (NaN where the set has no reference)."""
+    else itself), every score (and every reading of the output scores), and the quality of its summary against its
+    reference and against another reference of its set (the floor; NaN where the set has no reference)."""
     ridge = "ledoit-wolf" if p.covariance == "ledoit-wolf" else 0.0
     frames = []
     for name, docs in s.test_sets.items():
         out = r.tests[name]
-        in_md, in_rmd = sel.md_rmd(r.fit.input_emb, r.background.input_emb, out.input_emb, ridge)
-        out_md, out_rmd = sel.md_rmd(r.fit.output_emb, r.background.output_emb, out.output_emb, ridge)
         frames.append(
             pd.DataFrame(
                 {
@@ -282,10 +340,6 @@ def items(p: Any, s: Split, r: Run) -> pd.DataFrame:
                     "ood": int(name != corpora.IN_DOMAIN),
                     "id": [d.id for d in docs],
                     "unit": [f"{name}:{d.source}" if d.source else f"{name}:#{i}" for i, d in enumerate(docs)],
-                    "input_md": in_md,
-                    "input_rmd": in_rmd,
-                    "output_md": out_md,
-                    "output_rmd": out_rmd,
                     "perplexity": out.perplexity,
                     "mean_logprob": out.mean_logprob,
                     "summary": out.texts,
@@ -293,14 +347,26 @@ def items(p: Any, s: Split, r: Run) -> pd.DataFrame:
                 }
             )
         )
+    tests = [r.tests[name] for name in s.test_sets]
+    every = scores(
+        r, np.concatenate([t.input_emb for t in tests]), np.concatenate([t.output_emb for t in tests]), ridge
+    )
     frame = pd.concat(frames, ignore_index=True)
+    frame = frame.assign(**every)[[*frame.columns[:4], *every, *frame.columns[4:]]]
     frame["output_rmd+ppl"] = sel.combine(frame[OOD_SCORE].to_numpy(), frame["perplexity"].to_numpy())
-    has = frame["reference"] != ""
-    frame["rouge_l"] = np.nan
-    frame["similarity"] = np.nan
+    has = (frame["reference"] != "").to_numpy()
+    for column in ("rouge_l", "rouge_floor", "similarity", "similarity_floor"):
+        frame[column] = np.nan
     if has.any():
-        frame.loc[has, "rouge_l"] = rouge_l(frame.loc[has, "summary"], frame.loc[has, "reference"])
-        frame.loc[has, "similarity"] = similarity(frame.loc[has, "summary"], frame.loc[has, "reference"], p.source)
+        q = frame[has]
+        other = shuffled(q["set"].to_numpy(), p.seed)
+        summaries, refs = q["summary"].to_list(), q["reference"].to_list()
+        frame.loc[has, "rouge_l"] = rouge_l(summaries, refs)
+        frame.loc[has, "rouge_floor"] = rouge_l(summaries, [refs[j] for j in other])
+        both = _minilm([*summaries, *refs], p.source)
+        a, b = both[: len(refs)], both[len(refs) :]
+        frame.loc[has, "similarity"] = (a * b).sum(1)
+        frame.loc[has, "similarity_floor"] = (a * b[other]).sum(1)
     return frame
 
 
@@ -359,13 +425,21 @@ def weighted_auroc(labels: np.ndarray, scores: np.ndarray, weights: np.ndarray) 
 
 
 def auroc_diff(
-    frame: pd.DataFrame, sets: Sequence[str], a: str, b: str, units: str = "items", n_boot: int = 500, seed: int = 0
+    frame: pd.DataFrame,
+    sets: Sequence[str],
+    a: str,
+    b: str | None,
+    units: str = "items",
+    n_boot: int = 500,
+    seed: int = 0,
 ) -> stats.Interval:
-    """AUROC(a) − AUROC(b) on the in-domain test vs the pooled `sets`: DeLong's paired interval where every input is
-    a document of its own (`units` 'items'); else a two-stage bootstrap, the source documents resampled within each
-    set, then the inputs within them, named by `units`."""
+    """AUROC(a) − AUROC(b) (AUROC(a) alone when b is None) on the in-domain test vs the pooled `sets`: DeLong's
+    (paired) interval where every input is a document of its own (`units` 'items'); else a two-stage bootstrap, the
+    source documents resampled within each set, then the inputs within them, named by `units`."""
     sub = pair(frame, sets)
     if units == "items":
+        if b is None:
+            return stats.delong_interval(sub["ood"], sub[a])
         return stats.delong(sub["ood"], sub[a], sub[b]).as_interval()
     y = sub["ood"].to_numpy()
     draws = stats.unit_weights(
@@ -373,7 +447,8 @@ def auroc_diff(
     )
 
     def diff(w: np.ndarray) -> np.ndarray:
-        return weighted_auroc(y, sub[a].to_numpy(), w) - weighted_auroc(y, sub[b].to_numpy(), w)
+        first = weighted_auroc(y, sub[a].to_numpy(), w)
+        return first if b is None else first - weighted_auroc(y, sub[b].to_numpy(), w)
 
     return stats.clustered_interval(
         diff(np.ones((1, len(sub)))),
@@ -381,18 +456,80 @@ def auroc_diff(
         clusters=sub["unit"].to_numpy(dtype=str),
         strata=sub["set"].to_numpy(dtype=str),
         unit=units,
-        words="AUROC difference (Wikipedia and NYT paragraphs by article, SGD turns by dialogue)",
+        words=f"AUROC{'' if b is None else ' difference'} (Wikipedia and NYT paragraphs by article, SGD turns by "
+        "dialogue)",
     )
 
 
-def with_quality(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows whose set has reference summaries."""
-    return frame[frame["rouge_l"].notna()]
+def readings_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """AUROC (in-domain test vs each OOD set) of every reading of the output scores (READINGS)."""
+    base = frame[frame["ood"] == 0]
+    rows = []
+    for name in frame.loc[frame["ood"] == 1, "set"].unique():
+        both = pd.concat([base, frame[frame["set"] == name]])
+        for score in READINGS:
+            rows.append({"set": name, "score": score, "auroc": stats.fast_auc(both["ood"], both[score])})
+    return pd.DataFrame(rows)
+
+
+def background_table(p: Any, s: Split, r: Run) -> pd.DataFrame:
+    """How much the background's choice moves the AUROCs. For each English OOD set, the AUROC (in-domain test vs the
+    set) of MD and RMD, input and output, with two backgrounds: the run's (prose of no OOD set's domain) and a mix
+    of the *other* English OOD sets' test inputs, leaving the tested domain out (a background made of the test
+    domains, as our first pass's was, minus the one tested). Every Gaussian, the in-domain ones included, is fitted
+    on the same m embeddings (m: the smaller of n_fit and the mix), the mix drawn with `seed`."""
+    ridge = "ledoit-wolf" if p.covariance == "ledoit-wolf" else 0.0
+    english = [n for n in s.ood if n not in corpora.NON_ENGLISH]
+    base = r.tests[corpora.IN_DOMAIN]
+    rows = []
+    for name in english:
+        others = [n for n in english if n != name]
+        if not others:
+            continue
+        mix = {
+            side: np.concatenate([getattr(r.tests[n], f"{side}_emb") for n in others]) for side in ("input", "output")
+        }
+        m = min(len(r.fit.input_emb), len(mix["input"]))
+        pick = np.random.default_rng(p.seed).permutation(len(mix["input"]))[:m]
+        fits = {"input": r.fit.input_emb[:m], "output": r.fit_generated.output_emb[:m]}
+        backgrounds = {
+            "run": {"input": r.background.input_emb[:m], "output": r.background.output_emb[:m]},
+            "mix": {side: mix[side][pick] for side in ("input", "output")},
+        }
+        y = np.r_[np.zeros(len(base.texts)), np.ones(len(r.tests[name].texts))]
+        row = {"set": name, "label": set_label(name), "m": m}
+        for side in ("input", "output"):
+            test = np.concatenate([getattr(base, f"{side}_emb"), getattr(r.tests[name], f"{side}_emb")])
+            for kind, bg in backgrounds.items():
+                md, rmd = sel.md_rmd(fits[side], bg[side], test, ridge)
+                row[f"{side}_md"] = stats.fast_auc(y, md)
+                row[f"{side}_rmd_{kind}"] = stats.fast_auc(y, rmd)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def with_quality(frame: pd.DataFrame, english: bool = True) -> pd.DataFrame:
+    """Rows whose set has reference summaries; only the English sets' where `english` (rouge-score keeps ASCII
+    letters and digits only, so German and Spanish words are cut apart at every accented letter)."""
+    q = frame[frame["rouge_l"].notna()]
+    return q[~q["set"].isin(corpora.NON_ENGLISH)] if english else q
+
+
+def quality_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean quality per set with references: ROUGE-L and the MiniLM cosine against the item's own reference and
+    against another reference of the same set (the floor a summary reaches without reading its article's
+    reference), and whether rouge-score reads the set's language."""
+    q = with_quality(frame, english=False)
+    out = q.groupby("set", sort=False)[["rouge_l", "rouge_floor", "similarity", "similarity_floor"]].mean()
+    out.insert(0, "n", q.groupby("set", sort=False).size())
+    out.insert(0, "english", [s not in corpora.NON_ENGLISH for s in out.index])
+    out.insert(0, "label", [set_label(s) for s in out.index])
+    return out.reset_index()
 
 
 def tau_table(frame: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
-    """Kendall's τ between each score and each quality measure over every test output with a reference (signed:
-    τ > 0 when the score falls as quality rises), with a bootstrap interval over outputs."""
+    """Kendall's τ between each score and each quality measure over every English test output with a reference
+    (signed: τ > 0 when the score falls as quality rises), with a bootstrap interval over outputs."""
     q = with_quality(frame)
     rows = []
     for measure in QUALITY:
@@ -409,9 +546,74 @@ def tau_table(frame: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+SELECTIVE_SCORES = ("input_rmd", OOD_SCORE, "perplexity", f"{OOD_SCORE}+ppl")
+
+
+def selective_table(frame: pd.DataFrame, measure: str = "rouge_l") -> pd.DataFrame:
+    """Selective generation set by set: for each OOD set with references, the in-domain test outputs with that set's,
+    and per score Kendall's τ with quality and the mean quality kept over abstention 0–90 % (MLSUM included, with
+    its mangled ROUGE, so that the page shows what it did to the pooled numbers)."""
+    q = with_quality(frame, english=False)
+    rows = []
+    for name in q.loc[q["ood"] == 1, "set"].unique():
+        sub = q[(q["ood"] == 0) | (q["set"] == name)]
+        quality = sub[measure].to_numpy()
+        for score in SELECTIVE_SCORES:
+            values = sub[score].to_numpy()
+            rows.append(
+                {
+                    "set": name,
+                    "score": score,
+                    "tau": sel.quality_tau(values, quality),
+                    "area": sel.curve_area(values, quality),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def tau_by_ood(frame: pd.DataFrame, bins: int = 4, score: str = OOD_SCORE, measure: str = "rouge_l") -> pd.DataFrame:
+    """Figure 4's view: the English outputs with references cut into `bins` equal bins by the OOD score, and per bin
+    the mean OOD score and perplexity's Kendall's τ with quality (signed: τ > 0 when perplexity falls as quality
+    rises)."""
+    q = with_quality(frame)
+    cut = pd.qcut(q[score].rank(method="first"), bins, labels=False)
+    rows = []
+    for b, sub in q.groupby(cut):
+        rows.append(
+            {
+                "bin": int(b) + 1,
+                "n": len(sub),
+                "ood_score": sub[score].mean(),
+                "ood_share": sub["ood"].mean(),
+                "tau_perplexity": sel.quality_tau(sub["perplexity"].to_numpy(), sub[measure].to_numpy()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def tau_fall(frame: pd.DataFrame, n_boot: int, seed: int, score: str = OOD_SCORE, measure: str = "rouge_l"):
+    """Perplexity's τ with quality among the English outputs whose OOD score is below the median minus among those
+    above it (> 0: τ falls as the OOD score rises), bootstrap over outputs (the halves re-cut in every resample)."""
+
+    def fall(ood: np.ndarray, ppl: np.ndarray, quality: np.ndarray) -> float:
+        low = ood <= np.median(ood)
+        return sel.quality_tau(ppl[low], quality[low]) - sel.quality_tau(ppl[~low], quality[~low])
+
+    q = with_quality(frame)
+    return stats.bootstrap(
+        fall,
+        q[score].to_numpy(),
+        q["perplexity"].to_numpy(),
+        q[measure].to_numpy(),
+        n_resamples=n_boot,
+        seed=seed,
+        unit="outputs",
+    )
+
+
 def abstention_table(frame: pd.DataFrame, n_boot: int, seed: int, measure: str = "rouge_l") -> pd.DataFrame:
-    """Mean quality of the outputs kept at each abstention rate, per score, with a bootstrap band over outputs; the
-    oracle (abstaining on the worst outputs) and random abstention as bounds."""
+    """Mean quality of the English outputs kept at each abstention rate, per score, with a bootstrap band over
+    outputs; the oracle (abstaining on the worst outputs) and random abstention as bounds."""
     q = with_quality(frame)
     quality = q[measure].to_numpy()
     rows = []
@@ -433,7 +635,7 @@ SELECTION_STATS = {"tau": sel.quality_tau, "curve": lambda score, quality: sel.c
 def selection_diff(
     frame: pd.DataFrame, kind: str, a: str, b: str, n_boot: int, seed: int, measure: str = "rouge_l"
 ) -> stats.Interval:
-    """stat(a) − stat(b) over the outputs with a reference, paired bootstrap over outputs; stat is Kendall's τ with
+    """stat(a) − stat(b) over the English outputs with a reference, paired bootstrap over outputs; stat is Kendall's τ with
     quality (`tau`) or the area under the quality-vs-abstention curve (`curve`)."""
     stat = SELECTION_STATS[kind]
     q = with_quality(frame)
@@ -448,9 +650,12 @@ def selection_diff(
     )
 
 
-def quality_drop(frame: pd.DataFrame, n_boot: int, seed: int, measure: str = "rouge_l") -> stats.Interval:
-    """Mean quality in-domain minus on the OOD sets with references, bootstrap within in-domain / OOD."""
-    q = with_quality(frame)
+def quality_drop(
+    frame: pd.DataFrame, n_boot: int, seed: int, measure: str = "rouge_l", english: bool = True
+) -> stats.Interval:
+    """Mean quality in-domain minus on the OOD sets with references (the English ones where `english`), bootstrap
+    within in-domain / OOD."""
+    q = with_quality(frame, english)
     return stats.bootstrap(
         lambda y, g: y[g == 0].mean() - y[g == 1].mean(),
         q[measure].to_numpy(),
@@ -590,15 +795,20 @@ def verdict_rows(
         verdict.check_regime(regime, p.n_fit, inside)
     for key, claim in claim_set.items():
         kind, *rest = key.split("|")
-        if kind == "ppl_near":
-            sub = pair(frame, groups["near"])
+        if kind == "ppl":
+            ci = auroc_diff(frame, groups[rest[0]], "perplexity", None, claim.units, n_boot, seed)
             rows.append(
                 judge(
                     claim,
-                    *_est(stats.delong_interval(sub["ood"], sub["perplexity"])),
+                    *_est(ci),
                     why=unexplained("perplexity under a summarizer fine-tuned on XSUM (the `paper` profile)"),
                 )
             )
+        elif kind == "out_vs_in":
+            ci = auroc_diff(frame, groups[rest[0]], "output_rmd", "input_rmd", claim.units, n_boot, seed)
+            rows.append(judge(claim, *_est(ci), why=unexplained(f"{FIT_BETTER}, or a summarizer whose outputs differ")))
+        elif kind == "tau_falls":
+            rows.append(judge(claim, *_est(tau_fall(frame, n_boot, seed)), why=unexplained(FIT_BETTER)))
         elif kind == "rmd":
             side, other, group = rest
             b = f"{side}_md" if other == "md" else "perplexity"
@@ -620,3 +830,64 @@ def verdict_rows(
 def _est(ci: stats.Interval) -> tuple[float, stats.Interval]:
     """(estimate, interval) as judge takes them."""
     return ci.estimate, ci
+
+
+def background_words(table: pd.DataFrame) -> str:
+    """What leaving the tested domain out of a background made of the test domains does, against the run's
+    background, on the near set and on average (read from `background_table`)."""
+    if table.empty:
+        return ""
+    mean = table[["input_rmd_run", "input_rmd_mix", "output_rmd_run", "output_rmd_mix"]].mean()
+    first = table.iloc[0]
+    return (
+        f"On {first['label']}, input-RMD reaches {first['input_rmd_run']:.2f} with the run's background and "
+        f"{first['input_rmd_mix']:.2f} with the other test domains as background (input-MD {first['input_md']:.2f}); "
+        f"output-RMD {first['output_rmd_run']:.2f} and {first['output_rmd_mix']:.2f} (output-MD "
+        f"{first['output_md']:.2f}). Averaged over the {len(table)} English sets, input-RMD reaches "
+        f"{mean['input_rmd_run']:.2f} and {mean['input_rmd_mix']:.2f}, output-RMD {mean['output_rmd_run']:.2f} and "
+        f"{mean['output_rmd_mix']:.2f}."
+    )
+
+
+def readings_words(readings: pd.DataFrame) -> str:
+    """Mean AUROC over the OOD sets of each reading of the output scores."""
+    mean = readings.groupby("score")["auroc"].mean()
+    return (
+        f"Averaged over the OOD sets, output-MD reaches {mean['output_md']:.2f} with the in-domain Gaussian on "
+        f"generated summaries and {mean['output_md_ref']:.2f} with it on reference summaries; output-RMD "
+        f"{mean['output_rmd']:.2f} and {mean['output_rmd_ref']:.2f}; the notes' reading (references against generated "
+        f"in-domain summaries, no general-domain background) {mean['output_rmd_seed']:.2f}."
+    )
+
+
+def quality_words(table: pd.DataFrame, frame: pd.DataFrame, n_boot: int, seed: int) -> str:
+    """In-domain quality against the OOD sets', with and without the non-English sets, and against the floor."""
+    inside = table[table["set"] == corpora.IN_DOMAIN].iloc[0]
+    drops = {e: quality_drop(frame, n_boot, seed, english=e) for e in (True, False)}
+    above = "above" if inside["rouge_l"] > inside["rouge_floor"] else "not above"
+    return (
+        f"In-domain, ROUGE-L is {inside['rouge_l']:.3f} against the article's own reference and "
+        f"{inside['rouge_floor']:.3f} against another XSUM reference: the summaries are {above} the floor "
+        f"(MiniLM cosine {inside['similarity']:.2f} against {inside['similarity_floor']:.2f}). In-domain minus OOD, "
+        f"mean ROUGE-L differs by {drops[True].estimate:+.3f} [{drops[True].low:+.3f}, {drops[True].high:+.3f}] over "
+        f"the English OOD sets and by {drops[False].estimate:+.3f} [{drops[False].low:+.3f}, {drops[False].high:+.3f}] "
+        "with the German and Spanish sets counted."
+    )
+
+
+def tau_ood_words(bins: pd.DataFrame) -> str:
+    """Perplexity's τ with quality from the lowest to the highest OOD-score bin."""
+    t = bins["tau_perplexity"]
+    trend = "falls" if t.iloc[-1] < t.iloc[0] else "does not fall"
+    return (
+        f"Perplexity's τ with ROUGE-L is {t.iloc[0]:.2f} in the bin with the lowest {LABELS[OOD_SCORE]} and "
+        f"{t.iloc[-1]:.2f} in the highest (from {t.min():.2f} to {t.max():.2f} over the {len(t)} bins): it {trend} "
+        "from the first bin to the last (the verdict's row says whether the interval resolves it)."
+    )
+
+
+def background_sources(s: Split) -> pd.DataFrame:
+    """How many background inputs each source gave."""
+    local = {d.id.rsplit("-", 1)[0] for d in s.background} <= set(corpora.LOCAL_BACKGROUND)
+    names = pd.Series([d.id.rsplit("-", 1)[0] if local else "C4 (validation)" for d in s.background], name="source")
+    return names.value_counts(sort=False).rename("inputs").reset_index()

@@ -66,3 +66,32 @@ def abstention_figure(curves: pd.DataFrame, scores: tuple[str, ...]) -> plt.Figu
     ax.set(xlabel="abstention rate (highest scores dropped)", ylabel="mean ROUGE-L of kept summaries")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
+
+
+def perplexity_densities(frame: pd.DataFrame, labels: dict[str, str]) -> plt.Figure:
+    """Perplexity of the generated summaries, one panel per OOD set: the set's density against the in-domain test
+    outputs' (Gaussian KDE of log perplexity), as the paper's Figure 1 draws them."""
+    from scipy.stats import gaussian_kde
+
+    inside = np.log(frame.loc[frame["ood"] == 0, "perplexity"].to_numpy())
+    names = list(dict.fromkeys(frame.loc[frame["ood"] == 1, "set"]))
+    cols = min(5, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(FIGURE_WIDTH, 1.9 * rows + 0.6), sharex=True, squeeze=False)
+    every = np.log(frame["perplexity"].to_numpy())
+    grid = np.linspace(every.min() - 0.2, every.max() + 0.2, 200)
+    for ax, name in zip(axes.flat, names):
+        values = np.log(frame.loc[frame["set"] == name, "perplexity"].to_numpy())
+        for data, color, label in ((inside, (0.3, 0.3, 0.3), "XSUM (in-domain)"), (values, (0.8, 0.3, 0.1), None)):
+            if np.ptp(data) > 0:
+                ax.fill_between(grid, gaussian_kde(data)(grid), color=color, alpha=0.35, label=label or "OOD set")
+        ax.set_title(labels[name], fontsize=9)
+        ax.set_yticks([])
+    for ax in axes.flat[len(names) :]:
+        ax.set_visible(False)
+    for ax in axes[-1]:
+        ax.set_xlabel("log perplexity")
+    handles, names_ = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, names_, loc="upper center", ncol=2, bbox_to_anchor=(0.5, 1.02), fontsize=8)
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    return fig

@@ -38,7 +38,10 @@ def kendall_tau(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
 
 def quality_tau(score: np.ndarray, quality: np.ndarray) -> float:
     """τ between a score and quality, signed so that a score that falls as quality rises gives τ > 0 (a useful
-    abstention score has τ > 0); 0 where either side is constant (no ordering to agree with)."""
+    abstention score has τ > 0); 0 where either side is constant or there is one output (no ordering to agree
+    with)."""
+    if np.asarray(score).size < 2:
+        return 0.0
     tau = kendall_tau(-np.asarray(score, dtype=float), quality)
     return 0.0 if np.isnan(tau) else tau
 
