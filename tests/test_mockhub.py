@@ -370,10 +370,10 @@ def check_data_selection(result: dict) -> None:
         "top-k heuristic",
         "DSIR",
         "top-k DSIR",
-        "DSIR, equal documents",
+        "oracle (target domain)",
     }
     assert {r["target"] for r in selection} == {"Wikipedia (en)", "PubMed Abstracts"}
-    assert all(r["documents"] > 0 and r["perplexity"] > 1 for r in selection)
+    assert all(r["chunks"] > 0 and r["perplexity"] > 1 for r in selection)
     assert len(rows(result, "selection_draws")) == 2 * 2 * 6 * 2  # ... x draws
     assert [r["noise share"] for r in rows(result, "doremi_sweep")] == [0.0]  # the Pile's own domains only
     doremi = rows(result, "doremi_domains")

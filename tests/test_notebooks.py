@@ -501,49 +501,6 @@ def test_mink_main_run_separates_members(smoke_results) -> None:
     )
 
 
-def test_data_selection_chapter_tables(smoke_results) -> None:
-    domains = table(smoke_results, "data_selection", "domains")
-    assert [r["domain"] for r in domains] == ["Wikipedia", "NYT", "Reddit", "Amazon"]
-    assert sum(r["token share"] for r in domains) == pytest.approx(1.0, abs=2e-3)
-    draws = pd.DataFrame(table(smoke_results, "data_selection", "selection_draws"))
-    methods = ["random", "heuristic classification", "top-k heuristic", "DSIR", "top-k DSIR", "DSIR, equal documents"]
-    assert len(draws) == 1 * 1 * 6 * 2 and list(dict.fromkeys(draws.method)) == methods
-    tokens = draws.groupby("method").tokens.mean()
-    # equal tokens: every arm but the equal-documents one stops within one document past the same budget, and
-    # DSIR's k documents (the length confound) hold far fewer tokens than its equal-token selection
-    equal = tokens.drop("DSIR, equal documents")
-    assert equal.max() / equal.min() < 1.2
-    assert tokens["DSIR, equal documents"] < 0.8 * tokens["DSIR"]
-    confound = table(smoke_results, "data_selection", "length_confound")
-    assert confound[0]["r(log weight, length)"] < 0 and confound[0]["tokens, DSIR / random at k documents"] < 1
-    assert np.isfinite(draws.kl_reduction).all() and (draws.perplexity > 1).all()
-    sweep = table(smoke_results, "data_selection", "doremi_sweep")
-    assert [r["noise share"] for r in sweep] == [0.4]
-    doremi = table(smoke_results, "data_selection", "doremi_domains")
-    # the text domains' weights and the noise domain's sum to one; the proxy moves weight off the noise domain
-    assert sum(r["DoReMi weight"] for r in doremi) + sweep[0]["noise weight, DoReMi"] == pytest.approx(1.0)
-    assert sweep[0]["noise weight, DoReMi"] < 0.4 - 0.1
-    assert all(r["ratio low"] <= r["ratio"] <= r["ratio high"] for r in doremi)
-    # two proxy runs against one reference and a second round; the mean of the runs is the table's DoReMi weight
-    runs = pd.DataFrame(table(smoke_results, "data_selection", "doremi_weights"))
-    assert list(runs.domain) == ["Wikipedia", "NYT", "Reddit", "Amazon", "noise"]
-    assert runs[["proxy run 1", "proxy run 2", "round 2"]].sum().to_numpy() == pytest.approx([1.0, 1.0, 1.0])
-    mean = runs[["proxy run 1", "proxy run 2"]].mean(axis=1).to_numpy()
-    assert mean[:4] == pytest.approx([r["DoReMi weight"] for r in doremi])
-    spread = (runs["proxy run 1"] - runs["proxy run 2"]).abs().to_numpy()
-    assert runs["spread (max - min)"].to_numpy() == pytest.approx(spread) and spread.max() > 0
-    weights = pd.DataFrame(table(smoke_results, "data_selection", "contamination_weights"))
-    assert weights.regime.nunique() == 2 and set(weights.templates) == {"with", "without"} and len(weights) > 200
-    claims = table(smoke_results, "data_selection", "claims")
-    verdict = table(smoke_results, "data_selection", "verdict")
-    assert {r["claim"] for r in verdict} <= {c["claim"] for c in claims} and len(verdict) >= len(claims) - 1
-    assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
-    # the KL-reduction row's regime counts the selections it correlates over: every arm's draws, per target
-    kl = next(c for c in claims if c["claim"].startswith("KL reduction"))
-    per_target = len(draws) // draws.target.nunique()
-    assert f"= {per_target} selections ({draws.method.nunique()} methods × 1 size(s) × 2 draws)" in kl["regime"]
-
-
 def test_data_selection_saves_no_progress_bars(smoke_results, isolated_runs) -> None:
     import json
 

@@ -652,7 +652,7 @@ def test_data_selection_sizes_without_one_block_are_refused_before_training(
     [
         (["--profile", "paper"], "profile 'paper' needs the Hugging Face Hub (and a GPU), but HF_HUB_OFFLINE=1 here"),
         (
-            "--profile smoke -p source hub -p domains [Pile-CC,Github] -p targets [Github]".split(),
+            "--profile smoke -p source hub -p domains [Pile-CC,Github] -p targets [Github] -p doremi_fractions [1,1]".split(),
             "parameter 'source': 'hub' needs the Hugging Face Hub, but HF_HUB_OFFLINE=1 here: use source local",
         ),
     ],
