@@ -59,7 +59,8 @@ min_length = None  # fewest tokens of a selectable chunk (the package's filter)
 dsir_seeds = None  # selection draws per DSIR method, one LM (its own seed) each
 doremi_seeds = None  # main-model seeds per DoReMi mixture
 vocab_size = None  # most frequent token ids kept; the rest share one unknown id
-lm_dim = None  # width of the tiny LLaMA models
+lm_dim = None  # width of the tiny LLaMA models (DSIR's, DoReMi's reference and proxies)
+main_dim = None  # width of DoReMi's main models (wider than the proxy, as the paper's 8B main for a 280M proxy)
 lm_layers = None  # decoder layers of the tiny LLaMA models
 block_size = None  # tokens per training sequence
 batch_size = None  # sequences per optimizer step
@@ -226,7 +227,8 @@ page.say(ex.gap_words(gap, gap_plain))
 # excess loss (every domain starts at log |V|, as in the authors' trainer), and every model follows
 # their Pile scripts: AdamW with β₂ = 0.99 and the `linear_warmup_exponential` schedule (6 % linear
 # warmup, then exponential decay towards a tenth of the peak rate). Each proxy run (`proxy_seeds` of them, against one
-# reference) averages its weights over its `proxy_steps` steps; DoReMi main model *i* trains on run
+# reference) averages its weights over its `proxy_steps` steps; DoReMi main model *i* (`main_dim`
+# wide, wider than the proxies) trains on run
 # *i*'s weights, so the main models' seeds carry the proxy's randomness into the intervals. The
 # baseline main models train on the natural shares for the same steps and tokens.
 #
@@ -272,7 +274,8 @@ without_noise = ex.doremi_intervals(D, SWEEP[0.0], P)[0] if CLAIMS["worst"].cont
 # - **Scale.** Tiny LLaMA models (`lm_dim` wide, `lm_layers` layers, a `vocab_size`-token
 #   vocabulary, `block_size`-token sequences) trained from scratch for a few hundred to a thousand
 #   steps on a few thousand documents, against DSIR's BERT-base pretrained on 51.2M examples and
-#   DoReMi's 280M proxy and 8B main model on The Pile.
+#   DoReMi's 280M proxy and 8B main model on The Pile. DoReMi's main models are `main_dim` wide,
+#   wider than its proxies as in the paper, though by far less than the paper's 30× in parameters.
 # - **Data.** Four SQuAD-shifts domains instead of The Pile's 22; DSIR's targets are two of these
 #   domains (their own source left out of the pool) instead of Wikipedia + books and eight
 #   downstream datasets; quality is held-out target perplexity, not fine-tuned downstream accuracy.
@@ -287,9 +290,9 @@ without_noise = ex.doremi_intervals(D, SWEEP[0.0], P)[0] if CLAIMS["worst"].cont
 # - **Heuristic classification.** scikit-learn's hashed n-gram logistic regression with
 #   cross-validated regularisation in place of autotuned fastText.
 # - **DoReMi.** The paper's update, step size, smoothing and the authors' absent-domain rule and
-#   learning-rate schedule and AdamW betas (their 280M script uses Adafactor). Proxy, reference and main models have the
-#   same tiny size; a synthetic noise domain stands in for The Pile's low-quality domains, and the
-#   noise share is swept. The proxies share one reference model per sweep point, so the
+#   learning-rate schedule and AdamW betas (their 280M script uses Adafactor). Reference and
+#   proxies have the same size, the main models are wider; a synthetic noise domain stands in for
+#   The Pile's low-quality domains, and the noise share is swept. The proxies share one reference model per sweep point, so the
 #   reference's own randomness is not in the intervals; iterated DoReMi's later rounds are
 #   reported as weights only (no main models train on them).
 #

@@ -24,6 +24,8 @@ from repro.runner import main
         (["-p", "eval_every", "400"], "parameter 'eval_every': 400 leaves 1 evaluation(s) in doremi_steps 400"),
         (["-p", "doremi_fractions", "[1,1]"], "parameter 'doremi_fractions': 2 values for 4 domains"),
         (["-p", "doremi_fractions", "[1,1,0,1]"], "parameter 'doremi_fractions': [1.0, 1.0, 0.0, 1.0] must be above 0"),
+        (["-p", "main_dim", "130"], "parameter 'main_dim': 130 is not a multiple of the 4 attention heads"),
+        (["-p", "main_dim", "32"], "parameter 'main_dim': 32 is narrower than the proxy's lm_dim 64"),
     ],
 )
 def test_bad_values_are_refused_by_prepare_only_in_one_line(

@@ -119,7 +119,7 @@ def _doremi_regime(p: Mapping[str, Any]) -> Regime:
     return Regime(
         "proxy → main model, domains, steps",
         "280M → 8B, 22 Pile domains of unequal quality, 200k steps",
-        f"{p['lm_dim']}-wide {p['lm_layers']}-layer → same, {len(p['domains'])} text domains of unequal size "
+        f"{p['lm_dim']}-wide → {p['main_dim']}-wide, {p['lm_layers']} layers, {len(p['domains'])} text domains of unequal size "
         f"(training documents kept: {fractions}){noise}, "
         f"{p['proxy_steps']:,} proxy and {p['doremi_steps']:,} main-model steps (noise shares swept: "
         f"{', '.join(f'{x:g}' for x in p['noise_shares'])})",

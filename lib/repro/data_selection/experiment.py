@@ -32,6 +32,7 @@ TOPK_HEURISTIC = "top-k heuristic"  # the classifier's most target-like document
 METHODS = ("random", "heuristic classification", TOPK_HEURISTIC, "DSIR", "top-k DSIR", ORACLE)
 N_BOOT = 2000
 MIN_DOMAIN_DOCS = 8
+N_HEADS = 4  # attention heads of every tiny LLaMA
 HELD_OUT_SHARE = 16  # DoReMi holds out 1/16 of each domain's documents
 REGIMES = {"outlier": "outlier (benchmark items in web text)", "in-distribution": "in-distribution (news in news)"}
 KL_PSEUDO_COUNT = 1.0  # add-one smoothing of every bucket when measuring KL (a small selection misses many buckets)
@@ -94,6 +95,17 @@ def evaluations_fit(p: dict) -> str | None:
     return None
 
 
+def widths_fit(p: dict) -> str | None:
+    """The tiny LLaMA has 4 attention heads: every width a multiple of 4, and DoReMi's main model at least as wide as its
+    proxy (the paper's point is a small proxy for a larger main model)."""
+    for name in ("lm_dim", "main_dim"):
+        if p[name] % N_HEADS:
+            return f"parameter '{name}': {p[name]} is not a multiple of the {N_HEADS} attention heads"
+    if p["main_dim"] < p["lm_dim"]:
+        return f"parameter 'main_dim': {p['main_dim']} is narrower than the proxy's lm_dim {p['lm_dim']}"
+    return None
+
+
 def selection_fits(p: dict) -> str | None:
     """At source local, before any model or tokenizer: the chunks of every target's pool long enough for min_length,
     and of the target left for the oracle, can hold every selection (`pool_problem`). At source hub the same check
@@ -113,7 +125,15 @@ def selection_fits(p: dict) -> str | None:
     return None
 
 
-CHECKS = [domains_of_source, target_split_fits, hub_source_needs_hub, fractions_fit, evaluations_fit, selection_fits]
+CHECKS = [
+    domains_of_source,
+    target_split_fits,
+    hub_source_needs_hub,
+    fractions_fit,
+    evaluations_fit,
+    widths_fit,
+    selection_fits,
+]
 
 SPEC = {
     "seed": Param(int, 0, low=0, high=2**32 - 1, help="random seed"),
@@ -174,7 +194,18 @@ SPEC = {
         high=10**6,
         help="most frequent token ids kept (others one unknown id)",
     ),
-    "lm_dim": Param(int, 64, smoke=32, paper=768, low=8, high=8192, help="width of the tiny LLaMA models"),
+    "lm_dim": Param(
+        int, 64, smoke=32, paper=768, low=8, high=8192, help="width of the tiny LLaMA models (DSIR's, DoReMi's proxies)"
+    ),
+    "main_dim": Param(
+        int,
+        128,
+        smoke=48,
+        paper=2048,
+        low=8,
+        high=8192,
+        help="width of DoReMi's main models, wider than the proxy (the paper: 280M proxy, 8B main model)",
+    ),
     "lm_layers": Param(int, 2, smoke=1, paper=12, low=1, high=64, help="decoder layers of the tiny LLaMA models"),
     "block_size": Param(int, 64, smoke=32, paper=1024, low=8, high=8192, help="tokens per training sequence"),
     "batch_size": Param(int, 16, smoke=4, paper=64, low=1, high=4096, help="sequences per step"),
@@ -196,7 +227,7 @@ SPEC = {
     ),
     "doremi_rounds": Param(
         int,
-        2,
+        1,
         smoke=2,
         paper=1,
         low=1,
@@ -459,13 +490,13 @@ def domain_label(name: str) -> str:
 # tiny language models
 
 
-def lm_config(p: Any, vocab_size: int) -> dict[str, Any]:
-    """The tiny LLaMA's architecture (part of every cache key)."""
+def lm_config(p: Any, vocab_size: int, width: int | None = None) -> dict[str, Any]:
+    """The tiny LLaMA's architecture (part of every cache key): `lm_dim` wide unless `width` says otherwise."""
     return {
         "vocab_size": vocab_size,
-        "d_model": p.lm_dim,
+        "d_model": width or p.lm_dim,
         "n_layers": p.lm_layers,
-        "n_heads": 4,
+        "n_heads": N_HEADS,
         "seq_len": p.block_size,
     }
 
@@ -503,11 +534,14 @@ def train_and_score(
     steps: int,
     name: str,
     track: bool = False,
+    width: int | None = None,
 ) -> dict[str, Any]:
-    """Train a tiny LLaMA on a fixed mixture (cached by its inputs); held-out NLL per block and, if `track`, per eval."""
+    """Train a tiny LLaMA (`lm_dim` wide unless `width` says otherwise) on a fixed mixture (cached by its inputs);
+    held-out NLL per block and, if `track`, per eval."""
+    cfg = lm_config(p, vocab_size, width)
 
     def build(path: Path) -> None:
-        model = doremi.tiny_llama(**lm_config(p, vocab_size), seed=seed)
+        model = doremi.tiny_llama(**cfg, seed=seed)
 
         def per_domain(m: Any) -> list[float]:
             return [x.sum() / max(1, x.size * (p.block_size - 1)) for x in heldout_nll(m, eval_blocks, p.batch_size)]
@@ -531,7 +565,7 @@ def train_and_score(
         path.write_text(json.dumps(out))
 
     key = (
-        lm_config(p, vocab_size),
+        cfg,
         [b.numpy() for b in train_blocks.blocks],
         list(map(float, weights)),
         [b.numpy() for b in eval_blocks.blocks],
@@ -1078,7 +1112,9 @@ def doremi_runs(d: Domains, p: Any, noise_share: float = 0.0, rounds: int = 1) -
     seeds = range(p.seed + 10, p.seed + 10 + p.doremi_seeds)
     runs = {
         "baseline": [
-            train_and_score(p, d.vocab_size, train, baseline, held, s, p.doremi_steps, "doremi-baseline", track=True)
+            train_and_score(
+                p, d.vocab_size, train, baseline, held, s, p.doremi_steps, "doremi-baseline", True, p.main_dim
+            )
             for s in seeds
         ],
         "DoReMi": [
@@ -1091,7 +1127,8 @@ def doremi_runs(d: Domains, p: Any, noise_share: float = 0.0, rounds: int = 1) -
                 s,
                 p.doremi_steps,
                 "doremi-DoReMi",
-                track=True,
+                True,
+                p.main_dim,
             )
             for i, s in enumerate(seeds)
         ],
