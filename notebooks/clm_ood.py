@@ -79,8 +79,8 @@ P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
 #
 # Each claim with the rule that decides it, fixed here before any number. The regime of every row is
 # the summarizer and what its Gaussians are fitted on: the paper's PEGASUS-large is fine-tuned on
-# XSUM's 204k pairs; ours is a 135M decoder-only chat model used zero-shot, its Gaussians fitted on a
-# few hundred pairs, so at `smoke` and `default` every row is a `miniature`. The paper's AUROC and
+# XSUM's 204k pairs; ours is a 135M decoder-only chat model whose last blocks are fine-tuned on a few hundred
+# XSUM pairs, its Gaussians fitted on a few hundred more, so at `smoke` and `default` every row is a `miniature`. The paper's AUROC and
 # $\tau$ tables could not be read in the material available offline, so the rules compare directions
 # (RMD above MD and perplexity, the combination above either alone) and orderings (detection getting
 # easier as overlap falls), and carry no paper number.
@@ -110,8 +110,16 @@ verdict.plan(list(CLAIMS.values()))
 # At `default` the summarizer is SmolLM2-135M-Instruct, prompted with its chat template: the user turn
 # says "Summarize the article in one sentence." and then gives the article, cut to its first
 # `article_tokens` tokens; the summary is greedy, batched with left padding, at most `summary_tokens`
-# new tokens. It is not fine-tuned: a few hundred XSUM pairs would not make a 135M model a good XSUM
-# summarizer within this chapter's CPU budget, and the paper's claims are about the model as deployed.
+# new tokens.
+#
+# **An in-domain for the summarizer.** The paper's PEGASUS is fine-tuned on XSUM, so its quality is expected to fall
+# off XSUM. SmolLM2-Instruct was never trained on XSUM, and zero-shot it summarized CNN/DailyMail better than XSUM
+# in an earlier build of this chapter: "in-domain" meant nothing to it. So its last `tune_layers` decoder blocks are
+# fine-tuned on `tune_pairs` XSUM pairs that are in neither the fit nor the test set (AdamW, `tune_lr` decaying
+# linearly to 0, `tune_epochs` epoch; the loss is the reference's tokens and the end-of-turn token, read through the
+# same prompt), the rest of the model frozen; every row uses the fine-tuned model. The table below gives the
+# quality of both models on the same first `n_zero_shot` XSUM and CNN/DailyMail test articles. A full fine-tune of
+# 204k pairs, as the paper's, does not fit this chapter's CPU budget.
 #
 # - **Input embedding**: the mean final-layer state over the article's own tokens. The template's
 #   tokens (system turn, instruction, assistant header) are the same for every input and are left
@@ -159,6 +167,8 @@ frame = ex.items(P, split, run)
 overlap = repro.publish("overlap", ex.overlap_table(P, split, run), show=False)
 repro.publish("examples", ex.examples(frame))
 repro.publish("background_inputs", ex.background_sources(split), show=False)
+tuning = repro.publish("fine_tune", ex.tune_table(split, run))
+page.say(ex.tune_words(P, tuning, run.tune_losses))
 
 # %% [markdown]
 # One summary per set, beside its reference (empty where the set has none).
@@ -316,19 +326,17 @@ page.say(
 # %% [markdown]
 # ## What differs from the paper
 #
-# - **The summarizer.** SmolLM2-135M-Instruct, decoder-only, prompted zero-shot, instead of
-#   PEGASUS-large fine-tuned on XSUM. XSUM is not its training domain, so "in-domain" here means the domain of the
-#   fit pairs, not of the model's training: the paper's mechanism (quality falls off the summarizer's training
-#   distribution) has no particular reason to apply, and section 4 shows how far XSUM's quality sits above the
-#   floor. Giving it an in-domain (few-shot prompts from XSUM, or a short fine-tune) and decoding as the paper does
-#   (beam search, longer summaries) did not fit the chapter's 15-minute cold budget on two CPU cores: few-shot
-#   prompts triple the tokens read per summary. Its input embedding averages the decoder's states over the
+# - **The summarizer.** SmolLM2-135M-Instruct, decoder-only, prompted, its last `tune_layers` blocks fine-tuned on
+#   `tune_pairs` XSUM pairs (section 1), instead of PEGASUS-large fine-tuned on all of XSUM's training pairs. How
+#   much of an in-domain that gives it is measured in section 1, and section 4 shows how far XSUM's quality sits
+#   above the floor. Decoding as the paper does (beam search, longer summaries) did not fit the chapter's 15-minute
+#   cold budget on two CPU cores. Its input embedding averages the decoder's states over the
 #   article's tokens (read in the context of the prompt before them), where the paper averages an encoder's.
 # - **Decoding.** Greedy, at most `summary_tokens` new tokens, batched with left padding.
 # - **Sizes.** A few hundred fit pairs and as many background inputs (the paper: XSUM's 204k training pairs
 #   and as many C4 documents), articles cut to `article_tokens` tokens, summaries to `summary_tokens`.
-#   Every interval covers the test inputs of one model: nothing is trained, so there is no training
-#   seed to vary.
+#   Every interval covers the test inputs of one model: the fine-tune runs once, with one seed, so its
+#   randomness is not in the intervals.
 # - **The background.** English prose of BIG-bench tasks no OOD set comes from (section 1), standing in for C4's
 #   general web text.
 # - **The sets.** BIG-bench's copies: GEM's XSUM and WikiLingua (WikiHow) and MLSUM test sets, the

@@ -92,12 +92,17 @@ class _ToyLM:
         self.config = SimpleNamespace(is_encoder_decoder=False)
         self.vocab = vocab
 
-    def __call__(self, input_ids, attention_mask, output_hidden_states):
+        self.model = self._final_states  # the decoder's final states, as LlamaForCausalLM.model gives them
+
+    def _final_states(self, input_ids, attention_mask):
         import torch
 
-        states = torch.tensor(self.table[input_ids.numpy()])
-        logits = torch.zeros(*input_ids.shape, self.vocab)
-        return SimpleNamespace(hidden_states=(states,), logits=logits)
+        return SimpleNamespace(last_hidden_state=torch.tensor(self.table[input_ids.numpy()]))
+
+    def lm_head(self, states):
+        import torch
+
+        return torch.zeros(*states.shape[:-1], self.vocab)
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +217,7 @@ def test_sizes_beyond_the_files_are_refused_naming_the_parameter() -> None:
     assert ex.check_sizes(p) is None
     assert (
         ex.check_sizes({**p, "n_fit": 1300, "n_test": 100, "n_background": 1300})
-        == "n_fit + n_test: 1300 + 100 exceeds the 1371 XSUM articles"
+        == "n_fit + n_test + tune_pairs: 1300 + 100 + 8 exceeds the 1371 XSUM articles"
     )
     assert ex.check_sizes({**p, "n_ood": 151}) == "n_ood: 151 exceeds the 150 documents of cnn_dm"
     assert ex.check_sizes({**p, "n_near": 151}) == "n_near: 151 exceeds the 150 documents of cnn_dm"

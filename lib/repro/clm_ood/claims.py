@@ -78,8 +78,13 @@ def regime(p: Mapping[str, Any]) -> Regime:
             return Regime(variable, PAPER_MODEL, ours, "paper", why, criterion=PAPER_CRITERION)
         return Regime(variable, PAPER_MODEL, ours)
     layers = f"first {p['model_layers']} layers of " if p["model_layers"] else ""
+    tuned = (
+        f"last {p['tune_layers']} blocks fine-tuned on {p['tune_pairs']:,} XSUM pairs"
+        if p["tune_pairs"]
+        else "zero-shot"
+    )
     ours = (
-        f"{layers}SmolLM2-135M-Instruct zero-shot, decoder-only, {p['n_fit']:,} fit pairs, articles cut to "
+        f"{layers}SmolLM2-135M-Instruct, decoder-only, {tuned}, {p['n_fit']:,} fit pairs, articles cut to "
         f"{p['article_tokens']} tokens"
     )
     return Regime(variable, PAPER_MODEL, ours)

@@ -248,16 +248,17 @@ def teacher_forced(
                 )
             else:
                 ids, mask = _right_pad([p + y for p, y in zip(prompts, y_rows)], tokenizer.pad_token_id)
-                res = model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
-                prompt_states = states = res.hidden_states[-1]
+                # the final (normed) states only; the LM head runs below on the positions that predict an output
+                prompt_states = states = model.model(input_ids=ids, attention_mask=mask).last_hidden_state
                 offsets = [len(p) - 1 for p in prompts]  # position of the last prompt token
-        logp = torch.log_softmax(res.logits.double(), -1)
-        for i, (a, y) in enumerate(zip(a_rows, y_rows)):
-            start, o, n = len(tmpl.prefix), offsets[i], len(y)
-            inp.append(prompt_states[i, start : start + len(a)].mean(0).double().numpy())
-            # output token t is read at position o + 1 + t and predicted at position o + t
-            out.append(states[i, o + 1 : o + 1 + n].mean(0).double().numpy())
-            lps.append(np.array([logp[i, o + t, y[t]].item() for t in range(n)]))
+            for i, (a, y) in enumerate(zip(a_rows, y_rows)):
+                start, o, n = len(tmpl.prefix), offsets[i], len(y)
+                inp.append(prompt_states[i, start : start + len(a)].mean(0).double().numpy())
+                # output token t is read at position o + 1 + t and predicted at position o + t
+                out.append(states[i, o + 1 : o + 1 + n].mean(0).double().numpy())
+                logits = res.logits[i, o : o + n] if seq2seq else model.lm_head(states[i, o : o + n])
+                logp = torch.log_softmax(logits.double(), -1)
+                lps.append(logp[torch.arange(n), torch.tensor(y)].numpy())
         bar.update(len(a_rows))
     bar.close()
     texts = [tokenizer.decode(y, skip_special_tokens=True).strip() for y in outputs]
