@@ -55,6 +55,11 @@ n_background = None  # general-domain inputs of the background Gaussians (the C4
 n_test = None  # in-domain test articles
 n_ood = None  # test inputs per OOD set
 n_near = None  # test inputs of the near set, CNN/DailyMail (0: n_ood)
+tune_pairs = None  # XSUM pairs (outside fit and test) the summarizer's last blocks are fine-tuned on (0: zero-shot)
+tune_layers = None  # last decoder blocks the fine-tune trains
+tune_epochs = None  # epochs of the fine-tune
+tune_lr = None  # AdamW peak learning rate of the fine-tune
+n_zero_shot = None  # XSUM and near-set test articles also summarized before the fine-tune
 article_tokens = None  # tokens kept per input article
 summary_tokens = None  # new tokens per summary (greedy)
 batch_size = None  # articles per generation batch
@@ -332,7 +337,8 @@ page.say(
 #   above the floor. Decoding as the paper does (beam search, longer summaries) did not fit the chapter's 15-minute
 #   cold budget on two CPU cores. Its input embedding averages the decoder's states over the
 #   article's tokens (read in the context of the prompt before them), where the paper averages an encoder's.
-# - **Decoding.** Greedy, at most `summary_tokens` new tokens, batched with left padding.
+# - **Decoding.** Greedy, at most `summary_tokens` new tokens, batched with left padding; the paper's beam search
+#   would multiply the decoding cost by the beam width.
 # - **Sizes.** A few hundred fit pairs and as many background inputs (the paper: XSUM's 204k training pairs
 #   and as many C4 documents), articles cut to `article_tokens` tokens, summaries to `summary_tokens`.
 #   Every interval covers the test inputs of one model: the fine-tune runs once, with one seed, so its

@@ -54,7 +54,7 @@ SPEC = {
     ),
     "tune_pairs": Param(
         int,
-        320,
+        480,
         smoke=8,
         paper=0,
         low=0,
@@ -74,8 +74,8 @@ SPEC = {
         help="XSUM and near-set test articles also summarized before the fine-tune (quality before / after)",
     ),
     "article_tokens": Param(int, 128, smoke=48, paper=512, low=8, high=4096, help="tokens kept per input article"),
-    "summary_tokens": Param(int, 32, smoke=8, paper=64, low=2, high=512, help="new tokens per summary (greedy)"),
-    "batch_size": Param(int, 16, smoke=8, low=1, high=512, help="articles per generation batch"),
+    "summary_tokens": Param(int, 48, smoke=8, paper=64, low=2, high=512, help="new tokens per summary (greedy)"),
+    "batch_size": Param(int, 32, smoke=8, low=1, high=512, help="articles per generation batch"),
     "covariance": Param(
         str, "ledoit-wolf", choices=("ledoit-wolf", "ml"), help="covariance estimator of each Gaussian"
     ),
@@ -280,7 +280,7 @@ def tuned(p: Any, s: Split, key: list[Any], tok: Any, model: Any) -> tuple[list[
     from . import finetune
 
     arts, refs = [d.text for d in s.tune], [d.reference for d in s.tune]
-    settings = [p.article_tokens, p.summary_tokens, p.tune_layers, p.tune_epochs, p.tune_lr, p.batch_size, p.seed]
+    settings = [p.article_tokens, p.summary_tokens, p.tune_layers, p.tune_epochs, p.tune_lr, finetune.BATCH, p.seed]
     path = cache.entry_path("clm_ood", "tuned", *key, arts, refs, settings, suffix=".pt")
 
     def build(tmp: Path) -> None:
@@ -294,7 +294,7 @@ def tuned(p: Any, s: Split, key: list[Any], tok: Any, model: Any) -> tuple[list[
             p.tune_layers,
             p.tune_epochs,
             p.tune_lr,
-            p.batch_size // 2 or 1,
+            finetune.BATCH,
             p.seed,
         )
         torch.save({"state": finetune.block_state(model, p.tune_layers), "losses": losses}, tmp)

@@ -16,6 +16,8 @@ import numpy as np
 
 from . import clm
 
+BATCH = 8  # pairs per fine-tuning step
+
 
 def trainable(model: Any, layers: int) -> list[Any]:
     """Freeze the model but its last `layers` decoder blocks; their parameters."""
@@ -87,7 +89,7 @@ def finetune(
                 loss.backward()
                 opt.step()
                 sched.step()
-                losses.append(float(loss))
+                losses.append(float(loss.detach()))
                 bar.update(1)
     finally:
         bar.close()
