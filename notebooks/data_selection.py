@@ -126,8 +126,10 @@ publish("domains", ex.domains_table(D))
 # %% [markdown]
 # ## 2. DSIR against random selection and heuristic classification
 #
-# For each target domain, the chunks of `target_docs` documents are the target sample and those of
-# `eval_docs` other documents are held out. The raw pool is the *other* domains: as in the paper,
+# For each target domain, whole articles are drawn in a seeded order: the chunks of the first articles, until
+# they hold `target_docs` documents, are the target sample, those of the next `eval_docs` documents' articles
+# are held out, and the rest are the oracle's candidates. Paragraphs of one article share its topic and words,
+# so no article is split between the sample DSIR fits, the held-out text and the oracle. The raw pool is the *other* domains: as in the paper,
 # whose targets are downstream datasets that The Pile does not hold, the target's own source is
 # left out, so that DSIR has to find target-like text rather than recognise the target domain.
 # Six arms each select from the pool:

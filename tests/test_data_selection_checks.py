@@ -64,6 +64,44 @@ def test_target_split_keeps_each_documents_chunks_together() -> None:
     assert parts[0] == set(order[:4].tolist()) and parts[1] == set(order[4:7].tolist())
 
 
+def test_target_split_shares_no_article_between_its_parts() -> None:
+    # 12 documents in 5 articles (sizes 4, 1, 3, 2, 2); each document 1 or 2 chunks
+    doc_ids = np.repeat(np.arange(12), [1, 2, 1, 1, 2, 1, 1, 1, 2, 1, 1, 1])
+    article_of_doc = np.array([0, 0, 0, 0, 1, 2, 2, 2, 3, 3, 4, 4])
+    articles = article_of_doc[doc_ids]
+    p = {"seed": 3, "target_docs": 5, "eval_docs": 3}
+    parts = ex.split_documents(doc_ids, p, articles)
+    assert sorted(parts[0] + parts[1] + parts[2]) == list(range(doc_ids.size))  # every chunk in exactly one part
+    arts = [set(articles[x].tolist()) for x in parts]
+    assert not (arts[0] & arts[1] or arts[0] & arts[2] or arts[1] & arts[2])
+    # whole articles in the seeded order until each part holds its documents
+    order = np.random.default_rng(3).permutation(5)
+    sizes = np.bincount(article_of_doc)[order]
+    before = np.concatenate([[0], np.cumsum(sizes)])[:-1]
+    assert arts[0] == set(order[before < 5].tolist())
+    assert arts[1] == set(order[(before >= 5) & (before < 8)].tolist())
+    # each part holds at least its documents (whole articles), the sample at most an article's worth beyond
+    n_docs = [len(set(doc_ids[x].tolist())) for x in parts]
+    assert 5 <= n_docs[0] < 5 + 4 and n_docs[1] >= 3
+
+
+def test_default_target_split_shares_no_squad_shifts_article() -> None:
+    p = {k: v.default for k, v in ex.SPEC.items()}
+    for i, name in enumerate(p["domains"]):
+        if name not in p["targets"]:
+            continue
+        docs, owner = ex._local_docs(name, p["docs_per_domain"], p["seed"] + i)
+        _, doc_ids = ex.chunk_documents(docs, p["chunk_words"])
+        articles = owner[doc_ids]
+        sample, held, rest = ex.split_documents(doc_ids, p, articles)
+        fitted, scored, oracle = (set(articles[x].tolist()) for x in (sample, held, rest))
+        assert held and not (scored & fitted) and not (scored & oracle) and not (fitted & oracle), name
+        assert (
+            len(set(doc_ids[sample].tolist())) >= p["target_docs"]
+            and len(set(doc_ids[held].tolist())) >= p["eval_docs"]
+        )
+
+
 def test_pool_problem_names_each_degenerate_setting() -> None:
     long = " ".join(["word"] * 50)
     texts = {"a": [long] * 20, "b": [long] * 6 + ["tiny"] * 4}

@@ -112,14 +112,13 @@ def selection_fits(p: dict) -> str | None:
     runs once the documents are read, before training."""
     if p["source"] != "local" or domains_of_source(p) or target_split_fits(p):
         return None
-    chunks = {
-        n: chunk_documents(_local_docs(n, p["docs_per_domain"], p["seed"] + i)[0], p["chunk_words"])
-        for i, n in enumerate(p["domains"])
-    }
+    local = {n: _local_docs(n, p["docs_per_domain"], p["seed"] + i) for i, n in enumerate(p["domains"])}
+    chunks = {n: chunk_documents(v[0], p["chunk_words"]) for n, v in local.items()}
     texts = {n: c[0] for n, c in chunks.items()}
     doc_ids = {n: c[1] for n, c in chunks.items()}
+    articles = {n: local[n][1][doc_ids[n]] for n in chunks}
     for target in p["targets"]:
-        problem = pool_problem(texts, doc_ids, p, target)
+        problem = pool_problem(texts, doc_ids, p, target, articles)
         if problem:
             return problem
     return None
@@ -327,19 +326,32 @@ def chunk_documents(docs: Sequence[str], words: int) -> tuple[list[str], np.ndar
     return chunks, np.asarray(owner, np.int64)
 
 
-def split_documents(doc_ids: np.ndarray, p: Any) -> tuple[list[int], list[int], list[int]]:
-    """DSIR's split of a target domain, by whole documents in a seeded order: the chunks of `target_docs` documents
-    (the sample DSIR fits), of the next `eval_docs` (held-out text every selection's LM is scored on), and of the
-    rest (the oracle arm's candidates). Chunks of one document never straddle two parts."""
+def split_documents(
+    doc_ids: np.ndarray, p: Any, articles: np.ndarray | None = None
+) -> tuple[list[int], list[int], list[int]]:
+    """DSIR's split of a target domain, by whole articles in a seeded order (`articles`: each chunk's article; without
+    it each document is its own): the chunks of the first articles until they hold `target_docs` documents (the
+    sample DSIR fits), of the next until `eval_docs` more (held-out text every selection's LM is scored on), and of
+    the rest (the oracle arm's candidates). Paragraphs of one article share its topic and words, so no article (and
+    no document) straddles two parts: the held-out text shares nothing with the fitted sample or the oracle."""
     get = p.get if isinstance(p, dict) else lambda k: getattr(p, k)
-    order = np.random.default_rng(get("seed")).permutation(int(doc_ids.max()) + 1 if doc_ids.size else 0)
+    doc_ids = np.asarray(doc_ids, np.int64)
+    owner = doc_ids if articles is None else np.asarray(articles)
+    if owner.shape != doc_ids.shape:
+        raise ValueError("articles: one label per chunk")
+    labels, art = np.unique(owner, return_inverse=True)
+    order = np.random.default_rng(get("seed")).permutation(labels.size)
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
-    r = rank[doc_ids]
+    docs_per_article = np.zeros(labels.size, np.int64)  # distinct documents per article
+    first = np.unique(doc_ids, return_index=True)[1]
+    np.add.at(docs_per_article, art[first], 1)
+    before = np.concatenate([[0], np.cumsum(docs_per_article[order])])[:-1][rank]  # documents in earlier articles
     n_sample, n_eval = get("target_docs"), get("eval_docs")
+    r = before[art]
     part = np.where(r < n_sample, 0, np.where(r < n_sample + n_eval, 1, 2))
-    by = [np.flatnonzero(part == j) for j in range(3)]
-    return [[int(i) for i in x[np.argsort(r[x], kind="stable")]] for x in by]  # type: ignore[return-value]
+    key = np.lexsort((np.arange(doc_ids.size), doc_ids, rank[art]))  # article order, then document, then chunk
+    return [[int(i) for i in key if part[i] == j] for j in range(3)]  # type: ignore[return-value]
 
 
 def package_lengths(texts: Sequence[str]) -> np.ndarray:
@@ -347,7 +359,13 @@ def package_lengths(texts: Sequence[str]) -> np.ndarray:
     return np.array([len(dsir.tokenize(t)) for t in texts], np.int64)
 
 
-def pool_problem(texts: dict[str, list[str]], doc_ids: dict[str, np.ndarray], p: Any, target: str) -> str | None:
+def pool_problem(
+    texts: dict[str, list[str]],
+    doc_ids: dict[str, np.ndarray],
+    p: Any,
+    target: str,
+    articles: dict[str, np.ndarray] | None = None,
+) -> str | None:
     """Why the selections for `target` would fail or degenerate, or None: no pool chunk reaches min_length; a
     selection larger than half the eligible pool (any two arms then share chunks by construction, and at the pool's
     size every equal-token arm takes the same chunks); fewer eligible target chunks outside the held-out documents
@@ -367,7 +385,7 @@ def pool_problem(texts: dict[str, list[str]], doc_ids: dict[str, np.ndarray], p:
             f"parameter 'select_sizes': {k} is more than half of the {eligible:,} pool chunks of {target} with at "
             f"least min_length {m} tokens: the arms would share most of their chunks by construction"
         )
-    sample, _, rest = split_documents(doc_ids[target], p)
+    sample, _, rest = split_documents(doc_ids[target], p, (articles or {}).get(target))
     left = int((package_lengths([texts[target][i] for i in sample + rest]) >= m).sum())
     if left < k:
         return (
@@ -401,14 +419,14 @@ def load_domains(p: Any) -> Domains:
             raise ParameterError(f"parameter 'domains': {name} has {len(d)} documents (at least {MIN_DOMAIN_DOCS})")
     chunked = {n: chunk_documents(v, p.chunk_words) for n, v in docs.items()}
     texts, doc_ids = {n: c[0] for n, c in chunked.items()}, {n: c[1] for n, c in chunked.items()}
+    arts = {n: np.asarray(articles[n])[doc_ids[n]] for n in texts}
     for target in p.targets:  # at source local the checks said so already; at hub the documents are known now
-        problem = pool_problem(texts, doc_ids, p, target)
+        problem = pool_problem(texts, doc_ids, p, target, arts)
         if problem:
             raise ParameterError(problem)
     tok = tokenizer(p.source)
     ids = {n: tok(d, add_special_tokens=False)["input_ids"] for n, d in texts.items()}
     tokens, size, eos = compact_vocabulary(ids, tok.eos_token_id, p.vocab_size)
-    arts = {n: np.asarray(articles[n])[doc_ids[n]] for n in texts}
     domains = Domains(list(p.domains), texts, tokens, size, eos, arts, doc_ids)
     check_blocks(domains, p)
     return domains
@@ -610,7 +628,7 @@ def split_target(d: Domains, p: Any, target: str) -> DsirTarget:
     documents, the sample included) of one domain (`split_documents`); the other domains are
     the raw pool. The target's own source is left out of the pool as in the paper (its targets are downstream
     datasets that The Pile does not hold): with it in the pool DSIR only has to recognise the domain."""
-    sample, held, rest = split_documents(d.doc_ids[target], p)
+    sample, held, rest = split_documents(d.doc_ids[target], p, d.articles.get(target))
     pool = [(name, i) for name in d.names if name != target for i in range(len(d.docs[name]))]
     oracle = [(target, i) for i in sorted(sample + rest)]
     return DsirTarget(target, sample, held, pool, np.zeros(0), np.zeros(0), oracle=oracle)
