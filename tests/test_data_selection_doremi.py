@@ -232,3 +232,24 @@ def test_sweep_words_name_where_a_sign_appears_and_whether_it_reverses() -> None
         "So the sign of the gain reverses along the sweep."
     )
     assert ex.sweep_words(pd.DataFrame([gain])).endswith("(gain at every point).")
+
+
+def test_sweep_words_conclude_against_the_baseline_without_noise_and_state_the_text_tokens() -> None:
+    import pandas as pd
+
+    from repro.data_selection import experiment as ex
+
+    clean = {"noise share": 0.0, "noise weight, DoReMi": 0.0, "text tokens, DoReMi / baseline": 1.0}
+    clean |= {"mean ratio": 0.95, "mean low": 0.86, "mean high": 1.05}
+    clean |= {"mean ratio vs natural without noise": math.nan, "vs natural low": math.nan, "vs natural high": math.nan}
+    noisy = {"noise share": 0.4, "noise weight, DoReMi": 0.04, "text tokens, DoReMi / baseline": 1.6}
+    noisy |= {"mean ratio": 0.80, "mean low": 0.71, "mean high": 0.91}  # a gain against its own baseline ...
+    noisy |= {"mean ratio vs natural without noise": 0.904, "vs natural low": 0.714, "vs natural high": 1.144}
+    words = ex.sweep_words(pd.DataFrame([clean, noisy]))
+    assert "reading 1.60× its own baseline's text tokens per step" in words
+    assert words.endswith(
+        "So without a noise domain DoReMi shows no clear sign against the natural shares; at noise share 0.40, "
+        "against the baseline without the noise domain (what DoReMi has to beat to be worth running), it shows no "
+        "clear sign (gain against its own baseline, which reads 62% of DoReMi's text tokens per step)."
+    )
+    assert "a clear gain appears" not in words  # ... which is not the conclusion

@@ -1157,11 +1157,21 @@ def doremi_runs(d: Domains, p: Any, noise_share: float = 0.0, rounds: int = 1) -
     return DoremiResult(baseline, learned, trajectory, runs, counts, noise_share, proxy_runs, history, articles)
 
 
+def judged_share(p: Any) -> float:
+    """The noise share the DoReMi rows are decided at: 0 when the sweep has it and its last point carries the noise
+    domain (a positive control, `claims.doremi_control`), else the sweep's last point."""
+    from .claims import doremi_control
+
+    get = p.get if isinstance(p, dict) else lambda k: getattr(p, k)
+    shares = [float(x) for x in get("noise_shares")]
+    return 0.0 if doremi_control({"noise_shares": shares}) else shares[-1]
+
+
 def doremi_sweep(d: Domains, p: Any) -> dict[float, DoremiResult]:
-    """One DoReMi run (reference, proxies, main models) per noise share: the domains' heterogeneity swept; the last
-    share also runs `doremi_rounds` rounds of iterated DoReMi."""
-    shares = [float(s) for s in p.noise_shares]
-    return {s: doremi_runs(d, p, s, p.doremi_rounds if i == len(shares) - 1 else 1) for i, s in enumerate(shares)}
+    """One DoReMi run (reference, proxies, main models) per noise share: the domains' heterogeneity swept; the share
+    the rows are decided at (`judged_share`) also runs `doremi_rounds` rounds of iterated DoReMi."""
+    judged = judged_share(p)
+    return {s: doremi_runs(d, p, s, p.doremi_rounds if s == judged else 1) for s in map(float, p.noise_shares)}
 
 
 def weights_table(d: Domains, res: DoremiResult) -> pd.DataFrame:
@@ -1212,9 +1222,12 @@ def sweep_table(d: Domains, sweep: dict[float, DoremiResult], seed: int) -> pd.D
     clean = sweep.get(0.0)
     for share, res in sweep.items():
         mean, worst = doremi_contrast(res, text, seed), doremi_contrast(res, text, seed, worst=True)
+        text_share = {m: float(np.sum(w[: len(d.names)])) for m, w in (("b", res.baseline), ("d", res.learned))}
         row = {
             "noise share": share,
             "noise weight, DoReMi": float(res.learned[-1]) if share > 0 else 0.0,
+            # text tokens DoReMi reads per step against its own baseline's (which spends `share` of each step on noise)
+            "text tokens, DoReMi / baseline": text_share["d"] / text_share["b"],
             "mean ratio": mean.estimate,
             "mean low": mean.low,
             "mean high": mean.high,
@@ -1233,27 +1246,59 @@ def sweep_table(d: Domains, sweep: dict[float, DoremiResult], seed: int) -> pd.D
     return pd.DataFrame(rows)
 
 
+def _sign(low: float, high: float) -> str:
+    """'gain' when an interval of a loss ratio lies below 1, 'loss' above, else 'no clear sign'."""
+    return "gain" if high < 1 else "loss" if low > 1 else "no clear sign"
+
+
 def sweep_words(sweep: pd.DataFrame) -> str:
-    """Whether the sign of DoReMi's gain (ratio below 1) changes along the noise-share sweep."""
+    """What the noise-share sweep says. With the run without noise in the sweep, the conclusion is DoReMi at each
+    noise share against the baseline on the natural shares *without* the noise domain (does DoReMi beat leaving the
+    noise out?), with the text tokens DoReMi reads per step against its own baseline's stated: against its own
+    baseline a gain can come from reading more text. Without that run, whether the sign changes along the sweep."""
+    vs = "mean ratio vs natural without noise"
+    has_clean = vs in sweep and bool((sweep["noise share"] == 0).any())
+
+    def tokens(r: pd.Series) -> str:
+        x = r.get("text tokens, DoReMi / baseline", math.nan)
+        return f", reading {x:.2f}× its own baseline's text tokens per step" if np.isfinite(x) else ""
+
     parts = [
         (
             f"noise share {r['noise share']:.2f}: DoReMi gives the noise domain {r['noise weight, DoReMi']:.2f}"
+            + tokens(r)
             if r["noise share"] > 0
             else "no noise domain"
         )
         + f", mean ratio {r['mean ratio']:.3f} [{r['mean low']:.3f}, {r['mean high']:.3f}]"
         + (
-            f" against its own baseline, {r['mean ratio vs natural without noise']:.3f} "
-            f"[{r['vs natural low']:.3f}, {r['vs natural high']:.3f}] against the baseline without the noise domain"
-            if r["noise share"] > 0 and np.isfinite(r.get("mean ratio vs natural without noise", math.nan))
+            f" against its own baseline, {r[vs]:.3f} [{r['vs natural low']:.3f}, {r['vs natural high']:.3f}] "
+            "against the baseline without the noise domain"
+            if r["noise share"] > 0 and np.isfinite(r.get(vs, math.nan))
             else ""
         )
         for _, r in sweep.iterrows()
     ]
-    sign_at = {
-        f"{r['noise share']:.2f}": "gain" if r["mean high"] < 1 else "loss" if r["mean low"] > 1 else "no clear sign"
-        for _, r in sweep.iterrows()
-    }
+    if has_clean:
+        clean = sweep[sweep["noise share"] == 0].iloc[0]
+        noisy = sweep[(sweep["noise share"] > 0) & np.isfinite(sweep[vs])]
+        verdict = f"without a noise domain DoReMi shows {_sign(clean['mean low'], clean['mean high'])} against the " + (
+            "natural shares"
+        )
+        for _, r in noisy.iterrows():
+            own = _sign(r["mean low"], r["mean high"])
+            verdict += (
+                f"; at noise share {r['noise share']:.2f}, against the baseline without the noise domain (what DoReMi "
+                f"has to beat to be worth running), it shows {_sign(r['vs natural low'], r['vs natural high'])}"
+                + (
+                    f" ({own} against its own baseline, which reads "
+                    f"{1 / r['text tokens, DoReMi / baseline']:.0%} of DoReMi's text tokens per step)"
+                    if "text tokens, DoReMi / baseline" in r
+                    else ""
+                )
+            )
+        return "Along the sweep of the noise domain's share: " + "; ".join(parts) + f". So {verdict}."
+    sign_at = {f"{r['noise share']:.2f}": _sign(r["mean low"], r["mean high"]) for _, r in sweep.iterrows()}
     signs = set(sign_at.values())
     if {"gain", "loss"} <= signs:
         verdict = "the sign of the gain reverses along the sweep"
@@ -1619,7 +1664,7 @@ def doremi_words(
     speed: stats.Interval,
     steps: pd.DataFrame,
 ) -> str:
-    """What the DoReMi weights, perplexities and steps say (the last run of the sweep)."""
+    """What the DoReMi weights, perplexities and steps say (the run the rows are decided on, `judged_share`)."""
     names = [domain_label(n) for n in d.names] + ([NOISE] if res.noise_share > 0 else [])
     order = np.argsort(-res.learned)
     weights = ", ".join(f"{names[j]} {res.learned[j]:.2f} (natural {res.baseline[j]:.2f})" for j in order)
@@ -1629,7 +1674,8 @@ def doremi_words(
         else "no text domain is down-weighted"
     )
     return (
-        f"In the last run of the sweep (noise share {res.noise_share:.2f}) the proxy's averaged weights are {weights}. Against "
+        f"In the run the rows are decided on (noise share {res.noise_share:.2f}) the proxy's averaged weights are "
+        f"{weights}. Against "
         f"the baseline on the natural mixture at the same steps, the main model's worst-domain perplexity ratio over "
         f"the text domains is {_ratio(worst)}, its geometric-mean ratio {_ratio(average)}, and {down_words}. "
         + _speed_words(speed, steps)
