@@ -253,3 +253,55 @@ def test_sweep_words_conclude_against_the_baseline_without_noise_and_state_the_t
         "clear sign (gain against its own baseline, which reads 62% of DoReMi's text tokens per step)."
     )
     assert "a clear gain appears" not in words  # ... which is not the conclusion
+
+
+def test_comparators_table_sets_doremi_against_the_natural_and_the_uniform_mixture() -> None:
+    from types import SimpleNamespace
+
+    from repro.data_selection import experiment as ex
+
+    rng = np.random.default_rng(0)
+    counts = [np.full(6, 63.0), np.full(4, 63.0)]
+    nll = {m: [[rng.uniform(200, 300, c.size) for c in counts] for _ in range(3)] for m in ("baseline", "DoReMi")}
+    runs = {m: [{"nll": [x.tolist() for x in seed]} for seed in v] for m, v in nll.items()}
+    runs["uniform"] = [{"nll": [(x * 1.1).tolist() for x in seed]} for seed in nll["DoReMi"]]
+    res = ex.DoremiResult(
+        np.array([0.7, 0.3]), np.array([0.4, 0.6]), np.zeros((1, 2)), runs, counts,
+        articles=[np.arange(6) // 2, np.arange(4) // 2],
+    )  # fmt: skip
+    table = ex.comparators_table(SimpleNamespace(names=["a", "b"]), res, seed=0)
+    assert list(table["DoReMi against"]) == list(ex.COMPARATORS.values())
+    # uniform's NLL is DoReMi's times 1.1 on every block: the ratio is exp(-0.1 x mean log perplexity), exactly
+    log_ppl = np.mean([np.mean([x.sum() / c.sum() for x, c in zip(seed, counts)]) for seed in nll["DoReMi"]])
+    assert table["mean ratio"].iloc[1] == pytest.approx(math.exp(-0.1 * log_ppl))
+    direct = np.mean(
+        [
+            np.mean([(d.sum() - b.sum()) / c.sum() for d, b, c in zip(ds, bs, counts)])
+            for ds, bs in zip(nll["DoReMi"], nll["baseline"])
+        ]
+    )
+    assert table["mean ratio"].iloc[0] == pytest.approx(math.exp(direct))
+    assert (table["mean low"] <= table["mean ratio"]).all() and (table["mean ratio"] <= table["mean high"]).all()
+
+
+def test_downweighted_row_names_how_many_domains_were_down_weighted() -> None:
+    import pandas as pd
+
+    from repro import stats as st
+    from repro.data_selection import experiment as ex
+    from repro.data_selection.claims import claims
+
+    p = {k: v.default for k, v in ex.SPEC.items()} | {"profile": "default"}
+    table = pd.DataFrame(
+        {
+            "domain": list("abcd"),
+            "baseline weight": [0.4, 0.3, 0.2, 0.1],
+            "DoReMi weight": [0.3, 0.3, 0.25, 0.15],
+            "baseline perplexity": [10.0] * 4,
+            "DoReMi perplexity": [9.0] * 4,
+            "ratio": [0.9] * 4,
+        }
+    )
+    iv = st.Interval(0.95, 0.9, 1.01, "bootstrap over held-out articles")
+    rows = ex.verdict_rows(claims(p), {"downweighted": iv}, table, without_control={"downweighted": iv})
+    assert "1 of 4 text domains down-weighted (paper: 13 of 22)" in rows[0]["regime"]

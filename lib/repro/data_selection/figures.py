@@ -63,7 +63,9 @@ def doremi(d: Domains, res: DoremiResult) -> plt.Figure:
     for j, n in enumerate(names):  # no legend: the colours name the domains as the bars of (a) do
         axes[1].plot(res.trajectory[:, j], color=colors[n])
     axes[1].set(title="(b) proxy weights per step,\ncoloured by domain as in (a)", xlabel="proxy step", ylabel="weight")
-    for mixture, ls in (("baseline", "--"), ("DoReMi", "-")):
+    for mixture, ls in (("baseline", "--"), ("DoReMi", "-"), ("uniform", ":")):
+        if mixture not in res.runs:
+            continue
         curves = np.array([np.asarray(r["eval"]).mean(1) for r in res.runs[mixture]])
         steps = res.runs[mixture][0]["eval_step"]
         mean = curves.mean(0)
