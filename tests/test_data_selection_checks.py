@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import error_lines
@@ -125,7 +126,6 @@ def test_contamination_sets_are_cut_to_equal_ngram_counts() -> None:
 
 
 def test_kl_correlation_is_pearson_on_method_means_with_a_fisher_interval() -> None:
-    import pandas as pd
 
     methods = ["m1", "m2", "m3", "m4", "m5", "m6"]
     kl = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
@@ -149,3 +149,56 @@ def test_doremi_chunks_hold_out_the_last_sixteenth_and_keep_a_fraction_of_the_re
     assert held.tolist() == list(range(60, 64))  # documents 30 and 31 (32 // 16 = 2)
     assert train.tolist() == list(range(30))  # the first 15 of the 30 training documents
     assert ex.doremi_chunks(d, "a", 1e-3)[0].tolist() == [0, 1]  # at least one document
+
+
+def test_unigram_perplexity_is_the_add_one_frequency_model_on_the_predicted_tokens() -> None:
+    train = np.array([1, 1, 2])
+    blocks = np.array([[0, 1, 2], [3, 1, 3]])
+    p = np.array([1, 3, 2, 1]) / 7  # (counts + 1) / (3 + 4)
+    direct = math.exp(-np.mean(np.log([p[1], p[2], p[1], p[3]])))  # every block's tokens after its first
+    assert ex.unigram_perplexity(train, blocks, 4) == pytest.approx(direct)
+
+
+def test_targets_that_disagree_in_sign_replace_the_more_data_advice() -> None:
+
+    from repro import stats as st
+    from repro.data_selection.claims import claims
+
+    table = pd.DataFrame(
+        [
+            ("Amazon", "random", 0.84, 0.80, 0.88),
+            ("Reddit", "random", 0.99, 0.95, 1.03),
+            ("Amazon", "heuristic classification", 0.918, 0.88, 0.96),
+            ("Reddit", "heuristic classification", 1.039, 1.01, 1.07),
+        ],
+        columns=["target", "DSIR against", "ratio", "low", "high"],
+    )
+    assert ex.disagreement(table, "random") == ""
+    split = ex.disagreement(table, "heuristic classification")
+    assert split.startswith("the targets disagree in sign (Amazon 0.918 [0.880, 0.960], Reddit 1.039 [1.010, 1.070])")
+    loose = table.assign(low=table.low - 0.05)  # Reddit's interval now holds 1: only the estimates disagree
+    assert ex.disagreement(loose, "heuristic classification").startswith("the targets' estimates lie on opposite")
+    p = {k: v.default for k, v in ex.SPEC.items()} | {"profile": "default"}
+    iv = st.Interval(0.977, 0.951, 1.003, "bootstrap over held-out articles")
+    held = st.Interval(0.91, 0.88, 0.95, "bootstrap over held-out articles")
+    rows = ex.verdict_rows(claims(p), {"dsir_vs_heuristic": iv, "dsir_vs_random": held}, per_target=table)
+    assert rows[0]["decision"] == "inconclusive" and rows[0]["why"].startswith(split + "; pooled, to decide")
+    assert rows[1]["decision"] == "held" and rows[1]["why"] == ""
+
+
+def test_rankings_count_the_chunks_the_gumbel_noise_could_move_across_the_cutoff() -> None:
+    from scipy import sparse
+
+    n = 20
+    w = np.arange(n, dtype=float) * 2.0  # log weights 0, 2, ..., 38 nats
+    t = ex.DsirTarget("x", [], [], [("p", i) for i in range(n)], w, np.zeros(n), eligible=np.ones(n, bool))
+    t.package_log_weights, t.package_ratio, t.empty = w.copy(), np.zeros(3), np.array([False, False, True])
+    feats = sparse.csr_matrix(np.c_[np.ones(n), np.arange(n) % 3, np.arange(n) % 2])
+    r = ex.rankings(t, feats, 10 + np.arange(n) % 2, k=4)  # 42 tokens: the top 4 (11 + 10 + 11 + 10), cutoff 32
+    assert r["log weight SD (nats)"] == pytest.approx(w.std())
+    assert r["chunks within 1 Gumbel SD of the cutoff"] == 1  # only 32 itself: its neighbours are 2 nats away
+    assert r["selected share of the eligible pool"] == pytest.approx(4 / n)
+    ranks = pd.DataFrame([r, r | {"log weight SD (nats)": 40.0}])
+    assert ex.gumbel_words(ranks).startswith(
+        f"the log weights spread with a standard deviation of {w.std():.1f} to 40.0 nats against the Gumbel noise's 1.28"
+    )

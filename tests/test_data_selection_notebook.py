@@ -35,6 +35,18 @@ def test_data_selection_smoke_tables(smoke_results) -> None:
     ranks = _table(smoke_results, "dsir_rankings")
     assert ((ranks["empty target buckets"] > 0) & (ranks["empty target buckets"] < 1)).all()
     assert (ranks["top-k shared, package vs smoothed"].between(0, 1)).all()
+    assert (ranks["chunks within 1 Gumbel SD of the cutoff"] >= 0).all() and (ranks["log weight SD (nats)"] > 0).all()
+    assert ranks["selected share of the eligible pool"].between(0, 0.5).all()  # pool_problem: at most half the pool
+    assert (draws["unigram perplexity"] > 1).all()
+    mix = _table(smoke_results, "source_mix")
+    src = [c for c in mix.columns if c.startswith("from ")]
+    assert mix[src].sum(axis=1).to_numpy() == pytest.approx(1.0, abs=2e-3)  # every chunk from one domain
+    oracle_mix = mix[mix.method == ORACLE].iloc[0]
+    assert oracle_mix[f"from {oracle_mix.target}"] == pytest.approx(1.0)  # the oracle: the target's own text
+    per_target = _table(smoke_results, "dsir_per_target")
+    assert len(per_target) == 3 and (per_target.low <= per_target.ratio).all()
+    assert (per_target.ratio <= per_target.high).all()
+    assert len(_table(smoke_results, "kl_per_target")) == 1
     means = _table(smoke_results, "method_means")
     assert len(means) == 6 and np.isfinite(means[["kl_reduction", "quality"]].to_numpy()).all()
     assert np.isfinite(draws.kl_reduction).all() and (draws.perplexity > 1).all()
@@ -51,6 +63,9 @@ def test_data_selection_smoke_tables(smoke_results) -> None:
     assert runs[["proxy run 1", "proxy run 2", "round 2"]].sum().to_numpy() == pytest.approx([1.0, 1.0, 1.0])
     mean = runs[["proxy run 1", "proxy run 2"]].mean(axis=1).to_numpy()
     assert mean[:4] == pytest.approx(doremi["DoReMi weight"].to_numpy())
+    comparators = _table(smoke_results, "doremi_comparators")  # no uniform arm: the judged run has noise (0.4)
+    assert list(comparators["DoReMi against"]) == ["natural shares (the paper's baseline)"]
+    assert comparators["mean ratio"].iloc[0] == pytest.approx(sweep["mean ratio"].iloc[0])
     steps = _table(smoke_results, "steps_to_baseline")
     # text tokens: steps times DoReMi's text share over the baseline's (the noise domain takes the rest)
     unit = (1 - sweep["noise weight, DoReMi"].iloc[0]) / (1 - runs["natural share"].iloc[-1])

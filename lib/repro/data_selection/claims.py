@@ -193,7 +193,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             paper_values=DSIR_KL_R,
             paper_estimate=DSIR_KL_R["Pearson r over 8 methods (NeurIPS)"],
             units="methods",
-            control="the oracle arm (the target domain's own chunks, far above every selection on both axes)",
+            control="the oracle arm (the target domain's own chunks, which no selection from the pool can hold)",
         ),
         "resampling_vs_topk": _glue_claim(
             "Importance resampling (DSIR) selects better data than top-k DSIR, the same weights without the Gumbel "

@@ -747,6 +747,10 @@ def dsir_runs(
                             "tokens": int(stream.size),
                             "kl_reduction": dsir.kl_reduction(smooth(feats), raw_smooth, target_smooth),
                             "perplexity": float(np.exp(np.sum(per_seed[-1]) / counts[target].sum())),
+                            "unigram perplexity": unigram_perplexity(
+                                stream, eval_blocks.blocks[0].numpy(), d.vocab_size
+                            ),
+                            **source_shares(d, chosen),
                         }
                     )
                 nll[(target, method, k)] = np.asarray(per_seed)
@@ -757,6 +761,20 @@ def dsir_runs(
             ranks.append(rankings(t, raw_feats, lengths, k))
     bar.close()
     return pd.DataFrame(rows), nll, counts, pd.DataFrame(ranks).round(3)
+
+
+def unigram_perplexity(train: np.ndarray, blocks: np.ndarray, vocab_size: int) -> float:
+    """Held-out perplexity of the selection's add-one-smoothed unigram distribution over the compact vocabulary, on
+    the tokens the LMs predict (every held-out block's tokens after its first): what a model that learns nothing but
+    the selection's token frequencies would score, beside the LM trained on it."""
+    p = (np.bincount(train, minlength=vocab_size) + 1.0) / (train.size + vocab_size)
+    return float(np.exp(-np.log(p[blocks[:, 1:]]).mean()))
+
+
+def source_shares(d: Domains, chosen: Sequence[tuple[str, int]]) -> dict[str, float]:
+    """The share of a selection's chunks drawn from each domain ('from Reddit': 0.98)."""
+    n = max(1, len(chosen))
+    return {f"from {domain_label(name)}": sum(c == name for c, _ in chosen) / n for name in d.names}
 
 
 def shared_share(a: np.ndarray, b: np.ndarray) -> float:
@@ -813,6 +831,72 @@ def method_ratio(
     return stats.Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.method)
 
 
+PER_TARGET = ("random", "heuristic classification", TOPK_HEURISTIC)  # DSIR's comparators, one ratio per target
+
+
+def per_target_ratios(
+    nll: dict, counts: dict, targets: Sequence[str], sizes: Sequence[int], seed: int, articles: dict[str, np.ndarray]
+) -> pd.DataFrame:
+    """DSIR / each comparator (`PER_TARGET`) per target, with `method_ratio`'s interval on that target alone: the
+    rows pool the targets (the paper averages over tasks); this says whether the targets agree."""
+    rows = []
+    for t in targets:
+        for b in PER_TARGET:
+            iv = method_ratio(nll, counts, "DSIR", b, [t], sizes, seed, articles)
+            rows.append(
+                {"target": domain_label(t), "DSIR against": b, "ratio": iv.estimate, "low": iv.low, "high": iv.high}
+            )
+    return pd.DataFrame(rows)
+
+
+def disagreement(table: pd.DataFrame, comparator: str) -> str:
+    """'' when the targets' ratios DSIR / `comparator` lie on one side of 1, else a sentence saying how they disagree
+    (both intervals clear of 1 on opposite sides, or only the estimates) and what more data would do."""
+    g = table[table["DSIR against"] == comparator]
+    if len(g) < 2 or not ((g.ratio < 1).any() and (g.ratio > 1).any()):
+        return ""
+    values = ", ".join(f"{r.target} {r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]" for _, r in g.iterrows())
+    if (g.high < 1).any() and (g.low > 1).any():
+        return (
+            f"the targets disagree in sign ({values}): more data would settle each target's ratio, not the pooled "
+            "one, which averages opposite effects"
+        )
+    return (
+        f"the targets' estimates lie on opposite sides of 1 ({values}): more data may settle them in opposite "
+        "directions rather than decide the pooled row"
+    )
+
+
+def per_target_words(table: pd.DataFrame, mix: pd.DataFrame) -> str:
+    """Each target's ratios, where the targets disagree, and where DSIR's and top-k DSIR's chunks come from."""
+    per = "; ".join(
+        f"{t}: " + ", ".join(f"DSIR / {r['DSIR against']} {_ratio_row(r)}" for _, r in g.iterrows())
+        for t, g in table.groupby("target", sort=False)
+    )
+    split = [f"against {b}, {w}" for b in PER_TARGET if (w := disagreement(table, b))]
+    agree = " The targets agree in direction on every comparator." if not split else " " + "; ".join(split) + "."
+    src = [c for c in mix.columns if c.startswith("from ")]
+    picks = []
+    for _, r in mix[mix.method.isin(["DSIR", "top-k DSIR"])].iterrows():
+        top = max(src, key=lambda c: r[c])
+        picks.append(f"{r.method} for {r.target} {r[top]:.0%} {top}")
+    return (
+        f"Per target (same intervals, one target each): {per}.{agree} Where the chunks come from: {'; '.join(picks)}."
+    )
+
+
+def _ratio_row(r: pd.Series) -> str:
+    """'0.918 [0.88, 0.95]' from a row with ratio, low, high."""
+    return f"{r.ratio:.3f} [{r.low:.3f}, {r.high:.3f}]"
+
+
+def source_mix(selection: pd.DataFrame) -> pd.DataFrame:
+    """Per target and method: the share of its chosen chunks from each source domain (means over the draws)."""
+    src = [c for c in selection.columns if c.startswith("from ")]
+    view = selection.groupby(["target", "method"], sort=False)[src].mean().reset_index()
+    return view.round(3)
+
+
 def method_means(table: pd.DataFrame) -> pd.DataFrame:
     """Per target and method: mean KL reduction and mean quality (minus log perplexity) over its selections."""
     view = table.assign(quality=-np.log(table.perplexity.to_numpy()))
@@ -843,6 +927,88 @@ def kl_quality_correlation(table: pd.DataFrame, level: float = 0.95) -> stats.In
     return stats.Interval(math.tanh(z), math.tanh(z - half), math.tanh(z + half), how)
 
 
+GUMBEL_SD = math.pi / math.sqrt(
+    6
+)  # the standard Gumbel's standard deviation (nats): the noise DSIR adds to a log weight
+PAPER_SELECTED_SHARE = 51.2e6 / 1.6e9  # DSIR keeps 51.2M of The Pile's 1.6B 128-word examples
+RANKING_VIEW = [
+    "target",
+    "selected",
+    "empty target buckets",
+    "top-k shared, package vs smoothed",
+    "log weight SD (nats)",
+    "chunks within 1 Gumbel SD of the cutoff",
+    "selected share of the eligible pool",
+]
+
+
+def kl_per_target(table: pd.DataFrame) -> pd.DataFrame:
+    """Per target: Pearson r of KL reduction with quality across the methods' means, with every method and without
+    the oracle (the row pools the targets by Fisher z), and of the LM's log perplexity with the selection's unigram
+    model's (how much of the ranking a model of token frequencies alone reproduces)."""
+    means = method_means(table)
+    uni = table.groupby(["target", "method"], sort=False)[["perplexity", "unigram perplexity"]].mean().reset_index()
+    rows = []
+    for (t, g), (_, u) in zip(means.groupby("target", sort=False), uni.groupby("target", sort=False)):
+        plain = g[g.method != ORACLE]
+        rows.append(
+            {
+                "target": t,
+                "r, every method": float(np.corrcoef(g.kl_reduction, g.quality)[0, 1]),
+                "r, without the oracle": float(np.corrcoef(plain.kl_reduction, plain.quality)[0, 1]),
+                "r(log LM ppl, log unigram ppl)": float(
+                    np.corrcoef(np.log(u.perplexity), np.log(u["unigram perplexity"]))[0, 1]
+                ),
+                "methods": len(g),
+            }
+        )
+    return pd.DataFrame(rows).round(3)
+
+
+def unigram_words(view: pd.DataFrame, kl: pd.DataFrame) -> str:
+    """The unigram baseline beside the LMs' perplexity, and the per-target correlations."""
+    ratio = view["perplexity"] / view["unigram perplexity"]
+    per = "; ".join(
+        f"{r.target}: r = {r['r, every method']:.2f} with every method, {r['r, without the oracle']:.2f} without the "
+        f"oracle, and the LM's log perplexity correlates with the unigram model's at {r['r(log LM ppl, log unigram ppl)']:.2f}"
+        for _, r in kl.iterrows()
+    )
+    return (
+        f"A unigram model of each selection (its token frequencies, add-one smoothed) scores the held-out text at "
+        f"{view['unigram perplexity'].min():.0f} to {view['unigram perplexity'].max():.0f}, against the trained LMs' "
+        f"{view['perplexity'].min():.0f} to {view['perplexity'].max():.0f} (LM / unigram {ratio.min():.2f} to "
+        f"{ratio.max():.2f}). Per target, across the methods' means: {per}."
+    )
+
+
+def rankings_view(ranks: pd.DataFrame) -> pd.DataFrame:
+    """The columns of `rankings` the page shows (the whole table is published)."""
+    return ranks[RANKING_VIEW]
+
+
+def gumbel_words(ranks: pd.DataFrame) -> str:
+    """Why DSIR's resampling picks nearly top-k's chunks, from `rankings`: the log weights' spread against the
+    Gumbel noise, the chunks near the cutoff, and the selected share of the pool against the paper's."""
+    span = _span(ranks)
+    return (
+        f"the log weights spread with a standard deviation of {span('log weight SD (nats)', '.1f')} nats against the "
+        f"Gumbel noise's {GUMBEL_SD:.2f}, so only {span('chunks within 1 Gumbel SD of the cutoff', '.0f')} eligible "
+        f"chunks lie within one Gumbel SD of top-k's cutoff, and the selection takes "
+        f"{span('selected share of the eligible pool', '.1%')} of the eligible pool (the paper: "
+        f"{PAPER_SELECTED_SHARE:.1%})"
+    )
+
+
+def _span(ranks: pd.DataFrame) -> Any:
+    """A function giving a column's range over the targets as text ('28.1 to 41.9', or one value)."""
+
+    def span(column: str, fmt: str = ".2f") -> str:
+        low, high = format(ranks[column].min(), fmt), format(ranks[column].max(), fmt)
+        return low if low == high else f"{low} to {high}"
+
+    return span
+
+
 def rankings(t: DsirTarget, raw_feats: Any, lengths: np.ndarray, k: int) -> dict:
     """The package's ranking (no pseudo-count, the 1e-8 floor) beside the one selecting here (DSIR_PSEUDO_COUNT per
     bucket), over the eligible pool: the share of buckets the target sample leaves empty, the share of the package's
@@ -858,6 +1024,7 @@ def rankings(t: DsirTarget, raw_feats: Any, lengths: np.ndarray, k: int) -> dict
     top = [
         dsir.token_budget_prefix(dsir.top_k(w, n, el), lengths, budget) for w in (t.package_log_weights, t.log_weights)
     ]
+    cutoff = float(t.log_weights[top[1]].min())  # the smallest log weight top-k DSIR keeps
     return {
         "target": domain_label(t.target),
         "selected": k,
@@ -869,6 +1036,11 @@ def rankings(t: DsirTarget, raw_feats: Any, lengths: np.ndarray, k: int) -> dict
         "r(smoothed weight, length)": float(np.corrcoef(ours, lengths[el])[0, 1]),
         "Spearman(package, smoothed)": float(sps.spearmanr(package, ours).statistic),
         "top-k shared, package vs smoothed": shared_share(*top),
+        # why resampling and top-k pick nearly the same chunks: the Gumbel noise (SD pi / sqrt 6 nats) against the
+        # spread of the log weights, how many chunks it could move across top-k's cutoff, and the selected fraction
+        "log weight SD (nats)": float(ours.std()),
+        "chunks within 1 Gumbel SD of the cutoff": int((np.abs(ours - cutoff) < GUMBEL_SD).sum()),
+        "selected share of the eligible pool": len(top[1]) / n,
     }
 
 
@@ -1209,6 +1381,14 @@ def weights_words(table: pd.DataFrame, res: DoremiResult) -> str:
         if n > 1
         else "One proxy run: how much its weights would move with another seed is not measured here."
     )
+    if len(res.trajectory) and len(res.proxy_runs):  # panel (b): how far the weights swing early on
+        early = res.trajectory[: max(1, len(res.trajectory) // 10)]
+        step, j = np.unravel_index(int(np.argmax(early)), early.shape)
+        out += (
+            f" In the figure's panel (b), within the first {len(early)} proxy steps the first run's largest weight is "
+            f"{early[step, j]:.2f} ({table.domain.iloc[j]}, step {step + 1}); averaged over all its steps that domain "
+            f"gets {res.proxy_runs[0][j]:.2f}."
+        )
     for r, w in enumerate(res.rounds[1:], start=2):
         moved = float(np.abs(w - res.rounds[r - 2]).sum())
         top = table.loc[np.argmax(np.abs(w - res.rounds[r - 2]))]
@@ -1550,8 +1730,8 @@ DSIR_ABLATIONS = {
     "dsir_vs_heuristic": "fastText with its autotuning at the paper's pool size in place of the cross-validated "
     "logistic regression",
     "kl_tracks": "the paper's eight method variants (expert selection included) scored by downstream accuracy",
-    "resampling_vs_topk": "a pool in which the selection is a small fraction of the eligible documents (the paper "
-    "keeps 51.2M of 1.6B examples)",
+    "resampling_vs_topk": "a sweep of the log weights' spread against the Gumbel noise (weights tempered, or more "
+    "pool chunks near top-k's cutoff) at the paper's selected share of the pool",
     "outliers": "Min-K% detection AUC per set beside these weights (the link itself, not only the weights)",
     "outliers_plain": "Min-K% detection AUC per set with the templates stripped",
 }
@@ -1578,12 +1758,16 @@ def verdict_rows(
     *,
     without_control: dict[str, stats.Interval | None] | None = None,
     overlaps: dict[str, tuple[float, str]] | None = None,
+    per_target: pd.DataFrame | None = None,
+    notes: dict[str, str] | None = None,
 ) -> list[dict]:
     """Judge every claim on its interval (`intervals`: claim key -> interval, None where the row does not apply),
     naming a cause for rows that do not hold and what would narrow the inconclusive ones. A claim with a built-in
     control (the noise domain) is decided on `without_control[key]`, its run without the control (a row whose claim
     is vacuous there, no text domain down-weighted, is left out); `overlaps[key]` is (share of shared selections,
-    the table publishing it) for a claim that bounds its arms' overlap."""
+    the table publishing it) for a claim that bounds its arms' overlap; `per_target` (`per_target_ratios`): where the
+    targets' ratios lie on opposite sides of 1, a pooled DSIR row says so, in place of how much more data would
+    decide it (the pooled ratio averages them); `notes[key]`: a measured sentence appended to the row's cause."""
     out = []
     for key, iv in intervals.items():
         claim = claim_set[key]
@@ -1613,10 +1797,21 @@ def verdict_rows(
             why, measured_by = _why_doremi(key, doremi_domains, steps)
         else:
             why = unexplained(DSIR_ABLATIONS[key])
-        out.append(
-            judge(claim, iv.estimate, iv, test, why=why, measured_by=measured_by, narrow_by=NARROW_BY[key], **kw)
+        row = judge(claim, iv.estimate, iv, test, why=why, measured_by=measured_by, narrow_by=NARROW_BY[key], **kw)
+        split = (
+            disagreement(per_target, PER_TARGET_KEYS[key]) if per_target is not None and key in PER_TARGET_KEYS else ""
         )
+        if split and row["decision"] == "inconclusive":
+            row["why"] = f"{split}; pooled, {row['why']}"
+        elif split:
+            row["why"] = f"{row['why']}; {split}" if row["why"] else split
+        if (notes or {}).get(key):
+            row["why"] = f"{row['why']}; {notes[key]}" if row["why"] else notes[key]
+        out.append(row)
     return out
+
+
+PER_TARGET_KEYS = {"dsir_vs_random": "random", "dsir_vs_heuristic": "heuristic classification"}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -1625,8 +1820,9 @@ def verdict_rows(
 
 def selection_view(selection: pd.DataFrame) -> pd.DataFrame:
     """One row per target, size and method (means over the selection draws): chunks, tokens, KL reduction on
-    held-out target text, held-out perplexity, and the share of its chunks that differ from top-k DSIR's."""
-    cols = ["chunks", "tokens", "kl_reduction", "perplexity", "shared with top-k DSIR"]
+    held-out target text, held-out perplexity (of the LM and of the selection's unigram model), and the share of its
+    chunks that differ from top-k DSIR's."""
+    cols = ["chunks", "tokens", "kl_reduction", "perplexity", "unigram perplexity", "shared with top-k DSIR"]
     view = selection.groupby(["target", "selected", "method"], sort=False)[cols].mean().reset_index()
     view["differs from top-k DSIR"] = 1 - view.pop("shared with top-k DSIR")
     return view.rename(columns={"kl_reduction": "KL reduction"}).round(3)
@@ -1672,10 +1868,7 @@ def dsir_words(
     draws = selection.seed.nunique()
     settings = selection.groupby(["target", "selected"]).ngroups
     means = selection.groupby("method")[["kl_reduction", "shared with top-k DSIR"]].mean()
-    span = lambda c: (
-        f"{ranks[c].min():.2f}"
-        + ("" if f"{ranks[c].min():.2f}" == f"{ranks[c].max():.2f}" else f" to {ranks[c].max():.2f}")
-    )
+    span = _span(ranks)
     random_kl = float(means.loc["random", "kl_reduction"])
     return (
         f"At equal tokens, DSIR's held-out target perplexity is {_ratio(vs_random)} times random selection's and "
@@ -1686,7 +1879,8 @@ def dsir_words(
             else ""
         )
         + f"; against top-k DSIR (the same weights without the Gumbel noise) it is {_ratio(vs_topk)}, its "
-        f"selections differing from top-k's in {1 - means.loc['DSIR', 'shared with top-k DSIR']:.0%} of their chunks; "
+        f"selections differing from top-k's in {1 - means.loc['DSIR', 'shared with top-k DSIR']:.0%} of their chunks "
+        f"({gumbel_words(ranks)}); "
         f"against the oracle (chunks of the target domain itself) it is {_ratio(vs_oracle)} (geometric means over "
         f"{settings} target × size setting{'s' if settings > 1 else ''}, {draws} selection draws and LM seeds each). "
         f"The two rankings: the package's 1e-8 floor leaves {span('empty target buckets')} of the buckets empty in "

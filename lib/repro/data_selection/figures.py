@@ -9,22 +9,38 @@ import pandas as pd
 from ..page import FIGURE_WIDTH, method_colors
 from .experiment import METHODS, Domains, DoremiResult, domain_label
 
+HOLLOW = ("top-k DSIR", "top-k heuristic")  # drawn as open, larger markers: a top-k arm often sits on its sampled twin
+
 
 def selection(table: pd.DataFrame) -> plt.Figure:
-    """Held-out target perplexity against KL reduction, one point per method and size, one panel per target."""
+    """Held-out target perplexity against KL reduction, one point per method and size, one panel per target; the
+    top-k arms as open rings around their sampled twins' dots (the two often coincide)."""
     targets = list(dict.fromkeys(table.target))
     fig, axes = plt.subplots(1, len(targets), figsize=(FIGURE_WIDTH, 4.0), squeeze=False)
     colors = method_colors(list(METHODS))
     sizes = sorted(table.selected.unique())
     markers = dict(zip(sizes, "os^Dv"))
+
+    def style(method: str) -> dict:
+        if method in HOLLOW:
+            return {"facecolors": "none", "edgecolors": colors[method], "s": 110, "linewidths": 1.6}
+        return {"color": colors[method], "s": 40}
+
     for ax, target in zip(axes[0], targets):
         for _, r in table[table.target == target].iterrows():
-            ax.scatter(r.kl_reduction, r.perplexity, color=colors[r.method], marker=markers[r.selected], s=45)
+            ax.scatter(r.kl_reduction, r.perplexity, marker=markers[r.selected], **style(r.method))
         ax.set(title=f"target: {target}", xlabel="KL reduction (nats)", ylabel="held-out perplexity")
-    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=m) for m, c in colors.items()]
-    handles += [plt.Line2D([], [], color="grey", marker=markers[k], ls="", label=f"{k} chunks") for k in sizes]
-    fig.legend(handles=handles, fontsize=8, loc="lower center", ncols=4, bbox_to_anchor=(0.5, 0))
-    rows = -(-len(handles) // 4)
+    handles = [
+        plt.Line2D(
+            [], [], color=c, marker="o", ls="", label=m, markerfacecolor="none" if m in HOLLOW else c,
+            markersize=9 if m in HOLLOW else 6,
+        )
+        for m, c in colors.items()
+    ]  # fmt: skip
+    if len(sizes) > 1:  # one size needs no marker key
+        handles += [plt.Line2D([], [], color="grey", marker=markers[k], ls="", label=f"{k} chunks") for k in sizes]
+    fig.legend(handles=handles, fontsize=8, loc="lower center", ncols=3, bbox_to_anchor=(0.5, 0))
+    rows = -(-len(handles) // 3)
     fig.tight_layout(rect=(0, (0.1 + 0.2 * rows) / fig.get_figheight(), 1, 1))
     return fig
 
