@@ -973,11 +973,11 @@ def unigram_words(view: pd.DataFrame, kl: pd.DataFrame) -> str:
         f"oracle, and the LM's log perplexity correlates with the unigram model's at {r['r(log LM ppl, log unigram ppl)']:.2f}"
         for _, r in kl.iterrows()
     )
+    span = {c: f"{view[c].min():.0f} to {view[c].max():.0f}" for c in ("unigram perplexity", "perplexity")}
     return (
-        f"A unigram model of each selection (its token frequencies, add-one smoothed) scores the held-out text at "
-        f"{view['unigram perplexity'].min():.0f} to {view['unigram perplexity'].max():.0f}, against the trained LMs' "
-        f"{view['perplexity'].min():.0f} to {view['perplexity'].max():.0f} (LM / unigram {ratio.min():.2f} to "
-        f"{ratio.max():.2f}). Per target, across the methods' means: {per}."
+        "A unigram model of each selection (its token frequencies, add-one smoothed) scores the held-out text at "
+        f"{span['unigram perplexity']}, against the trained LMs' {span['perplexity']} (LM / unigram "
+        f"{ratio.min():.2f} to {ratio.max():.2f}). Per target, across the methods' means: {per}."
     )
 
 
