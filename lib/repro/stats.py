@@ -162,13 +162,19 @@ class WeightedAuc:
         _, groups = np.unique(s, return_inverse=True)
         self.order = np.argsort(groups, kind="stable")  # items by tied group, each group's items in index order
         self.starts = np.r_[0, np.flatnonzero(np.diff(groups[self.order])) + 1]
+        self.untied = len(self.starts) == s.size  # every group one item: no sums within groups needed
+        self.positive_sorted = self.positive[self.order]
 
     def many(self, weights: np.ndarray) -> np.ndarray:
         """The AUC of every row of `weights` (resamples x items; item i appears weights[r, i] times in resample r).
         With whole-number multiplicities every sum is exact, whatever the order of summation."""
         w = weights[:, self.order]
-        pos = np.add.reduceat(w * self.positive[self.order], self.starts, axis=1)
-        neg = np.add.reduceat(w, self.starts, axis=1) - pos
+        pos = w * self.positive_sorted
+        if self.untied:
+            neg = w - pos
+        else:
+            pos = np.add.reduceat(pos, self.starts, axis=1)
+            neg = np.add.reduceat(w, self.starts, axis=1) - pos
         below = np.cumsum(neg, axis=1) - neg
         return np.einsum("rg,rg->r", pos, below + 0.5 * neg) / (pos.sum(axis=1) * neg.sum(axis=1))
 
