@@ -202,3 +202,12 @@ def test_rankings_count_the_chunks_the_gumbel_noise_could_move_across_the_cutoff
     assert ex.gumbel_words(ranks).startswith(
         f"the log weights spread with a standard deviation of {w.std():.1f} to 40.0 nats against the Gumbel noise's 1.28"
     )
+
+
+def test_pearson_is_nan_without_a_warning_when_one_side_is_constant() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(ex.pearson(np.zeros(5), np.arange(5)))  # no empty bucket: no unseen n-gram to count
+    assert ex.pearson(np.arange(5), 2 * np.arange(5) + 1) == pytest.approx(1.0)

@@ -873,8 +873,8 @@ def per_target_words(table: pd.DataFrame, mix: pd.DataFrame) -> str:
         f"{t}: " + ", ".join(f"DSIR / {r['DSIR against']} {_ratio_row(r)}" for _, r in g.iterrows())
         for t, g in table.groupby("target", sort=False)
     )
-    split = [f"against {b}, {w}" for b in PER_TARGET if (w := disagreement(table, b))]
-    agree = " The targets agree in direction on every comparator." if not split else " " + "; ".join(split) + "."
+    split = "; ".join(f"against {b}, {w}" for b in PER_TARGET if (w := disagreement(table, b)))
+    agree = f" {split[0].upper()}{split[1:]}." if split else " The targets agree in direction on every comparator."
     src = [c for c in mix.columns if c.startswith("from ")]
     picks = []
     for _, r in mix[mix.method.isin(["DSIR", "top-k DSIR"])].iterrows():
@@ -1009,6 +1009,12 @@ def _span(ranks: pd.DataFrame) -> Any:
     return span
 
 
+def pearson(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson r, NaN (without numpy's warning) when either side is constant (no empty bucket: no unseen n-gram)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else math.nan
+
+
 def rankings(t: DsirTarget, raw_feats: Any, lengths: np.ndarray, k: int) -> dict:
     """The package's ranking (no pseudo-count, the 1e-8 floor) beside the one selecting here (DSIR_PSEUDO_COUNT per
     bucket), over the eligible pool: the share of buckets the target sample leaves empty, the share of the package's
@@ -1030,10 +1036,10 @@ def rankings(t: DsirTarget, raw_feats: Any, lengths: np.ndarray, k: int) -> dict
         "selected": k,
         "empty target buckets": float(t.empty.mean()),
         "package: share of mean log weight from empty buckets": float(from_empty.mean() / package.mean()),
-        "r(package weight, -unseen n-grams)": float(np.corrcoef(package, unseen)[0, 1]),
-        "r(smoothed weight, -unseen n-grams)": float(np.corrcoef(ours, unseen)[0, 1]),
-        "r(package weight, length)": float(np.corrcoef(package, lengths[el])[0, 1]),
-        "r(smoothed weight, length)": float(np.corrcoef(ours, lengths[el])[0, 1]),
+        "r(package weight, -unseen n-grams)": pearson(package, unseen),
+        "r(smoothed weight, -unseen n-grams)": pearson(ours, unseen),
+        "r(package weight, length)": pearson(package, lengths[el]),
+        "r(smoothed weight, length)": pearson(ours, lengths[el]),
         "Spearman(package, smoothed)": float(sps.spearmanr(package, ours).statistic),
         "top-k shared, package vs smoothed": shared_share(*top),
         # why resampling and top-k pick nearly the same chunks: the Gumbel noise (SD pi / sqrt 6 nats) against the
@@ -1385,7 +1391,7 @@ def weights_words(table: pd.DataFrame, res: DoremiResult) -> str:
         early = res.trajectory[: max(1, len(res.trajectory) // 10)]
         step, j = np.unravel_index(int(np.argmax(early)), early.shape)
         out += (
-            f" In the figure's panel (b), within the first {len(early)} proxy steps the first run's largest weight is "
+            f" In the figure's panel (b), within the first {len(early)} proxy step{'s' if len(early) > 1 else ''} the first run's largest weight is "
             f"{early[step, j]:.2f} ({table.domain.iloc[j]}, step {step + 1}); averaged over all its steps that domain "
             f"gets {res.proxy_runs[0][j]:.2f}."
         )
@@ -1883,11 +1889,17 @@ def dsir_words(
         f"({gumbel_words(ranks)}); "
         f"against the oracle (chunks of the target domain itself) it is {_ratio(vs_oracle)} (geometric means over "
         f"{settings} target × size setting{'s' if settings > 1 else ''}, {draws} selection draws and LM seeds each). "
-        f"The two rankings: the package's 1e-8 floor leaves {span('empty target buckets')} of the buckets empty in "
-        f"the target sample, which carry {span('package: share of mean log weight from empty buckets')} of the "
-        f"package's mean log weight, and its weight correlates {span('r(package weight, -unseen n-grams)')} with "
-        f"minus the count of unseen n-grams ({span('r(smoothed weight, -unseen n-grams)')} with one pseudo-count "
-        f"per bucket, which selects here); the two rankings' top-k selections share "
+        f"The two rankings: the package's 1e-8 floor leaves {span('empty target buckets', '.1%')} of the buckets "
+        "empty in the target sample"
+        + (
+            f", which carry {span('package: share of mean log weight from empty buckets')} of the package's mean log "
+            f"weight, and its weight correlates {span('r(package weight, -unseen n-grams)')} with minus the count of "
+            f"unseen n-grams ({span('r(smoothed weight, -unseen n-grams)')} with one pseudo-count per bucket, which "
+            "selects here)"
+            if ranks["empty target buckets"].max() >= 0.005
+            else ", so the floor hardly touches the weights here"
+        )
+        + "; the two rankings' top-k selections share "
         f"{span('top-k shared, package vs smoothed')} of their chunks. Across the {selection.method.nunique()} "
         f"methods' means, KL reduction (on held-out target text) correlates with −log perplexity at r = {_ratio(kl)}. "
         f"Random selection's KL reduction is {random_kl:+.3f}, "
