@@ -298,7 +298,7 @@ def test_the_ladder_resamples_the_sets_and_names_them() -> None:
     overlap = pd.DataFrame({"set": frame["set"].unique(), "jaccard_1": np.linspace(0.6, 0.1, 7)})
     ci = ex.ladder(frame, overlap, "a", n_boot=200, seed=0)
     assert ci.estimate < -0.8 and -1 <= ci.low <= ci.high < 0  # a clear ladder: ρ near -1, the interval below 0
-    assert "6 sets resampled" in ci.method
+    assert ci.method.startswith("Spearman ρ over 6 OOD sets, the sets resampled")
 
 
 def test_a_clustered_auroc_difference_resamples_the_source_documents() -> None:
@@ -354,8 +354,12 @@ def test_quality_rows_leave_the_non_english_sets_out() -> None:
         }
     )
     assert ex.with_quality(frame)["set"].tolist() == ["xsum", "xsum", "cnn_dm"]
-    assert ex.quality_drop(frame, 50, 0).estimate == pytest.approx(0.2 - 0.1)
-    assert ex.quality_drop(frame, 50, 0, english=False).estimate == pytest.approx(0.2 - 0.05)
+    # above the floor: XSUM (0.2 + 0.0) / 2 = 0.1, CNN/DM 0.05, MLSUM 0.0; each OOD set one weight
+    assert ex.quality_drop(frame, 50, 0).estimate == pytest.approx(0.1 - 0.05)
+    assert ex.quality_drop(frame, 50, 0, english=False).estimate == pytest.approx(0.1 - (0.05 + 0.0) / 2)
+    many = pd.concat([frame, frame[frame["set"] == "mlsum_de"].assign(set="wikihow")] * 1, ignore_index=True)
+    many = pd.concat([many, *[many[many["set"] == "wikihow"]] * 5], ignore_index=True)  # wikihow: 6 items, cnn_dm 1
+    assert ex.quality_drop(many, 50, 0).estimate == pytest.approx(0.1 - (0.05 + 0.0) / 2)
     table = ex.quality_table(frame).set_index("set")
     assert table.loc["xsum", "rouge_l"] == pytest.approx(0.2) and table.loc["xsum", "n"] == 2
     assert not table.loc["mlsum_de", "english"] and table.loc["cnn_dm", "english"]
@@ -399,3 +403,28 @@ def test_perplexity_densities_draw_one_legible_panel_per_ood_set() -> None:
     visible = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in visible] == [n.upper() for n in names[1:]]
     assert fc.problems(fig) == []
+
+
+def test_selective_pools_give_every_pool_and_the_length_baseline() -> None:
+    from repro.clm_ood import experiment as ex
+
+    rng = np.random.default_rng(0)
+    n = 12
+    frame = pd.DataFrame(
+        {
+            "set": ["xsum"] * n + ["cnn_dm"] * n + ["wikihow"] * n + ["mlsum_de"] * n,
+            "ood": [0] * n + [1] * 3 * n,
+            "summary": [" ".join(["w"] * k) for k in rng.integers(3, 20, 4 * n)],
+            "rouge_l": rng.random(4 * n),
+            "output_rmd+ppl": rng.random(4 * n),
+            "output_rmd": rng.random(4 * n),
+            "perplexity": rng.random(4 * n),
+        }
+    )
+    table = ex.selective_pools(frame).set_index("pool")
+    assert list(table.index) == ["all English sets", "XSUM + CNN/DailyMail", "XSUM + WikiHow"]
+    assert table.loc["all English sets", "outputs"] == 3 * n  # MLSUM left out
+    q = frame[frame["set"].isin(["xsum", "wikihow"])]
+    length = -q["summary"].str.split().str.len().to_numpy()
+    expected = sel.quality_tau(length, q["rouge_l"].to_numpy())
+    assert table.loc["XSUM + WikiHow", "length (shorter first)"] == pytest.approx(expected)

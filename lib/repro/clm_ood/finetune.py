@@ -52,6 +52,21 @@ def target_loss(model: Any, rows: Sequence[tuple[list[int], list[int]]], pad: in
     return torch.nn.functional.cross_entropy(logits.float(), gold)
 
 
+def mean_loss(model: Any, tokenizer: Any, articles, references, budget: int, max_new: int) -> float:
+    """The mean reference loss (nats per target token, end-of-turn included) of (article, reference) pairs."""
+    import torch
+
+    rows = pair_rows(tokenizer, articles, references, budget, max_new)
+    total = tokens = 0.0
+    with torch.no_grad():
+        for lo in range(0, len(rows), BATCH):
+            batch = rows[lo : lo + BATCH]
+            n = sum(len(y) for _, y in batch)
+            total += float(target_loss(model, batch, tokenizer.pad_token_id)) * n
+            tokens += n
+    return total / tokens
+
+
 def finetune(
     model: Any,
     tokenizer: Any,
