@@ -494,6 +494,11 @@ def execute_here(name: str, profile: str = "smoke", overrides: dict[str, Any] | 
     return {"notebook": source.stem, "profile": profile, "params": params, "tables": tables, "seconds": seconds}
 
 
+def result_entry(stem: str, key: str) -> Path:
+    """Where the run of notebook `stem` with cache key `key` keeps its result and executed notebook."""
+    return runs_dir() / ".cache" / f"{stem}-{key}"
+
+
 def cached_result(entry: Path, stem: str) -> dict[str, Any] | None:
     """The result stored in cache entry `entry`, or None when it is absent or damaged (a damaged one is removed)."""
     if not entry.is_dir():
@@ -559,7 +564,7 @@ def run(
         clear_leftovers(stem)
         atomic.clear_stale(data_dir())  # temporary files of cache entries whose writer was killed (any notebook's)
         key = cache_key(source, profile, overrides)
-        entry = runs_dir() / ".cache" / f"{stem}-{key}"
+        entry = result_entry(stem, key)
         result = None if force else cached_result(entry, stem)
         cached = result is not None
         result = result if cached else _execute_and_store(source, profile, overrides, key, entry)
@@ -630,7 +635,7 @@ def _stage_side_by_side(stems: list[str], profile: str, jobs: int, stage: Any) -
     todo = []
     for stem in stems:
         source = find_notebook(stem)
-        if cached_result(runs_dir() / ".cache" / f"{stem}-{cache_key(source, profile, {})}", stem) is None:
+        if cached_result(result_entry(stem, cache_key(source, profile, {})), stem) is None:
             todo.append(stem)
         else:
             yield stage(stem)
