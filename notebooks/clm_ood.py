@@ -333,6 +333,8 @@ page.say(
 # %% [markdown]
 # ## What differs from the paper
 #
+# - **Half of the paper is not here.** The paper runs the same scores on translation (WMT, where it finds input-RMD
+#   the better detector) and judges selective generation with human ratings; neither is tested in this chapter.
 # - **The summarizer.** SmolLM2-135M-Instruct, decoder-only, prompted, its last `tune_layers` blocks fine-tuned on
 #   `tune_pairs` XSUM pairs (section 1), instead of PEGASUS-large fine-tuned on all of XSUM's training pairs. How
 #   much of an in-domain that gives it is measured in section 1, and section 4 shows how far XSUM's quality sits
