@@ -852,7 +852,7 @@ def quality_drop(
     q = with_quality(frame, english)
     codes, names = pd.factorize(q["set"])
     inside = int(np.flatnonzero(names == corpora.IN_DOMAIN)[0])
-    above = q[measure] - q[measure.replace("rouge_l", "rouge_floor").replace("similarity", "similarity_floor")]
+    above = q[measure] - q[f"{measure.split('_')[0]}_floor"]  # rouge_l -> rouge_floor, similarity -> similarity_floor
 
     def drop(y: np.ndarray, c: np.ndarray) -> float:
         means = np.array([y[c == k].mean() for k in range(len(names))])
