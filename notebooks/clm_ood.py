@@ -118,10 +118,9 @@ verdict.plan(list(CLAIMS.values()))
 # new tokens.
 #
 # **An in-domain for the summarizer.** The paper's PEGASUS is fine-tuned on XSUM, so its quality is expected to fall
-# off XSUM. SmolLM2-Instruct was never trained on XSUM, and zero-shot it summarized CNN/DailyMail better than XSUM
-# in an earlier build of this chapter: "in-domain" meant nothing to it. So its last `tune_layers` decoder blocks are
-# fine-tuned on `tune_pairs` XSUM pairs that are in neither the fit nor the test set (AdamW, `tune_lr` decaying
-# linearly to 0, `tune_epochs` epoch; the loss is the reference's tokens and the end-of-turn token, read through the
+# off XSUM. SmolLM2-Instruct was never trained on XSUM, so nothing made XSUM its in-domain. Its last
+# `tune_layers` decoder blocks are therefore fine-tuned on `tune_pairs` XSUM pairs that are in neither the fit nor
+# the test set (AdamW, `tune_lr` decaying linearly to 0, `tune_epochs` epoch; the loss is the reference's tokens and the end-of-turn token, read through the
 # same prompt), the rest of the model frozen; every row uses the fine-tuned model. The table below gives the
 # quality of both models on the same first `n_zero_shot` XSUM and CNN/DailyMail test articles. A full fine-tune of
 # 204k pairs, as the paper's, does not fit this chapter's CPU budget.
