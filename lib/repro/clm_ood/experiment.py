@@ -1033,7 +1033,7 @@ def verdict_rows(
             rows.append(judge(claim, *_est(ci), why=_rmd_why(frame, groups[group], side, b, ci, claim, n_boot, seed),
                               note=note))  # fmt: skip
         elif kind == "quality_falls":
-            rows.append(judge(claim, *_est(quality_drop(frame, n_boot, seed)), why=unexplained(FIT_BETTER)))
+            rows.append(judge(claim, *_est(premise), why=unexplained(FIT_BETTER)))  # the premise's own row
         elif kind in ("tau", "curve"):
             ci = selection_diff(frame, kind, f"{OOD_SCORE}+ppl", rest[0], n_boot, seed)
             rows.append(
