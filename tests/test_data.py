@@ -73,3 +73,42 @@ def test_auto_source_offline_without_the_package_names_make_data(monkeypatch, tm
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     with pytest.raises(data.MissingDataError, match="make data"):
         data.fashion_mnist("test")
+
+
+def test_english_prose_keeps_prose_and_drops_other_scripts_brackets_and_digit_strings() -> None:
+    from repro import data
+
+    prose = ["Which of these sentences is sarcastic?", "The cat, who was hungry, ate the fish (quickly)."]
+    assert data.is_english_prose(prose)
+    assert not data.is_english_prose(["جمله زیر را ترجمه کنید", "این یک آزمون است"])  # Persian
+    assert not data.is_english_prose(["( [ { } ] ) ( ( )", "[ [ ] ] { ( ) }"])  # Dyck brackets
+    assert not data.is_english_prose(["12 + 45 = ", "903 * 7 = ", "17 - 4 ="])  # digit strings
+    ascii_share, words = data.prose_shares(["Q: 12 + 4 = ?"])  # six tokens, one of them a word
+    assert ascii_share == 1.0 and words == 1 / 6
+
+
+def test_bigbench_tasks_are_english_prose() -> None:
+    from repro import data
+
+    try:
+        tasks = data.bigbench_tasks(65)
+    except data.MissingDataError:
+        pytest.skip("run `make data` first")
+    assert all(data.is_english_prose(t["inputs"]) for t in tasks.values())
+    dropped = {"dyck_languages", "entailed_polarity_hindi", "parsinlu_qa", "modified_arithmetic", "cs_algorithms"}
+    assert not dropped & set(tasks) and {"social_iqa", "causal_judgment"} <= set(tasks)
+
+
+def test_length_batches_cover_every_index_once_in_batches_of_similar_length() -> None:
+    import numpy as np
+
+    from repro import training
+
+    lengths = np.random.default_rng(0).integers(1, 500, size=1000)
+    batches = training.length_batches(lengths, 32, np.random.default_rng(1), pool=10)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(1000)) and max(len(b) for b in batches) == 32
+    spread = np.mean([np.ptp(lengths[b]) for b in batches])
+    shuffled = np.random.default_rng(2).permutation(1000)
+    plain = np.mean([np.ptp(lengths[shuffled[s : s + 32]]) for s in range(0, 1000, 32)])
+    assert spread < plain / 5  # a batch pads to its longest input: similar lengths pad little

@@ -380,3 +380,13 @@ def test_the_verdict_figure_has_a_panel_per_statistic_with_threshold_and_paper_m
     from repro.figure_checks import problems
 
     assert problems(fig) == []
+
+
+def test_paper_numbers_from_another_benchmark_are_checked_by_the_rule_but_not_shown_on_the_row() -> None:
+    rule = Rule.above(0, "AUROC(RMD) − AUROC(MD)")
+    common = dict(quote="q", comparator="MD", units="items", regime=Regime("K", 100, 5), paper_estimate=0.0024)
+    own = Claim("RMD beats MD on CIFAR", "colab", "96.45 vs 96.22", rule, **common)
+    context = Claim("RMD beats MD on Fashion", "colab", "context", rule, paper_context=True, **common)
+    assert own.on_paper_numbers() == context.on_paper_numbers() == "held"  # the register checks both
+    assert judge(own, 0.01, (0.0, 0.02), "t")["paper_estimate"] == 0.0024
+    assert judge(context, 0.01, (0.0, 0.02), "t")["paper_estimate"] is None  # no diamond, no paper column value

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -246,15 +247,40 @@ def _task_inputs(root: Path) -> dict[str, dict[str, list[str]]]:
     return out
 
 
+# A task's inputs read as English prose when at least PROSE_ASCII of their letters are ASCII (Persian, Hindi and
+# other scripts fail) and at least PROSE_WORDS of their whitespace-separated tokens are words: letters, with quotes,
+# brackets and punctuation only around them (Dyck brackets, digit and symbol strings, code and tables fail). Keywords
+# alone let such tasks through (TASK_INPUTS).
+PROSE_ASCII = 0.99
+PROSE_WORDS = 0.75
+_WORD = re.compile(r"[\"'(“‘]*[A-Za-z][A-Za-z'’-]*[.,;:?!\"')”’]*")
+
+
+def prose_shares(inputs: list[str]) -> tuple[float, float]:
+    """(share of ASCII among the letters, share of words among the whitespace-separated tokens) of some texts."""
+    text = " ".join(inputs)
+    letters = [c for c in text if c.isalpha()]
+    tokens = text.split()
+    ascii_share = sum(c.isascii() for c in letters) / len(letters) if letters else 0.0
+    return ascii_share, sum(bool(_WORD.fullmatch(t)) for t in tokens) / len(tokens) if tokens else 0.0
+
+
+def is_english_prose(inputs: list[str]) -> bool:
+    """Whether a task's inputs read as English prose (PROSE_ASCII, PROSE_WORDS)."""
+    ascii_share, words = prose_shares(inputs)
+    return ascii_share >= PROSE_ASCII and words >= PROSE_WORDS
+
+
 def bigbench_tasks(min_inputs: int) -> dict[str, dict[str, list[str]]]:
-    """The English-prose BIG-bench tasks with at least `min_inputs` distinct inputs, by name (see TASK_INPUTS)."""
+    """The English-prose BIG-bench tasks (by keywords and by their inputs, is_english_prose) with at least
+    `min_inputs` distinct inputs, by name (see TASK_INPUTS)."""
     import json
 
     path = bigbench_dir() / TASK_INPUTS
     if not path.exists():
         raise MissingDataError(f"{path} is missing: run `make data` (derives it from the bigbench sdist)")
     tasks = json.loads(path.read_text(encoding="utf-8"))
-    return {name: t for name, t in tasks.items() if len(t["inputs"]) >= min_inputs}
+    return {n: t for n, t in tasks.items() if len(t["inputs"]) >= min_inputs and is_english_prose(t["inputs"])}
 
 
 def bigbench_json(entry: str) -> dict:

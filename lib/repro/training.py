@@ -67,8 +67,10 @@ def fit(
     seed: int = 0,
     desc: str = "training",
     optimizer: str = "adam",
+    lengths: Sequence[int] | None = None,
 ) -> nn.Module:
-    """Adam (or SGD with Nesterov momentum 0.9, optimizer="sgd-nesterov") on shuffled mini-batches; eval mode after."""
+    """Adam (or SGD with Nesterov momentum 0.9, optimizer="sgd-nesterov") on shuffled mini-batches; eval mode after.
+    With `lengths` (texts), each batch holds inputs of similar length (length_batches), so that it pads little."""
     from tqdm.auto import tqdm
 
     gen = np.random.default_rng(seed)
@@ -86,12 +88,28 @@ def fit(
     n = len(inputs)
     for _ in tqdm(range(epochs), desc=desc, leave=False):
         order = gen.permutation(n)
-        for start in range(0, n, batch_size):
-            idx = order[start : start + batch_size]
+        batches = (
+            [order[s : s + batch_size] for s in range(0, n, batch_size)]
+            if lengths is None
+            else length_batches(np.asarray(lengths), batch_size, gen)
+        )
+        for idx in batches:
             opt.zero_grad()
             loss(model(on_device(take(inputs, idx), model)), on_device(take(targets, idx), model)).backward()
             opt.step()
     return model.eval()
+
+
+def length_batches(lengths: np.ndarray, batch_size: int, gen: np.random.Generator, pool: int = 50) -> list[np.ndarray]:
+    """Every index once, in batches of similar length: a random permutation cut into pools of `pool` batches, each
+    pool sorted by length and cut into batches, the batches then shuffled (a bucket iterator)."""
+    order = gen.permutation(len(lengths))
+    batches = []
+    for start in range(0, len(order), batch_size * pool):
+        chunk = order[start : start + batch_size * pool]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        batches += [chunk[s : s + batch_size] for s in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in gen.permutation(len(batches))]
 
 
 @torch.no_grad()

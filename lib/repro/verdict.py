@@ -322,7 +322,9 @@ class Claim:
     measures: each table that may measure the cause of a row not held, and the column of it that varies what the
     cause names (an ablation's arm, a sweep's governing variable): judge reads the column from here, not the caller.
     statistic: the one quantity the row's paper and ours columns show, in words and units ("AUROC(RMD) − AUROC(MD)",
-    "exposure (bits)"); the rule's `what` when omitted."""
+    "exposure (bits)"); the rule's `what` when omitted. paper_context: the paper's numbers come from another
+    benchmark than the row's (another dataset, another model): the register checks the rule on them, but the row is
+    not compared with them (no paper value on its row or in the forest plot; its `paper` cell says so)."""
 
     claim: str
     source: str
@@ -342,6 +344,7 @@ class Claim:
     control: str = ""
     measures: Mapping[str, str] = field(default_factory=dict)
     statistic: str = ""
+    paper_context: bool = False
 
     def __post_init__(self) -> None:
         if self.overlap_max is not None and not 0 < self.overlap_max <= 1:
@@ -433,11 +436,12 @@ def regime_table(claims: Sequence[Claim]) -> pd.DataFrame:
     )
 
 
-def plan(claims: Sequence[Claim], show: bool = True) -> list[Claim]:
+def plan(claims: Sequence[Claim], show: bool = True, view: pd.DataFrame | None = None) -> list[Claim]:
     """Publish the claims, their quotes and rules (table `claims`) and their regimes (table `regimes`) before any
-    number is computed. The page shows claim, source, regime and rule; the JSON keeps the whole register."""
+    number is computed. The page shows claim, source, regime and rule (or `view`, e.g. one row per claim repeated
+    over several settings); the JSON keeps the whole register."""
     table = register_table(claims)
-    publish("claims", table, show=show, view=table[["claim", "source", "regime", "rule"]])
+    publish("claims", table, show=show, view=table[["claim", "source", "regime", "rule"]] if view is None else view)
     publish(REGIME_TABLE, regime_table(claims), show=False)
     return list(claims)
 
@@ -669,7 +673,7 @@ def judge(
         "measured_by": measured,
         "varies": column,
         "statistic": claim.stat,
-        "paper_estimate": claim.paper_number,
+        "paper_estimate": None if claim.paper_context else claim.paper_number,
         "values": values,
         "regime_tag": claim.regime.short(kind) if claim.regime else "our check",
         "rule_kind": claim.rule.kind,
