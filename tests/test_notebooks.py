@@ -93,15 +93,17 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     tables = smoke_results["rmd_near_ood"]["tables"]
     params = {r["parameter"]: r["value"] for r in tables["params"]}
     auroc = tables["auroc"]
-    assert {r["setting"] for r in auroc} == {"image-near", "image-far", "text-tasks", "text-domain"}
+    assert {r["setting"] for r in auroc} == {"image-near", "image-far", "text-articles", "text-tasks", "text-domain"}
     directions = {(r["setting"], r["in_dist"]): r for r in tables["directions"]}
     assert {r["K"] for (s, _), r in directions.items() if s == "image-near"} == {5}  # the look-alike split
     (tasks,) = [r for (s, _), r in directions.items() if s == "text-tasks"]
     k = params["task_classes"]
-    assert tasks["K"] == k and tasks["train"] == k * params["task_train_per_class"]
-    assert (
-        tasks["test_in"] == k * params["task_test_per_class"] and tasks["test_ood"] % params["task_test_per_class"] == 0
-    )
+    assert tasks["K"] == k and tasks["train"] == k * params["train_per_class"]
+    assert tasks["test_in"] == k * params["test_per_class"] and tasks["test_ood"] % params["test_per_class"] == 0
+    (wiki,) = [r for (s, _), r in directions.items() if s == "text-articles"]
+    ka = params["article_classes"]
+    assert wiki["K"] == ka and wiki["train"] == ka * params["train_per_class"]
+    assert wiki["test_in"] == ka * params["test_per_class"] and wiki["test_ood"] % params["test_per_class"] == 0
     assert all(r["train"] > 0 and r["test_ood"] > 0 for r in directions.values())
     for setting in ("image-near", "image-far"):  # both directions, both feature types, all three scores
         rows = [r for r in auroc if r["setting"] == setting]
@@ -133,37 +135,47 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     assert len(full) and all(abs(v - mean_auc[(i, f, "RMD")]) < 1e-9 for (i, f), v in full.items())
     assert (dsweep["directions"] <= dsweep["K"] - 1).all()
     # RMD keeps K - 1 discriminant directions: 4 on the image-near fit, K - 1 on the task fit
-    assert {r["setting"]: r["rmd_directions"] for r in tables["eigen"]} == {"image-near": 4, "text-tasks": k - 1}
+    assert {r["setting"]: r["rmd_directions"] for r in tables["eigen"]} == {
+        "image-near": 4,
+        "text-tasks": k - 1,
+        "text-articles": ka - 1,
+    }
     assert all(r["ci_low"] <= r["top_minus_bottom"] <= r["ci_high"] for r in tables["eigen"])
-    # CLP per OOD class: five OOD classes per image-near direction, the nearer half (CLP >= median) is three
+    # CLP per OOD class: five OOD classes per image-near direction; a class is near exactly when its CLP is at least
+    # the register's cut, and the near/far table scores each side on its own classes
     by_class = pd.DataFrame(tables["per_ood_class"])
     near_img = by_class[(by_class["setting"] == "image-near") & (by_class["features"] == "pretrained")]
     assert len(near_img) == 10 and (near_img["clp"] < 0).all()
-    assert near_img.groupby("in_dist")["near_half"].sum().tolist() == [3, 3]
-    for in_dist, part in near_img.groupby("in_dist"):
-        assert part[part["near_half"]]["clp"].min() >= part[~part["near_half"]]["clp"].max()
-    assert not by_class[by_class["setting"] == "image-far"]["near_half"].any()
-    assert {(r["setting"], r["features"]) for r in tables["near_half"]} == {
-        (s, f) for s in ("image-near", "text-tasks") for f in ("pretrained", "finetuned")
-    }
+    assert (by_class["near"] == (by_class["clp"] >= -2.0)).all()
+    sides = pd.DataFrame(tables["near_far"])
+    pre = by_class[by_class["features"] == "pretrained"]
+    for r in sides.itertuples():
+        mine = pre[pre["in_dist"] == r.in_dist]
+        assert r.ood_classes == int((mine["near"] == (r.classes == "near")).sum()) > 0
+    clp = {r["in_dist"]: r for r in tables["clp_distribution"]}
+    assert all(r["median_near"] == (r["median"] >= -2.0) for r in clp.values())
+    assert clp[wiki["in_dist"]]["ood_classes"] == wiki["test_ood"] // params["test_per_class"]
     # the estimator comparison covers a ridge and Ledoit-Wolf for MD and RMD
     assert {(r["estimator"], r["score"]) for r in tables["covariance"]} >= {
         ("ledoit-wolf", "MD"),
         ("ledoit-wolf", "RMD"),
     }
     verdict = tables["verdict"]
-    near = 2 + 1 + len(params["text_ood_domains"])  # image-near both ways, the task setting, the domain splits
-    assert len(verdict) == 4 * near + 3 * 2 + 2 + 4  # per-direction, nearer-half, eigen, then chapter-wide rows
-    assert all(r["ci_low"] <= r["ci_high"] for r in verdict)
+    text = 2 + len(params["text_ood_domains"])  # the article and task settings, the domain splits
+    # per-direction rows (no label-free contrast on the local images), near rows (tasks and images, both feature
+    # types), far rows, eigen rows, then the class trends, CLP, PC and covariance rows
+    assert len(verdict) == 4 * text + 3 * 2 + 3 * 2 + 3 + 3 + 5
+    assert all(r["ci_low"] <= r["ci_high"] for r in verdict if r["ci_low"] is not None)
     assert all(r["why"] for r in verdict if r["decision"] != "held")
-    assert [r["origin"] for r in verdict].count("ours") == 2  # the K trend and the covariance check
+    assert [r["origin"] for r in verdict].count("ours") == 3 + 2 + 1  # far checks, class trends, covariance
     near_md = {r["regime"] for r in verdict if r["claim"].startswith("RMD improves on MD for near-OOD")}
     assert near_md == {
+        f"miniature: classes K = {ka} (paper 150)",
         f"miniature: classes K = {k} (paper 150)",
         "miniature: classes K = 3 (paper 150)",
         "miniature: classes K = 5 (paper 10 / 100)",
     }
-    assert all(r["measured_by"] in ("", "k_sweep", "regimes", "covariance") for r in verdict)
+    assert all(r["measured_by"] in ("", "class_sweep", "regimes", "covariance", "per_ood_class") for r in verdict)
     assert not any("would tell would tell" in r["why"] for r in verdict)
 
 
@@ -173,16 +185,23 @@ def test_rmd_chapter_analyses(smoke_results) -> None:
     for row in tables["gains"]:  # a contrast's estimate is the difference of the seed-mean AUROCs
         a, b = row["contrast"].split(" - ")
         key = (row["setting"], row["in_dist"], row["features"])
-        assert abs(row["delta"] - (auroc[(*key, a)] - auroc[(*key, b)])) < 1e-9
+        other = (row["setting"], row["in_dist"], row["msp_from"], "MSP") if b == "stronger MSP" else (*key, b)
+        assert abs(row["delta"] - (auroc[(*key, a)] - auroc[other])) < 1e-9
         assert row["ci_low"] <= row["delta"] <= row["ci_high"]
+        if b == "stronger MSP":  # the stronger of the two MSPs, by AUROC
+            msps = [auroc[(row["setting"], row["in_dist"], f, "MSP")] for f in ("pretrained", "finetuned")]
+            assert auroc[other] == max(msps)
     for row in tables["verdict"]:  # label-free text features do not vary by seed, and the interval's test says so
         if row["claim"].startswith("RMD improves on MD for near-OOD"):
-            text = "BIG-bench" in row["claim"] or "Reddit" in row["claim"]
+            text = any(w in row["claim"] for w in ("BIG-bench", "Reddit", "Wikipedia articles"))
             assert ("label-free MiniLM" in row["test"]) == (text and "pretrained features" in row["claim"])
     assert {r["k"] for r in tables["pc_sweep"]} == {2, 32}
     assert all(r["MD_range"] >= 0 and r["RMD_range"] >= 0 for r in tables["pc_range"])
     assert all(r["speedup_vs_naive"] > 0 for r in tables["throughput"])  # a report: timings are not asserted
-    assert all(r["ci_low"] <= r["delta"] <= r["ci_high"] and r["nearer_classes"] >= 1 for r in tables["near_half"])
+    assert all(
+        r["ood_classes"] >= 1 and (r["ci_low"] is None or r["ci_low"] <= r["delta"] <= r["ci_high"])
+        for r in tables["near_far"]
+    )
     assert "input_rmd" not in tables  # moved to the conditional-LM chapter
 
 

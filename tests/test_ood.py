@@ -249,11 +249,12 @@ def test_register_plans_each_near_direction_at_its_k() -> None:
     p = resolve({"profile": "default"}, C.SPEC)
     default = C.near_directions(p)
     k_tasks, domains = p["task_classes"], len(p["text_ood_domains"])
-    assert [(n.setting, n.k) for n in default] == [("text-tasks", k_tasks)] + [("text-domain", 3)] * domains + [
-        ("image-near", 5)
-    ] * 2
-    assert [n.regime().kind for n in default] == ["paper"] + ["miniature"] * (domains + 2)  # K >= 50: the paper's
-    assert "59 discriminant directions" in default[0].regime().tolerance
+    assert [(n.setting, n.k) for n in default] == [("text-articles", p["article_classes"]), ("text-tasks", k_tasks)] + [
+        ("text-domain", 3)
+    ] * domains + [("image-near", 5)] * 2
+    # K >= 50 claims the paper's regime (labelled so only if the computed criterion passes); 32 articles do not
+    assert [n.regime().kind for n in default] == ["miniature", "paper"] + ["miniature"] * (domains + 2)
+    assert "59 discriminant directions" in default[1].regime().tolerance
     paper = C.near_directions(resolve({"profile": "paper"}, C.SPEC))
     assert [(n.tag, n.k) for n in paper] == [
         ("CLINC150 in-scope → out-of-scope", 150),
@@ -266,7 +267,7 @@ def test_register_plans_each_near_direction_at_its_k() -> None:
     assert {c.claim.split(": ")[-1] for c in colab} == {"CIFAR-100 → CIFAR-10"}
 
 
-def test_near_row_causes_follow_the_k_sweep() -> None:
+def test_near_row_causes_follow_the_sweep_of_real_classes() -> None:
     import pandas as pd
 
     from repro import stats
@@ -275,26 +276,83 @@ def test_near_row_causes_follow_the_k_sweep() -> None:
     from repro.rmd import experiment as ex
     from repro.verdict import judge
 
-    planned = C.claims(resolve({"profile": "default"}, C.SPEC))
-    key = "rmd_beats_md|group A → group B|pretrained"
-    row = pd.Series({"setting": "image-near", "K": 5})
+    p = resolve({"profile": "default"}, C.SPEC)
+    planned = C.claims(p)
+    wiki = C.near_directions(p)[0].tag
+    key = f"rmd_beats_md|{wiki}|pretrained"
+    row = pd.Series({"setting": "text-articles", "K": p["article_classes"]})
 
-    def cause(low: float, high: float, key: str = key, row: pd.Series = row) -> dict:
+    def cause(low: float, high: float, key: str = key, row: pd.Series = row, features: str = "pretrained") -> dict:
         slope = stats.Interval((low + high) / 2, low, high, "bootstrap")
-        slopes = {("image-near", "pretrained"): slope, ("image-near", "finetuned"): slope}
-        res = ex.Results(*[None] * 3, slopes, *[None] * 6, 100, 0)
-        return ex._contrast_cause(planned[key], "rmd_beats_md", "pretrained", row, res)
+        res = ex.Results(*[None] * 4, {"text-articles": slope}, *[None] * 6, 100, 0)
+        return ex._contrast_cause(planned[key], "rmd_beats_md", features, row, res)
 
     grows = cause(0.01, 0.03)
-    assert grows["why"][0] == "regime" and grows["sweep"].table == "k_sweep" and grows["sweep"].column == "K"
-    judged = judge(planned[key], -0.05, (-0.08, -0.02), "t", **grows)
-    assert judged["why"].startswith("regime: ") and (judged["measured_by"], judged["varies"]) == ("k_sweep", "K")
+    assert grows["why"][0] == "regime" and grows["sweep"].table == "class_sweep" and grows["sweep"].column == "K"
+    judged = judge(planned[key], -0.05, (-0.08, -0.02), "t in articles", **grows)
+    assert judged["why"].startswith("regime: ") and (judged["measured_by"], judged["varies"]) == ("class_sweep", "K")
     # a sweep that widens the gap, or does not tell, leaves the cause unknown and says so
     for low, high in ((-0.03, -0.01), (-0.01, 0.01)):
-        judged = judge(planned[key], -0.05, (-0.08, -0.02), "t", **cause(low, high))
-        assert judged["why"].startswith("unknown: tested at classes K = 5 (paper 10 / 100); the sweep of classes K")
-    text = "rmd_beats_md|Wikipedia + NYT + Reddit → Amazon|finetuned"
-    assert cause(0.01, 0.03, text, pd.Series({"setting": "text-domain", "K": 3}))["why"][0] == "unknown"
+        judged = judge(planned[key], -0.05, (-0.08, -0.02), "t in articles", **cause(low, high))
+        assert judged["why"].startswith("unknown: tested at classes K = 32 (paper 150); the sweep of classes K")
+    # no sweep of real classes with fine-tuned features, nor on the images (sub-clusters are not classes): unknown
+    fine = f"rmd_beats_md|{wiki}|finetuned"
+    assert cause(0.01, 0.03, fine, row, "finetuned")["why"][0] == "unknown"
+    image = "rmd_beats_md|group A → group B|pretrained"
+    assert cause(0.01, 0.03, image, pd.Series({"setting": "image-near", "K": 5}))["why"][0] == "unknown"
+
+
+def test_class_sweep_refits_on_subsets_of_real_classes_and_its_full_k_is_the_plain_fit() -> None:
+    from repro.rmd import experiment as ex
+    from repro.rmd.features import Direction
+
+    rng = np.random.default_rng(0)
+    k, per, dim = 8, 30, 12
+    means = rng.normal(size=(k + 4, dim)) * 3
+    y_train, y_test = np.repeat(np.arange(k), per), np.repeat(np.arange(k + 4), 10)
+    x_train = means[y_train] + rng.normal(size=(y_train.size, dim))
+    x_test = means[y_test] + rng.normal(size=(y_test.size, dim))
+    in_rows = y_test < k
+    d = Direction(
+        "text-articles", "text", "8 classes", "4 others", None, y_train, None, np.zeros(0, int), None,
+        y_test[in_rows], None, np.asarray([f"c{c}" for c in y_test[~in_rows]]), (),
+        np.r_[y_test[in_rows], y_test[~in_rows]], "articles",
+    )  # fmt: skip
+    test = np.r_[x_test[in_rows], x_test[~in_rows]]
+    feats = {("text-articles", "8 classes", "pretrained", 0): ex.Feats(x_train, np.zeros((0, dim)), test, None, 1.0)}
+    inputs = ex.Inputs([d], None)
+    rows, kept = ex.class_sweep(inputs, feats, [0], seed=0)
+    assert sorted(rows["K"].unique()) == [2, 4, 8] and (rows.groupby("K").size().to_dict() == {2: 5, 4: 5, 8: 1})
+    full = metrics.mahalanobis_scores(x_train, y_train, test)
+    (plain,) = rows[rows["K"] == 8].itertuples()
+    assert (
+        abs(plain.RMD - metrics.auroc(d.is_ood, full.rmd)) < 1e-12
+        and abs(plain.MD - metrics.auroc(d.is_ood, full.md)) < 1e-12
+    )
+    for k_, keep, md, rmd in kept["8 classes"]:  # every OOD row stays; in-distribution rows of the chosen classes
+        assert keep[len(d.test_in_y) :].all() and keep[: len(d.test_in_y)].sum() == 10 * k_
+    iv = ex.class_slope(inputs, kept, "text-articles", 200, 0)
+    means_k = rows.groupby("K")["gain"].mean()
+    x = np.log2(means_k.index.to_numpy(float))
+    assert abs(iv.estimate - np.polyfit(x, means_k.to_numpy(), 1)[0]) < 1e-9 and iv.low <= iv.estimate <= iv.high
+    assert "articles" in iv.method
+
+
+def test_half_distances_pick_each_halfs_own_nearest_class() -> None:
+    from repro.rmd import scores
+
+    rng = np.random.default_rng(1)
+    x, y, z = rng.normal(size=(300, 6)), np.arange(300) % 3, rng.normal(size=(40, 6)) * 2
+    lead, trail = scores.half_distances(x, y, z)
+    means, cov = scores.shared_covariance(x, y)
+    vals, vecs = np.linalg.eigh(cov)
+    vecs = vecs[:, np.argsort(vals)[::-1]] / np.sqrt(np.sort(vals)[::-1])
+    for i in range(len(z)):  # direct: per class, the sum over each half of squared whitened offsets; then the min
+        per_class = [((z[i] - m) @ vecs) ** 2 for m in means]
+        assert abs(lead[i] - min(t[:3].sum() for t in per_class)) < 1e-9
+        assert abs(trail[i] - min(t[3:].sum() for t in per_class)) < 1e-9
+    _, terms = scores.eigen_contributions(x, y, z)  # the old reading: both halves of the full MD's nearest class
+    assert np.all(lead <= terms[:, :3].sum(1) + 1e-9) and np.any(lead < terms[:, :3].sum(1) - 1e-6)
 
 
 def test_the_smoke_minilm_is_the_first_layers_of_the_whole_one(tmp_path, monkeypatch) -> None:
@@ -314,3 +372,14 @@ def test_the_smoke_minilm_is_the_first_layers_of_the_whole_one(tmp_path, monkeyp
         after_two = whole(**tokens, output_hidden_states=True).hidden_states[2]
         torch.testing.assert_close(cut(**tokens).last_hidden_state, after_two, rtol=0, atol=1e-6)
     assert pretrained.minilm_path(n_layers=2) == cut_path  # made once, then found
+
+
+def test_inputs_the_encoder_cannot_tell_apart_are_kept_once() -> None:
+    from repro import pretrained
+    from repro.rmd import experiment as ex
+
+    prefix = "Read the dialogue and answer the question about it. " * 12  # over 64 tokens on its own
+    texts = [prefix + "Who left first?", prefix + "Who came back?", "Who left first?", "who left first?", "🎬🍿"]
+    kept = ex.distinct_to_encoder(texts, pretrained.minilm_path())
+    # the two long inputs differ only after the 64th token; MiniLM lower-cases; emoji alone reads as [UNK] once
+    assert kept == [texts[0], texts[2], texts[4]]

@@ -42,12 +42,21 @@ SPEC = {
         item_choices=tuple(data.SQUAD_DOMAINS),
         help="squad_shifts domains held out as OOD",
     ),
-    "text_epochs": Param(int, 1, smoke=1, paper=3, low=1, high=20, help="epochs of text-encoder fine-tuning"),
+    "text_epochs": Param(
+        int, 3, smoke=1, paper=3, low=1, high=20, help="epochs of text-encoder fine-tuning (3: the paper's)"
+    ),
+    "article_classes": Param(
+        int, 32, smoke=6, low=2, high=47, help="Wikipedia articles used as in-distribution classes (the rest are OOD)"
+    ),
     "task_classes": Param(
         int, 60, smoke=6, low=2, high=150, help="BIG-bench tasks used as in-distribution classes (the rest are OOD)"
     ),
-    "task_train_per_class": Param(int, 40, smoke=12, low=5, high=180, help="training inputs per BIG-bench task"),
-    "task_test_per_class": Param(int, 25, smoke=6, low=2, high=100, help="test inputs per BIG-bench task"),
+    "train_per_class": Param(
+        int, 40, smoke=12, low=5, high=180, help="training inputs per BIG-bench task and per Wikipedia article"
+    ),
+    "test_per_class": Param(
+        int, 25, smoke=6, low=2, high=100, help="test inputs per BIG-bench task and per Wikipedia article"
+    ),
     "task_ood": Param(
         int, 0, smoke=30, low=0, high=1000, help="held-out BIG-bench tasks drawn as OOD (0 = every other task)"
     ),
@@ -206,6 +215,8 @@ def squad_split(n_train: int, n_test: int, seed: int) -> dict[str, tuple[list[st
 
 
 TASKS_IN, TASKS_OUT = "BIG-bench tasks", "held-out BIG-bench tasks"
+ARTICLES_IN, ARTICLES_OUT = "Wikipedia articles", "held-out Wikipedia articles"
+TEXT_MAX_TOKENS = 64  # what the text encoders read of an input (pretrained.EncoderClassifier's max_length)
 
 
 def task_groups(k: int) -> tuple[str, str]:
@@ -213,38 +224,90 @@ def task_groups(k: int) -> tuple[str, str]:
     return f"{k} {TASKS_IN}", TASKS_OUT
 
 
-def task_direction(k: int, n_train: int, n_test: int, seed: int, n_ood: int = 0) -> Direction:
-    """BIG-bench tasks as K real classes (the offline stand-in for CLINC150's intents): K tasks drawn at random are
-    in-distribution, the inputs of every other task (or of `n_ood` others drawn at random) are the OOD queries,
-    disjoint inputs for training and test."""
-    tasks = data.bigbench_tasks(n_train + n_test)
-    if len(tasks) <= k:
+def article_groups(k: int) -> tuple[str, str]:
+    """The names of the article direction's two groups: K in-distribution articles, the held-out ones as OOD."""
+    return f"{k} {ARTICLES_IN}", ARTICLES_OUT
+
+
+def distinct_to_encoder(texts: Sequence[str], encoder: Any) -> list[str]:
+    """The texts whose first TEXT_MAX_TOKENS tokens differ (the first of each group kept): an encoder that reads
+    only those tokens maps the others onto one point (a task whose inputs share a long prefix; emoji mapped to
+    [UNK])."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(encoder)
+    ids = tok(list(texts), truncation=True, max_length=TEXT_MAX_TOKENS)["input_ids"]
+    seen: set[tuple[int, ...]] = set()
+    out = []
+    for text, key in zip(texts, map(tuple, ids)):
+        if key not in seen:
+            seen.add(key)
+            out.append(text)
+    return out
+
+
+def class_direction(
+    setting: str,
+    classes: dict[str, list[str]],
+    groups: tuple[str, str],
+    k: int,
+    n_train: int,
+    n_test: int,
+    seed: int,
+    unit: str,
+    n_ood: int = 0,
+) -> Direction:
+    """Text classes as real classes: K classes drawn at random are in-distribution, the inputs of every other class
+    (or of `n_ood` others drawn at random) are the OOD queries, disjoint inputs for training and test; a class's test
+    inputs share its source (a task's format, an article's text), so the class is the cluster its interval
+    resamples."""
+    fits = [name for name in sorted(classes) if len(classes[name]) >= n_train + n_test]
+    if len(fits) <= k:
         raise ValueError(
-            f"task_classes = {k}, but only {len(tasks)} BIG-bench tasks have task_train_per_class + "
-            f"task_test_per_class = {n_train + n_test} inputs: lower one of them"
+            f"{setting}: K = {k}, but only {len(fits)} classes have the {n_train} + {n_test} training and test "
+            "inputs asked for: lower one of them"
         )
     rng = np.random.default_rng(seed)
-    names = [sorted(tasks)[i] for i in rng.permutation(len(tasks))]
+    names = [fits[i] for i in rng.permutation(len(fits))]
     names = names[: k + n_ood] if n_ood else names
     train, test = [], []
     for name in names:
-        inputs = tasks[name]["inputs"]
+        inputs = classes[name]
         order = rng.permutation(len(inputs))
         train.append([inputs[i] for i in order[:n_train]])
         test.append([inputs[i] for i in order[n_train : n_train + n_test]])
     labels = lambda per: np.repeat(np.arange(len(names)), per)
     flat = lambda lists: [x for xs in lists for x in xs]
-    groups = dict(zip(task_groups(k), (range(k), range(k, len(names)))))
     return both_ways(
-        "text-tasks",
+        setting,
         "text",
         names,
         (flat(train), labels(n_train)),
         (flat(test), labels(n_test)),
-        groups,
+        dict(zip(groups, (range(k), range(k, len(names))))),
         False,
-        ("tasks", labels(n_test)),  # a task's test inputs share its format and topic: the task is the cluster
+        (unit, labels(n_test)),
     )[0]
+
+
+def task_direction(k: int, n_train: int, n_test: int, seed: int, n_ood: int = 0, encoder: Any = None) -> Direction:
+    """BIG-bench tasks as K real classes (the offline stand-in for CLINC150's intents): English-prose tasks only
+    (data.is_english_prose), each task's inputs distinct to the encoder (distinct_to_encoder)."""
+    tasks = {n: t["inputs"] for n, t in data.bigbench_tasks(n_train + n_test).items()}
+    if encoder is not None:
+        tasks = {n: distinct_to_encoder(x, encoder) for n, x in tasks.items()}
+    return class_direction("text-tasks", tasks, task_groups(k), k, n_train, n_test, seed, "tasks", n_ood)
+
+
+ARTICLE_DOMAIN = "new_wiki"  # squad_shifts' Wikipedia: 48 articles, 60 to 300 questions each
+
+
+def article_direction(k: int, n_train: int, n_test: int, seed: int) -> Direction:
+    """Wikipedia articles as K real classes, questions about other Wikipedia articles as OOD: one source, one register
+    and one question format on both sides, the topic alone shifts (squad_shifts' new_wiki questions)."""
+    groups = data.squad_question_groups(ARTICLE_DOMAIN)
+    classes = {f"article {i:02d}": g for i, g in enumerate(groups)}
+    return class_direction("text-articles", classes, article_groups(k), k, n_train, n_test, seed, "articles")
 
 
 def text_directions(p: Any) -> list[Direction]:
@@ -263,7 +326,9 @@ def text_directions(p: Any) -> list[Direction]:
             dict(zip(CLINC_GROUPS, ([c for c in range(len(names)) if c != oos], [oos]))),
             both=False,
         )  # the reverse would have one class, where RMD is identically zero
-    tasks = task_direction(p.task_classes, p.task_train_per_class, p.task_test_per_class, p.seed, p.task_ood)
+    encoder = pretrained.minilm_path(n_layers=p.text_layers)
+    tasks = task_direction(p.task_classes, p.train_per_class, p.test_per_class, p.seed, p.task_ood, encoder=encoder)
+    wiki = article_direction(p.article_classes, p.train_per_class, p.test_per_class, p.seed)
     split = squad_split_articles(p.text_train_per_domain, p.text_test_per_domain, p.seed)
     domains = list(data.SQUAD_DOMAINS)
     names = list(data.SQUAD_DOMAINS.values())
@@ -272,7 +337,7 @@ def text_directions(p: Any) -> list[Direction]:
     test = [q for d in domains for q in split[d][1]]
     test_y = np.concatenate([[i] * len(split[d][1]) for i, d in enumerate(domains)])
     articles = ("articles", np.asarray([a for d in domains for a in split[d][2]]))  # questions on one article cluster
-    return [tasks] + [
+    return [wiki, tasks] + [
         d
         for ood in p.text_ood_domains
         for d in both_ways(
@@ -466,14 +531,35 @@ def _seedless(d: Direction, kind: str, contrast: str = "RMD - MD") -> str:
     return f"; label-free MiniLM features are the same for every seed ({varies})"
 
 
+STRONGER_MSP = "RMD - stronger MSP"
+
+
+def stronger_msp(d: Direction, scored: dict) -> str:
+    """The feature type whose MSP detects d's OOD rows better (seed-mean AUROC): the fine-tuned classifier's, or the
+    linear probe's on label-free features; RMD with fine-tuned features is judged against it."""
+    auc = {
+        kind: np.mean([metrics.auroc(d.is_ood, row) for row in scored[(d.setting, d.in_dist, kind)].by_score["MSP"]])
+        for kind in KINDS
+    }
+    return max(KINDS[::-1], key=auc.get)  # a tie goes to the fine-tuned classifier's
+
+
 def gain_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataFrame:
-    """RMD - MD and RMD - MSP per direction and feature type, paired over test rows and seeds, with intervals."""
+    """RMD - MD and RMD - MSP per direction and feature type, and with fine-tuned features RMD against the stronger
+    of the two MSPs (stronger_msp), paired over test rows and seeds, with intervals."""
     rows = []
     for d in inputs.directions:
         for kind in KINDS:
             sc = scored[(d.setting, d.in_dist, kind)]
-            for name, terms in CONTRASTS.items():
-                iv = auc_contrast(d, [(w, sc.by_score[s]) for w, s in terms], n_boot, seed)
+            pairs = {name: [(w, sc.by_score[s]) for w, s in terms] for name, terms in CONTRASTS.items()}
+            if kind == "finetuned":
+                msp_from = stronger_msp(d, scored)
+                pairs[STRONGER_MSP] = [
+                    (1.0, sc.by_score["RMD"]),
+                    (-1.0, scored[(d.setting, d.in_dist, msp_from)].by_score["MSP"]),
+                ]
+            for name, terms in pairs.items():
+                iv = auc_contrast(d, terms, n_boot, seed)
                 rows.append(
                     {
                         **_keys(d, kind),
@@ -482,6 +568,7 @@ def gain_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataF
                         "delta": iv.estimate,
                         "ci_low": iv.low,
                         "ci_high": iv.high,
+                        "msp_from": msp_from if name == STRONGER_MSP else kind,
                         "test": iv.method + _seedless(d, kind, name),
                     }
                 )
@@ -508,7 +595,7 @@ def feature_contrast(d: Direction, scored: dict, n_boot: int, seed: int) -> stat
 # classes for the median OOD class.
 NEARNESS = "median OOD-class CLP"
 NEAR_CLP = -2.0
-NEAR_SETTINGS = ("image-near", "text-tasks", "text-domain", "text-near")
+NEAR_SETTINGS = ("image-near", "text-articles", "text-tasks", "text-domain", "text-near")
 
 
 def near(inputs: Inputs) -> list[Direction]:
@@ -603,6 +690,67 @@ def k_slope(
     )
 
 
+CLASS_SWEEP_SETTINGS = ("text-articles", "text-tasks")  # directions with many real classes to subsample
+CLASS_SWEEP_DRAWS = 5  # random class subsets per K below the full set
+
+
+def class_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int) -> tuple[pd.DataFrame, dict]:
+    """RMD − MD with label-free features as the number of real in-distribution classes K halves (K, K/2, ... down to
+    2), each K below the full set on CLASS_SWEEP_DRAWS random subsets of the classes, every OOD row kept: the sweep
+    of the governing variable, real classes (not k-means sub-clusters of them). Returns the rows and, per direction,
+    the (K, in-distribution row mask, MD, RMD) of every fit for the slope's test-row resampling."""
+    rng = np.random.default_rng(seed)
+    rows, kept = [], {}
+    for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
+        f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # label-free text features: one for every seed
+        fits = []
+        counts = [d.n_classes // 2**i for i in range(8) if d.n_classes // 2**i >= 2]
+        for k in counts:
+            for draw in range(1 if k == d.n_classes else CLASS_SWEEP_DRAWS):
+                chosen = np.sort(rng.choice(d.n_classes, k, replace=False))
+                train = np.isin(d.train_y, chosen)
+                keep = np.r_[np.isin(d.test_in_y, chosen), np.ones(len(d.test_ood_class), bool)]
+                labels = np.searchsorted(chosen, d.train_y[train])
+                sc = metrics.mahalanobis_scores(f.train[train], labels, f.test[keep])
+                md, rmd = metrics.auroc(d.is_ood[keep], sc.md), metrics.auroc(d.is_ood[keep], sc.rmd)
+                fits.append((k, keep, sc.md, sc.rmd))
+                rows.append({**_keys(d, "pretrained"), "K": k, "draw": draw, "MD": md, "RMD": rmd, "gain": rmd - md})
+        kept[d.in_dist] = fits
+    return pd.DataFrame(rows), kept
+
+
+def class_slope(inputs: Inputs, kept: dict, setting: str, n_boot: int, seed: int) -> stats.Interval:
+    """Least-squares slope of the mean RMD − MD gain per doubling of the number of real classes (class_sweep), the
+    test rows resampled by their clusters (one resample shared by every K and draw, so the points are paired); the
+    interval's degrees of freedom follow the OOD clusters, the in-distribution classes' spread enters through the
+    random class subsets."""
+    (d,) = [d for d in near(inputs) if d.setting == setting]
+    fits = kept[d.in_dist]
+    # the OOD clusters are resampled; each in-distribution class keeps its place (a subset of the classes is what the
+    # sweep draws) and its rows are resampled within it, so no class subset loses all its rows in a resample
+    strata = np.where(d.is_ood == 1, -1, d.test_units)
+    weights = stats.unit_weights(d.test_units, strata, n_resamples=n_boot, seed=seed)
+    ks = sorted({k for k, *_ in fits})
+    if len(ks) < 2:
+        return stats.Interval(float("nan"), float("nan"), float("nan"), "fewer than two values of K")
+    x = np.log2(ks) - np.mean(np.log2(ks))
+    full, boot = [], []
+    for k in ks:
+        parts = [
+            _weighted_auc_draws(d.is_ood[keep], [(1.0, rmd), (-1.0, md)], weights[:, keep])
+            for kk, keep, md, rmd in fits
+            if kk == k
+        ]
+        full.append(np.mean([f[0] for f, _ in parts]))
+        boot.append(np.mean([b[:, 0] for _, b in parts], axis=0))
+    slope = float(x @ np.asarray(full)) / float(x @ x)
+    draws = (np.stack(boot, axis=1) @ x / float(x @ x))[:, None]
+    words = f"slope per doubling of real classes K over K = {', '.join(map(str, ks))} (label-free features)"
+    return stats.clustered_interval(
+        [slope], draws, clusters=d.test_units, strata=d.is_ood, unit=d.unit, sharing="items", words=words
+    )
+
+
 def k_slopes(
     sweep: pd.DataFrame, n_boot: int, seed: int, inputs: Inputs, kept: dict
 ) -> dict[tuple[str, str], stats.Interval]:
@@ -670,7 +818,6 @@ def per_ood_class(
         n_in = len(d.test_in_y)
         classes = list(dict.fromkeys(d.test_ood_class))
         clps = {cls: float(np.log(mass[d.test_ood_class == cls].mean())) for cls in classes}
-        cut = float(np.median(list(clps.values())))
         for cls in classes:
             keep = np.r_[np.ones(n_in, bool), d.test_ood_class == cls]
             for kind in KINDS:
@@ -679,13 +826,12 @@ def per_ood_class(
                     name: float(np.mean([metrics.auroc(sc.is_ood[keep], row[keep]) for row in sc.by_score[name]]))
                     for name in SCORES
                 }
-                near_half = d.setting in NEAR_SETTINGS and len(classes) > 1 and clps[cls] >= cut
                 rows.append(
                     {
                         **_keys(d, kind),
                         "ood_class": cls,
                         "clp": clps[cls],
-                        "near_half": near_half,
+                        "near": clps[cls] >= NEAR_CLP,  # the register's cut, fixed before any score
                         **auc,
                         "gain": auc["RMD"] - auc["MD"],
                     }
@@ -693,30 +839,33 @@ def per_ood_class(
     return pd.DataFrame(rows)
 
 
-def near_half_table(inputs: Inputs, scored: dict, by_class: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
-    """RMD - MD on the in-distribution test rows and the nearer half of the OOD classes (CLP at or above the
-    direction's median, the rule fixed before any score), paired over test rows and seeds."""
+def near_far_table(inputs: Inputs, scored: dict, by_class: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
+    """RMD - MD on the in-distribution test rows and the near OOD classes (CLP at least NEAR_CLP, the register's cut
+    fixed before any score), then on the far ones, per near direction and feature type, paired over test rows and
+    seeds; a direction with no class on one side has no row there."""
     rows = []
     for d in near(inputs):
-        nearer = set(by_class[(by_class["in_dist"] == d.in_dist) & by_class["near_half"]]["ood_class"])
-        if not nearer:
-            continue
-        keep = np.r_[np.ones(len(d.test_in_y), bool), np.isin(d.test_ood_class, list(nearer))]
-        for kind in KINDS:
-            sc = scored[(d.setting, d.in_dist, kind)]
-            iv = auc_contrast(d, [(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MD"])], n_boot, seed, keep)
-            rows.append(
-                {
-                    **_keys(d, kind),
-                    "K": d.n_classes,
-                    "nearer_classes": len(nearer),
-                    "ood_rows": int(keep.sum()) - len(d.test_in_y),
-                    "delta": iv.estimate,
-                    "ci_low": iv.low,
-                    "ci_high": iv.high,
-                    "test": iv.method,
-                }
-            )
+        mine = by_class[(by_class["in_dist"] == d.in_dist) & (by_class["features"] == "pretrained")]
+        for side, classes in (("near", mine[mine["near"]]), ("far", mine[~mine["near"]])):
+            if classes.empty:
+                continue
+            keep = np.r_[np.ones(len(d.test_in_y), bool), np.isin(d.test_ood_class, classes["ood_class"].tolist())]
+            for kind in KINDS:
+                sc = scored[(d.setting, d.in_dist, kind)]
+                iv = auc_contrast(d, [(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MD"])], n_boot, seed, keep)
+                rows.append(
+                    {
+                        **_keys(d, kind),
+                        "K": d.n_classes,
+                        "classes": side,
+                        "ood_classes": len(classes),
+                        "ood_rows": int(keep.sum()) - len(d.test_in_y),
+                        "delta": iv.estimate,
+                        "ci_low": iv.low,
+                        "ci_high": iv.high,
+                        "test": iv.method,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -738,6 +887,19 @@ def per_class_view(by_class: pd.DataFrame, max_rows: int = 30) -> pd.DataFrame:
         )
         .reset_index()
     )
+
+
+def clp_distribution(by_class: pd.DataFrame) -> pd.DataFrame:
+    """Per near direction, the distribution of its OOD classes' CLP (label-free features): the quartiles, how many are
+    near by the register's cut, and whether the median meets the regime criterion (NEAR_CLP)."""
+    sub = by_class[(by_class["features"] == "pretrained") & by_class["setting"].isin(NEAR_SETTINGS)]
+    out = sub.groupby(["setting", "in_dist"], sort=False)["clp"].describe()[
+        ["count", "min", "25%", "50%", "75%", "max"]
+    ]
+    out = out.rename(columns={"count": "ood_classes", "25%": "q1", "50%": "median", "75%": "q3"}).reset_index()
+    out["near_classes"] = sub.groupby(["setting", "in_dist"], sort=False)["near"].sum().to_numpy()
+    out["median_near"] = out["median"] >= NEAR_CLP
+    return out
 
 
 def clp_gain_correlation(by_class: pd.DataFrame, n_boot: int, seed: int, kind: str = "pretrained") -> stats.Interval:
@@ -825,11 +987,10 @@ def eigen_tables(
             halves = []
             for s in seed_list:
                 f = feats[(d.setting, d.in_dist, kind, s)]
-                vals, md_terms = scores.eigen_contributions(f.train, d.train_y, f.test)
-                half = len(vals) // 2
-                halves.append((md_terms[:, :half].sum(1), md_terms[:, half:].sum(1)))
+                halves.append(scores.half_distances(f.train, d.train_y, f.test))  # each half its own nearest class
                 if s != seed_list[0]:
                     continue
+                vals, md_terms = scores.eigen_contributions(f.train, d.train_y, f.test)
                 betas, rmd_terms = scores.discriminant_contributions(*scores.within_range(f.train, d.train_y, f.test))
                 for label, mask in (("in-distribution", d.is_ood == 0), ("OOD", d.is_ood == 1)):
                     for score, terms in (("MD", md_terms), ("RMD", rmd_terms)):
@@ -947,8 +1108,9 @@ class Results:
     feature_contrasts: dict[str, stats.Interval]
     k_sweep: pd.DataFrame
     k_slopes: dict[tuple[str, str], stats.Interval]
+    class_slopes: dict[str, stats.Interval]
     by_class: pd.DataFrame
-    near_half: pd.DataFrame
+    near_far: pd.DataFrame
     clp_rho: stats.Interval
     eigen: pd.DataFrame
     pc_ranges: pd.DataFrame
@@ -994,7 +1156,8 @@ def _covariance_words(res: Results, worst: pd.Series) -> str:
     )
 
 
-CONTRAST_OF = {"rmd_beats_md": "RMD - MD", "rmd_vs_msp": "RMD - MSP"}
+CONTRAST_OF = {"rmd_beats_md": "RMD - MD", "rmd_vs_msp": STRONGER_MSP}
+MSP_FROM = {"finetuned": "the fine-tuned classifier's MSP", "pretrained": "a linear probe's MSP on label-free features"}
 PAPER_MODEL = "the paper's own backbone and fine-tuning budget (ViT-L/16 as in the authors' colab)"
 
 
@@ -1013,8 +1176,9 @@ def _paper_model(setting: str) -> str:
 
 
 def _contrast_cause(claim: Claim, kind: str, features: str, row: pd.Series, res: Results) -> dict[str, Any]:
-    """judge() keywords for a per-direction AUROC contrast: on a miniature RMD − MD row, the regime cause with the K
-    sweep (sub-clustering at fixed data) as its sweep, whose trend judge reads; else the ablation that would tell."""
+    """judge() keywords for a per-direction AUROC contrast: on a miniature RMD − MD row with label-free text features,
+    the regime cause with the sweep of real classes (class_sweep) in its own setting, whose trend judge reads; else
+    the ablation that would tell (sub-clustering a class is not adding one: the K sweep measures no cause)."""
     regime = claim.regime
     if regime is not None and regime.kind == "paper":
         if regime.computed()[0] == "paper":
@@ -1027,17 +1191,17 @@ def _contrast_cause(claim: Claim, kind: str, features: str, row: pd.Series, res:
         }
     if kind == "rmd_vs_msp":
         return {"why": unexplained("fine-tuning on many classes (the K = 60 task setting's rows)")}
-    if kind == "near_half":
-        return {"why": unexplained("a K sweep of the nearer-half gain (the K sweep scores every OOD class)")}
-    slope = res.k_slopes.get((row["setting"], features))
+    if kind == "near":
+        return {"why": unexplained("a sweep of the number of real classes scored on the near OOD classes alone")}
+    slope = res.class_slopes.get(row["setting"]) if features == "pretrained" else None
     if regime is None or slope is None or not np.isfinite(slope.estimate):
-        return {"why": unexplained("a K sweep on these features (sub-clustering each class at fixed data)")}
+        return {"why": unexplained(f"a sweep of the number of real classes with {features} features in this setting")}
     sentence = (
-        f"RMD reads only K − 1 = {int(row['K']) - 1} directions here; sub-clustering the classes at fixed data raises "
-        f"the gain by {slope.estimate:+.3f} AUROC per doubling of K with {features} features (95 % interval "
-        f"{slope.low:+.3f} to {slope.high:+.3f}), toward the paper's K"
+        f"RMD reads only K − 1 = {int(row['K']) - 1} directions here; with fewer real classes of the same setting "
+        f"the gain moves by {slope.estimate:+.3f} AUROC per doubling of K (95 % interval {slope.low:+.3f} to "
+        f"{slope.high:+.3f}; table class_sweep)"
     )
-    return {"why": ("regime", sentence), "sweep": Sweep("k_sweep", "K", regime.variable, slope)}
+    return {"why": ("regime", sentence), "sweep": Sweep("class_sweep", "K", regime.variable, slope)}
 
 
 def regime_checks(claim_set: dict[str, Claim], res: Results) -> None:
@@ -1070,13 +1234,24 @@ def _pc_cause(res: Results) -> dict[str, Any]:
     }
 
 
+def _no_classes(claim: Claim, side: str) -> dict[str, Any]:
+    """The row of a near or far claim whose direction has no OOD class on that side of the register's CLP cut."""
+    sign = "≥" if side == "near" else "<"
+    units = claim.units if claim.units not in ("", "items", "none") else "test rows"
+    row = judge(claim, float("nan"), (float("nan"), float("nan")), f"no {side} OOD class among the direction's {units}")
+    why = (
+        f"none of this direction's OOD classes is {side} by the register's cut (CLP {sign} {NEAR_CLP:g}; per_ood_class)"
+    )
+    return {**row, "decision": "untestable here", "why": why, "measured_by": "per_ood_class"}
+
+
 def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
     """Apply every claim's rule to its estimate and interval; a row not held names the table that measures its cause,
     or the ablation that would tell."""
     rows = []
     regime_checks(claim_set, res)
     g = res.gains.set_index(["in_dist", "ood", "features", "contrast"])
-    halves = res.near_half.set_index(["in_dist", "features"])
+    sides = res.near_far.set_index(["in_dist", "features", "classes"])
     eigen = res.eigen.set_index(["in_dist", "features"])
     items = "test rows and seeds"
     for key, claim in claim_set.items():
@@ -1087,13 +1262,21 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
             r = g.loc[(in_dist, ood, features, CONTRAST_OF[kind])]
             _check_k(claim, int(r["K"]))
             cause = _contrast_cause(claim, kind, features, r, res)
-            rows.append(judge(claim, r["delta"], (r["ci_low"], r["ci_high"]), r["test"], narrow_by=items, **cause))
-        elif kind == "near_half":
+            test = r["test"] + (f"; against {MSP_FROM[r['msp_from']]}" if kind == "rmd_vs_msp" else "")
+            rows.append(judge(claim, r["delta"], (r["ci_low"], r["ci_high"]), test, narrow_by=items, **cause))
+        elif kind in ("near", "far"):
             in_dist, features = rest[0].split(" → ")[0], rest[1]
-            r = halves.loc[(in_dist, features)]
+            if (in_dist, features, kind) not in sides.index:
+                rows.append(_no_classes(claim, kind))
+                continue
+            r = sides.loc[(in_dist, features, kind)]
             _check_k(claim, int(r["K"]))
-            test = f"{r['test']}; {r['nearer_classes']} nearer OOD classes, {r['ood_rows']} OOD rows"
-            cause = _contrast_cause(claim, kind, features, r, res)
+            test = f"{r['test']}; {r['ood_classes']} {kind} OOD classes, {r['ood_rows']} OOD rows"
+            cause = (
+                _contrast_cause(claim, kind, features, r, res)
+                if kind == "near"
+                else {"why": unexplained("an ablation of the background term on far classes (RMD without MD_0)")}
+            )
             rows.append(judge(claim, r["delta"], (r["ci_low"], r["ci_high"]), test, narrow_by=items, **cause))
         elif kind == "eigen":
             r = eigen.loc[(rest[0].split(" → ")[0], rest[1])]
@@ -1108,16 +1291,13 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
                 if regime.computed()[0] == "paper"
                 else f"a setting whose OOD classes are as near as the paper's ({NEARNESS} at least {NEAR_CLP:g})"
                 if regime.kind == "paper"
-                else "label-free image features from an encoder that never saw these images (the `paper` profile's "
-                "ImageNet-21k ViT)"
-                if regime.variable == "label-free image features"
-                else "the same contrast at K ≥ 50 (the task setting)"
+                else "the same contrast at K ≥ 50 with near OOD classes"
             )
             rows.append(judge(claim, iv.estimate, iv, why=unexplained(f"{ablation}"), narrow_by=items))
-        elif kind == "k_trend":
-            iv = res.k_slopes[("image-near", "pretrained")]
-            why = unexplained("the same sweep on features of a model trained with more classes")
-            rows.append(judge(claim, iv.estimate, iv, why=why, narrow_by="seeds"))
+        elif kind == "class_trend":
+            iv = res.class_slopes[rest[0]]
+            why = unexplained("the same sweep with fine-tuned features (one fine-tune per class subset)")
+            rows.append(judge(claim, iv.estimate, iv, why=why, narrow_by="test rows"))
         elif kind == "clp":
             why = unexplained("more OOD classes per near direction (CLINC150's out-of-scope queries have none)")
             rows.append(judge(claim, res.clp_rho.estimate, res.clp_rho, why=why, narrow_by="OOD classes"))

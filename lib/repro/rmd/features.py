@@ -168,17 +168,28 @@ def finetuned_model(d: Direction, budget: Budget, seed: int) -> Any:
     name = budget.text_encoder if d.modality == "text" else pretrained.VIT_IN21K_HUB
     epochs = budget.text_epochs if d.modality == "text" else budget.cnn_epochs
     inputs = list(d.train_x) if d.modality == "text" else d.train_x
+    lengths = [len(x) for x in inputs] if d.modality == "text" else None  # batches of similar length pad little
     return cache.weights(
         f"{d.modality}-encoder",
         seeded_init(lambda: pretrained.EncoderClassifier(name, d.n_classes, d.modality), seed),
         lambda m: training.fit(
-            m, d.train_x, y, training.classification_loss, epochs, lr=5e-5, batch_size=32, seed=seed, desc=desc
+            m,
+            d.train_x,
+            y,
+            training.classification_loss,
+            epochs,
+            lr=5e-5,
+            batch_size=32,
+            seed=seed,
+            desc=desc,
+            lengths=lengths,
         ),
         str(name),
         inputs,
         d.train_y,
         epochs,
         seed,
+        "length-batches",
     )[0]
 
 

@@ -69,20 +69,37 @@ def mahalanobis_batch_matrix(train_feats: np.ndarray, train_labels: np.ndarray, 
     return np.min(per_class, axis=0)
 
 
-def eigen_contributions(
+def _eigen_terms(
     train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues of the shared covariance (descending) and each test point's MD to its nearest class per eigendirection."""
+    """Eigenvalues of the shared covariance (descending, numerically zero ones dropped) and every test point's squared
+    whitened offset from every class mean along each eigendirection: (n, K, d') terms that sum to MD_k."""
     means, cov = shared_covariance(train_feats, train_labels)
     vals, vecs = np.linalg.eigh(cov)
     order = np.argsort(vals)[::-1]
     vals, vecs = vals[order], vecs[:, order]
     keep = vals > vals[0] * 1e-10
     vals, vecs = vals[keep], vecs[:, keep]
-    proj = (test_feats[:, None, :] - means[None]) @ vecs / np.sqrt(vals)  # (n, K, d') whitened offsets
-    terms = proj**2
+    return vals, ((test_feats[:, None, :] - means[None]) @ vecs / np.sqrt(vals)) ** 2
+
+
+def eigen_contributions(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues of the shared covariance (descending) and each test point's MD to its nearest class per eigendirection."""
+    vals, terms = _eigen_terms(train_feats, train_labels, test_feats)
     nearest = terms.sum(axis=2).argmin(axis=1)
     return vals, terms[np.arange(len(test_feats)), nearest]
+
+
+def half_distances(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """MD computed from the leading half of the shared covariance's eigendirections alone, and from the trailing half
+    alone: each the minimum over classes of that half's terms, so each half picks its own nearest class."""
+    vals, terms = _eigen_terms(train_feats, train_labels, test_feats)
+    half = len(vals) // 2
+    return terms[:, :, :half].sum(axis=2).min(axis=1), terms[:, :, half:].sum(axis=2).min(axis=1)
 
 
 def leading_eigenvectors(train_feats: np.ndarray, train_labels: np.ndarray) -> np.ndarray:
