@@ -22,8 +22,8 @@
 # the inserted examples (members) from held-out ones of the same sets (non-members).
 #
 # This chapter re-runs that study end to end: a contaminated corpus, continued pretraining of
-# a real pretrained model, seven detectors scored in batches, and the paper's Tables 3, 4 and 7
-# and Figure 5 beside ours. Every comparison between two detectors, two learning rates or two
+# a real pretrained model, the detectors of section 3 scored in batches, and the paper's Tables 3,
+# 4, 7 and 8 and Figure 5 beside ours. Every comparison between two detectors, two learning rates or two
 # corpus sizes is made on the same texts, with a paired bootstrap over them.
 
 # %% [markdown]
@@ -79,7 +79,7 @@ from repro import page, verdict
 from repro.mink import corpora as C
 from repro.mink import experiment as ex
 from repro.mink import figures
-from repro.mink.claims import claims
+from repro.mink.claims import claims, tpr_sentence_words
 from repro.results import pivot_view, publish
 
 P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
@@ -161,10 +161,10 @@ for s in study.splits:
 # the rest of a sequence opens the next, and the following background text fills the gap. The
 # last sequence is padded and its padding masked out of the loss, so no document is trained twice.
 # Each run is one epoch at a constant learning rate through the
-# Hugging Face `Trainer` (AdamW, no warm-up, no decay): in float32 on a CPU, whatever the CPU, so
-# the tables do not depend on which machine built them (bf16 mixed precision on a GPU at
-# `paper`). Scoring is in float32. Each trained checkpoint is cached under
-# `data/models/mink/`, keyed by the base model, the exact corpus text and the training config.
+# Hugging Face `Trainer` (AdamW, no warm-up, no decay): in float32 on a CPU, whatever the CPU (bf16
+# mixed precision on a GPU at `paper`). Scoring is in float32. Below the training table, what this
+# run pins so that a rebuild gives the same tables, and what it does not. Each trained checkpoint
+# is cached under `data/models/mink/`, keyed by the base model, the exact corpus text and the training config.
 #
 # With `-p export_corpora true` the notebook writes each corpus beside the cache and prints one
 # `accelerate launch -m repro.mink.pretraining ...` line per run. Those lines train on several
@@ -223,10 +223,12 @@ page.say(
     f"over {int(training.set_index('run').loc['main', 'steps'])} optimizer steps: a much more saturated regime, "
     "in which the model sees the inserted items with little background text between them."
 )
-page.say(ex.share_words(datasets))
+page.say(ex.share_words(datasets, training))
+page.say(ex.numerics_words())
 
 # %%
 table3 = publish("table3_auc", ex.versus_paper(study, auc, "auc", C.PAPER_AUC))
+page.say(ex.detector_words(auc))
 figures.detection_bars(ex.headline(auc[auc.run == "main"]))
 plt.show()
 page.say(ex.nonmember_words(P, auc))
@@ -246,6 +248,7 @@ page.say(ex.ref_words(res, study))
 
 # %%
 table7 = publish("table7_tpr", ex.versus_paper(study, auc, "tpr_at_5fpr", C.PAPER_TPR))
+page.say(tpr_sentence_words())
 
 # %% [markdown]
 # ### Detection and text length
@@ -281,7 +284,9 @@ table4 = publish("table4_lr", ex.lr_table(study, auc))
 # themselves, or the task. On the multiple-choice sets (yes/no for StrategyQA, three choices for
 # Social IQa) each model answers every member and non-member by ranking its options'
 # log-likelihood after the question. Members the model answers better than non-members were
-# learned as items; a rise on the non-members too would be the task learned.
+# learned as items; a rise on the non-members too would be the task learned. The table gives
+# Table 8's own accuracies beside ours (the paper's BoolQ and CSQA at 1e-5 and 1e-4, as a reviewer
+# read the appendix).
 
 # %%
 answered = publish("table8_accuracy", ex.answers_table(study))
@@ -315,9 +320,9 @@ figures.figure5(sizes, occurrences, C.paper_name(P.freq_set))
 plt.show()
 
 # %% [markdown]
-# The paper's own points nearest our two smallest corpora in contamination share are Fig. 5a's
-# two smallest (0.17M and 0.27M tokens: about 60 % and 38 % contaminants, if the sizes count the
-# whole corpus), not Table 3's 27M tokens (0.1 %). Our largest corpus takes one step toward
+# The paper's points our two smallest corpora are matched to are Fig. 5a's two smallest (0.17M
+# and 0.27M tokens), not Table 3's 27M tokens (0.1 %); section 3 gives the paper's item lengths
+# this matching assumes. Our largest corpus takes one step toward
 # Table 3 (its share is in the training table and the column names below). Min-K% per set at each of our sizes,
 # beside the paper's. Fig. 5a gives no numbers, only a plot: a reviewer read these values off
 # it. Our reference notes agree for BoolQ and IMDB at 0.17M (.75 and .78) and 26M (.90 and
@@ -393,8 +398,8 @@ else:
 # - **Ref.** Our reference is the base model itself, an oracle; the paper's is a smaller model.
 # - **Neighbor and WikiMIA** need the Hub and run only at `paper`.
 # - **Table 8.** Accuracy is read on our multiple-choice stand-ins (StrategyQA, Social IQa), by
-#   ranking the options' log-likelihood; the appendix's own values are not in this book's sources,
-#   so its row quotes the sentence and has no paper number to compare with.
+#   ranking the options' log-likelihood; the paper column is Table 8's BoolQ and CSQA, as a reviewer
+#   read the appendix (the book's reference notes do not hold that table).
 # - **Fig. 5** has three outlier sizes and two in-distribution sizes at `default` (the paper has
 #   four and three); the largest outlier corpus (its share in the training table) is still far
 #   above Table 3's 0.1 % at `default`.

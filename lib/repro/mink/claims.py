@@ -4,6 +4,7 @@ the variable each effect depends on, the paper's value and ours, read from the r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,10 @@ from . import corpora as C
 INDIST_SHARE = 100 / 10_100  # Fig. 5b's largest corpus: 100 inserted news articles among 10k background ones
 FACTOR = 3  # ours counts as the paper's regime when within this factor of the paper's sizes
 ABOVE_ALL = "We find that MIN-K% PROB outperforms all baselines."  # Section 6, Main results (Table 3)
+# Section 6, Main results, on Table 7 (its improvement is checked against Table 7's numbers by tpr_sentence_check)
+TPR_SENTENCE = (
+    "We report TPR@5%FPR in Table 7 in Appendix A, where MIN-K% PROB shows 12.2% improvement over the best baseline."
+)
 # The sampling unit of every paper claim here: the scored texts, resampled within set and class. Sets are fixed
 # strata (the paper's four), not sampled. Caveat: the IMDB stand-in (SQuAD-shifts Amazon reviews, five per product)
 # and the Fig. 5b news paragraphs (NYT, several per article) come in clusters whose labels the splits do not carry,
@@ -93,6 +98,21 @@ def _frequency_regime(p: Mapping[str, Any]) -> Regime:
     )
 
 
+def table8_words() -> str:
+    """Table 8 as the paper column shows it: each set's members' lead at both rates, and the average column."""
+    lo, hi = C.PAPER_RATES
+    sets = "; ".join(
+        f"{C.SHORT.get(s, s)} lead {a['contaminated'][0] - a['clean'][0]:+.2f} → {a['contaminated'][1] - a['clean'][1]:+.2f}"
+        for s, a in C.PAPER_ACCURACY.items()
+    )
+    avg = C.PAPER_ACCURACY_AVERAGE
+    lead = [c - k for c, k in zip(avg["contaminated"], avg["clean"])]
+    return (
+        f"{lo} → {hi}: {sets}; average column clean {avg['clean'][0]:.2f} → {avg['clean'][1]:.2f}, contaminated "
+        f"{avg['contaminated'][0]:.2f} → {avg['contaminated'][1]:.2f} (lead {lead[0]:+.2f} → {lead[1]:+.2f})"
+    )
+
+
 BASELINES = {  # Table 3's baselines the chapter scores at every profile, as the paper names them
     "PPL": "PPL (the LOSS attack), one of all baselines of Table 3",
     "Zlib": "Zlib, one of all baselines of Table 3",
@@ -100,13 +120,20 @@ BASELINES = {  # Table 3's baselines the chapter scores at every profile, as the
 }
 
 
-TABLES = {  # the two statistics of Section 6's comparison: (paper values, source, claim suffix, rule statistic)
-    "auc": (C.PAPER_AUC, "Section 6, Table 3 (quoted)", " (mean AUC over the sets)", "mean AUC over the sets"),
+TABLES = {  # Section 6's two statistics: (paper values, source, claim suffix, rule statistic, the paper's sentence)
+    "auc": (
+        C.PAPER_AUC,
+        "Section 6, Table 3 (quoted)",
+        " (mean AUC over the sets)",
+        "mean AUC over the sets",
+        ABOVE_ALL,
+    ),
     "tpr": (
         C.PAPER_TPR,
-        "Section 6, Table 7 (quoted)",
+        "Section 6 (quoted), Appendix A, Table 7",
         " at TPR@5% FPR (mean over the sets)",
         "mean TPR at 5 % FPR over the sets",
+        TPR_SENTENCE,
     ),
 }
 
@@ -114,18 +141,77 @@ TABLES = {  # the two statistics of Section 6's comparison: (paper values, sourc
 def _outperforms(baseline: str, regime: Regime, comparator: str, table: str = "auc") -> Claim:
     """Table 3 (AUC) or Table 7 (TPR at 5 % FPR): Min-K% outperforms one baseline, judged on the mean difference
     over the sets."""
-    paper, source, suffix, statistic = TABLES[table]
+    paper, source, suffix, statistic, quote = TABLES[table]
     return Claim(
         f"Min-K% outperforms {baseline}{suffix}",
         source,
         f"{np.mean(paper['Min-K%']):.2f} vs {np.mean(paper[baseline]):.2f}",
         Rule.above(0.0, f"{statistic} of Min-K% (k = 20 %) − {baseline}"),
-        quote=ABOVE_ALL,
+        quote=quote,
         comparator=comparator,
         regime=regime,
         units=UNITS,
         paper_values={f"{m} {s}": v for m in ("Min-K%", baseline) for s, v in zip(C.PAPER_SETS, paper[m])},
         paper_estimate=round(float(np.mean(np.subtract(paper["Min-K%"], paper[baseline]))), 4),
+    )
+
+
+def tpr_sentence_check() -> dict[str, Any]:
+    """TPR_SENTENCE's improvement against Table 7's numbers: Min-K%'s mean TPR at 5 % FPR over the best baseline's
+    (by mean), as points and as relative gains, on the per-set means and on the average column as printed (whole
+    percents), and the sets whose own relative gain rounds to the sentence's percentage or where Min-K% is below."""
+    claimed = float(re.search(r"([\d.]+)% improvement", TPR_SENTENCE).group(1)) / 100
+    tpr = {m: 100 * np.asarray(v) for m, v in C.PAPER_TPR.items()}
+    best = max((m for m in tpr if m != "Min-K%"), key=lambda m: tpr[m].mean())
+    mk, base = tpr["Min-K%"], tpr[best]
+    printed = float(f"{mk.mean():.0f}"), float(f"{base.mean():.0f}")
+    per_set = {s: float(a / b - 1) for s, a, b in zip(C.PAPER_SETS, mk, base)}
+    gains = {
+        "points": float(mk.mean() - base.mean()) / 100,
+        "relative, average column": printed[0] / printed[1] - 1,
+        "relative, per-set means": float(mk.mean() / base.mean() - 1),
+        "mean of the per-set relative gains": float(np.mean(list(per_set.values()))),
+    }
+    return {
+        "claimed": claimed,
+        "best": best,
+        "means": (float(mk.mean()), float(base.mean())),
+        "printed": printed,
+        "gains": gains,
+        "matches": [k for k, g in gains.items() if round(100 * g, 1) == round(100 * claimed, 1)],
+        "sets_matching": [s for s, g in per_set.items() if round(100 * g, 1) == round(100 * claimed, 1)],
+        "sets_below": [s for s, a, b in zip(C.PAPER_SETS, mk, base) if a < b],
+        "values": {s: (float(a), float(b)) for s, a, b in zip(C.PAPER_SETS, mk, base)},
+    }
+
+
+def tpr_sentence_words() -> str:
+    """The paper's TPR sentence checked against Table 7, in words, every number computed by tpr_sentence_check."""
+    c = tpr_sentence_check()
+    g, (mk, base), (pmk, pbase) = c["gains"], c["means"], c["printed"]
+    v = {C.SHORT.get(s, s): pair for s, pair in c["values"].items()}
+    claimed = f"{100 * c['claimed']:.1f} %"
+    verdict = (
+        f"The sentence's {claimed} matches the gain read as {' and as '.join(c['matches'])}."
+        if c["matches"]
+        else f"None of these is the sentence's {claimed}, so Table 7's averages do not support it."
+    )
+    alone = [
+        f"{s} alone ({v[s][0]:.0f} against {v[s][1]:.0f}) gives {claimed}"
+        for s in map(C.SHORT.get, c["sets_matching"], c["sets_matching"])
+    ]
+    below = [f"{s} ({v[s][0]:.0f} against {v[s][1]:.0f})" for s in map(C.SHORT.get, c["sets_below"], c["sets_below"])]
+    return " ".join(
+        [
+            f"The paper's sentence on Table 7: “{TPR_SENTENCE}” Table 7's average column gives Min-K% {pmk:.0f} % "
+            f"against {pbase:.0f} % for {c['best']}, its best baseline: {pmk - pbase:.0f} points, or "
+            f"{100 * g['relative, average column']:.1f} % relative. From the per-set values ({mk:.2f} against "
+            f"{base:.2f}) it is {100 * g['points']:.2f} points, or {100 * g['relative, per-set means']:.1f} %; the mean "
+            f"of the per-set relative gains is {100 * g['mean of the per-set relative gains']:.1f} %.",
+            verdict,
+            *([f"{'; '.join(alone)}."] if alone else []),
+            *([f"Min-K% is below {c['best']} on {', '.join(below)}."] if below else []),
+        ]
     )
 
 
@@ -198,8 +284,8 @@ def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
         ),
         "memorization": Claim(
             "A higher learning rate teaches the contaminated items, not the task (memorization)",
-            "Section 6.2 (quoted); Appendix A, Table 8 (its values are not in this book's sources)",
-            "not in our sources",
+            "Section 6.2 (quoted); Appendix A, Table 8 (values as a reviewer read the appendix)",
+            table8_words(),
             Rule.above(
                 0.0,
                 f"members' accuracy lead over non-members at {p['learning_rate']:g} − at "
@@ -210,6 +296,14 @@ def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
             comparator="accuracy on the same sets' non-members, and the same corpus trained at learning rate 1e-5",
             regime=main,
             units=UNITS,
+            paper_values={
+                f"{s} {cls} {lr}": v
+                for s, by_class in C.PAPER_ACCURACY.items()
+                for cls, pair in by_class.items()
+                for lr, v in zip(C.PAPER_RATES, pair)
+            },
+            # the rule's statistic on the sets this chapter answers (BoolQ and CSQA, or their stand-ins)
+            paper_estimate=round(float(np.mean([C.paper_lead_change(a) for a in C.PAPER_ACCURACY.values()])), 4),
         ),
         "occurrences": Claim(
             "More occurrences give a higher AUC",
@@ -224,7 +318,7 @@ def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
         "size_outlier": Claim(
             "Outlier contaminants: AUC rises with corpus size",
             "Section 6.2, Fig. 5a (quoted; values read off the figure)",
-            "0.17M → 0.27M tokens (≈ 60 % → 38 % contaminants, as our two smallest corpora): BoolQ .75 → .80, CSQA "
+            "0.17M → 0.27M tokens (the points our two smallest corpora are matched to): BoolQ .75 → .80, CSQA "
             ".65 → .72, IMDB .78 → .90, TruthfulQA .62 → .70; → 26M: BoolQ .90, IMDB .98",
             Rule.above(0.0, "AUC at the largest − AUC at the smallest corpus, mean over the sets"),
             quote="Despite the theory suggesting greater difficulty with more pretraining data, Figure 5a shows "

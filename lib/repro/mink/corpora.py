@@ -332,6 +332,7 @@ def news_pools(articles: Sequence[Sequence[str]], n_members: int, seed: int) -> 
 
 # The paper's Section 6 numbers (Shi et al. 2024, Tables 3, 7 and 4), for side-by-side tables.
 PAPER_SETS = ("BoolQ", "CommonsenseQA", "IMDB", "TruthfulQA")
+SHORT = {"CommonsenseQA": "CSQA"}  # short names of the paper's sets (column headers, the register's paper column)
 PAPER_AUC = {  # Table 3
     "Neighbor": (0.68, 0.56, 0.80, 0.59),
     "Zlib": (0.76, 0.63, 0.71, 0.63),
@@ -355,18 +356,38 @@ PAPER_LR = {
 PAPER_TOKENS = 27_000_000  # Section 6: the contaminated continued-pretraining corpus (RedPajama sample) ...
 PAPER_CONTAMINATION = 0.001  # ... of which 0.1 % come from the downstream sets
 PAPER_MEMBERS = 200  # inserted examples per set (and as many held-out non-members)
-# Fig. 5a (read off the figure): Min-K% AUC of outlier contaminants at the smallest (0.17M-token, about 60 %
-# contaminants: the paper's point nearest our corpora) and the largest (26M-token) corpus
+# Fig. 5a (read off the figure): Min-K% AUC of outlier contaminants at the smallest (0.17M-token: the paper's point
+# our main corpus is matched to, under an item length the paper does not state; experiment.share_words gives it)
+# and the largest (26M-token) corpus
 PAPER_SIZES = [170_000, 270_000, 2_600_000, 26_000_000]
 PAPER_SMALLEST = {"BoolQ": 0.75, "CommonsenseQA": 0.65, "IMDB": 0.78, "TruthfulQA": 0.62}
 PAPER_LARGEST = {"BoolQ": 0.90, "IMDB": 0.98}
-# Fig. 5a at 0.27M tokens (about 38 % contaminants), as issue 25 read them off the figure. The reference notes
+# Fig. 5a at 0.27M tokens (matched to our second outlier size), as issue 25 read them off the figure. The reference notes
 # confirm only BoolQ and IMDB at 0.17M and 26M; CSQA and TruthfulQA at 0.17M and every 0.27M value rest on the
 # issue's reading (the figure is not available here). With the 0.17M values: the paper's pair of sizes whose
 # contamination shares ours match
 PAPER_SECOND = {"BoolQ": 0.80, "CommonsenseQA": 0.72, "IMDB": 0.90, "TruthfulQA": 0.70}
+# Appendix A, Table 8: accuracy after continued pretraining at learning rates 1e-5 and 1e-4, on the contaminated
+# items (members) and on clean held-out items of the same set (non-members), as issue 52's review read the appendix
+# (the book's reference notes and seed text do not hold Table 8). Per set, (at 1e-5, at 1e-4) for each class; the
+# review gives the two sets this chapter answers and the table's average column, whose 0.51 and 0.55 at 1e-5 are not
+# the mean of these two sets: it averages more sets than BoolQ and CSQA.
+PAPER_RATES = ("1e-5", "1e-4")
+PAPER_ACCURACY = {
+    "BoolQ": {"clean": (0.68, 0.69), "contaminated": (0.71, 0.81)},
+    "CommonsenseQA": {"clean": (0.47, 0.48), "contaminated": (0.49, 0.60)},
+}
+PAPER_ACCURACY_AVERAGE = {"clean": (0.51, 0.53), "contaminated": (0.55, 0.64)}  # Table 8's average column
 PAPER_INDIST_SIZES = [770_000, 3_900_000, 7_600_000]  # Fig. 5b: 1k / 5k / 10k News August 2023 articles
 PAPER_INDIST_AUC = (0.64, 0.58, 0.52)  # Fig. 5b, read off the figure
+
+
+def paper_lead_change(accuracy: dict[str, tuple[float, float]]) -> float:
+    """Table 8's claim as one number for one set (or the average column): the contaminated items' accuracy lead over
+    the clean ones at 1e-4 minus at 1e-5. It is the interaction cont_hi - clean_hi - cont_lo + clean_lo, so it is the
+    same if the review's pairs are read transposed (each pair both classes at one rate, not one class at both)."""
+    (clean_lo, clean_hi), (cont_lo, cont_hi) = accuracy["clean"], accuracy["contaminated"]
+    return (cont_hi - clean_hi) - (cont_lo - clean_lo)
 
 
 def paper_name(name: str) -> str:

@@ -18,6 +18,9 @@ from .. import metrics
 from ..pretrained import next_token_stats
 
 KS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+# Every detector detector_scores can return, by the method name the tables use (Ref-small is Ref with a second,
+# smaller reference model, at `paper`): the page counts them from here
+DETECTORS = ("PPL", "Zlib", "Lowercase", "Ref", "DC-PDD", "Min-K%", "Min-K%++", "Neighbor")
 DCPDD_CAP = 0.01  # DC-PDD's upper bound a on each token's term: the default of the authors' code
 DCPDD_MAX_TOKENS = 1024  # the authors count each reference text's first 1,024 tokens
 

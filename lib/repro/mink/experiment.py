@@ -6,6 +6,7 @@ and claim rows, all computed from the per-text scores kept on the `Study`."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -612,7 +613,7 @@ def headline(auc: pd.DataFrame, k: float = HEADLINE_K) -> pd.DataFrame:
     return auc[auc.k.isna() | np.isclose(auc.k.fillna(-1), k)]
 
 
-SHORT = {"CommonsenseQA": "CSQA"}  # column headers of the paper-comparison tables
+SHORT = C.SHORT  # column headers of the paper-comparison tables
 
 
 def versus_paper(study: Study, auc: pd.DataFrame, metric: str, paper: dict) -> pd.DataFrame:
@@ -741,6 +742,7 @@ def lr_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
 
 
 ANSWER_CONDITIONS = ("base", "main", "lr")  # Table 8: before continued pretraining, then at each learning rate
+PAPER_RATE_OF = {"main": 1, "lr": 0}  # each trained condition's place in Table 8's (1e-5, 1e-4) pairs
 
 
 def answer_condition(study: Study, condition: str) -> str:
@@ -762,8 +764,10 @@ def answers_table(study: Study) -> pd.DataFrame:
     rows = []
     for split in answered_splits(study):
         member = split.labels == 1
+        paper = C.PAPER_ACCURACY.get(C.paper_name(split.name))
         for condition in ANSWER_CONDITIONS:
             right = np.array([study.answered[(r, split.name)] for r in runs_of(study, condition)])
+            at = PAPER_RATE_OF.get(condition)  # Table 8's column for this condition: its 1e-4 or its 1e-5
             rows.append(
                 {
                     "set": split.name,
@@ -773,6 +777,8 @@ def answers_table(study: Study) -> pd.DataFrame:
                     "members": right[:, member].mean(),
                     "non-members": right[:, ~member].mean(),
                     "members' lead": right[:, member].mean() - right[:, ~member].mean(),
+                    "paper members": paper["contaminated"][at] if paper and at is not None else np.nan,
+                    "paper non-members": paper["clean"][at] if paper and at is not None else np.nan,
                 }
             )
     return pd.DataFrame(rows).round(3)
@@ -817,6 +823,23 @@ def answers_words(table: pd.DataFrame, change: stats.Interval | None) -> str:
         f"{change.estimate:+.2f} [{change.low:+.2f}, {change.high:+.2f}]. On the clean items accuracy goes from "
         f"{clean[base]:.2f} to {clean[hi]:.2f} and {clean[lo]:.2f}: a rise there would be the task learned "
         "(generalization), a rise on the members alone the items learned (memorization)."
+    ) + paper_answers_words(table)
+
+
+def paper_answers_words(table: pd.DataFrame) -> str:
+    """Table 8's own numbers on the sets this run answers (their paper names), and the rule's statistic on them."""
+    sets = [s for s in dict.fromkeys(table["paper set"]) if s in C.PAPER_ACCURACY]
+    if not sets:
+        return ""
+    change = float(np.mean([C.paper_lead_change(C.PAPER_ACCURACY[s]) for s in sets]))
+    leads = "; ".join(
+        f"{C.SHORT.get(s, s)} {a['contaminated'][0] - a['clean'][0]:+.2f} at {C.PAPER_RATES[0]} and "
+        f"{a['contaminated'][1] - a['clean'][1]:+.2f} at {C.PAPER_RATES[1]}"
+        for s, a in ((s, C.PAPER_ACCURACY[s]) for s in sets)
+    )
+    return (
+        f" In the paper's Table 8 the members' lead is {leads}: a difference between the rates of {change:+.3f} "
+        "on the same sets, the paper column of the verdict row."
     )
 
 
@@ -1022,7 +1045,8 @@ def paper_scale(training: pd.DataFrame) -> dict[str, float]:
 def matched_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
     """Min-K% AUC per set at each of our Fig. 5a sizes (mean over the seeds; a column per size, named by its share
     of contaminants) beside the paper's at the two sizes whose shares match our two smallest corpora (Fig. 5a,
-    0.17M and 0.27M tokens: about 60 % and 38 %) and at Table 3's 27M tokens (0.1 %)."""
+    0.17M and 0.27M tokens: share_words gives the item lengths this matching assumes) and at Table 3's 27M tokens
+    (0.1 %)."""
     sizes = size_table(study, auc)
     mk = sizes[(sizes.experiment == "size_outlier") & (sizes.method == "Min-K%")]
     rows = []
@@ -1031,8 +1055,8 @@ def matched_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
         j = C.PAPER_SETS.index(name) if name in C.PAPER_SETS else None
         row: dict[str, Any] = {"set": SHORT.get(name, name)}
         row.update({f"ours, {c:.0f} %": a for c, a in zip(at["contamination %"], at["auc"])})
-        row["paper 0.17M (about 60 %)"] = C.PAPER_SMALLEST.get(name, np.nan)
-        row["paper 0.27M (about 38 %)"] = C.PAPER_SECOND.get(name, np.nan)
+        row["paper 0.17M"] = C.PAPER_SMALLEST.get(name, np.nan)
+        row["paper 0.27M"] = C.PAPER_SECOND.get(name, np.nan)
         row["paper 27M, Table 3 (0.1 %)"] = C.PAPER_AUC["Min-K%"][j] if j is not None else np.nan
         rows.append(row)
     return pd.DataFrame(rows).round(3)
@@ -1057,23 +1081,78 @@ def matched_words(matched: pd.DataFrame) -> str:
     )
 
 
-def share_words(datasets: pd.DataFrame) -> str:
-    """What Section 6's '0.1 % of 27M tokens' implies per item, against our items' lengths, and the share that the
-    paper's 800 items at our mean lengths would make of 27M tokens and of Fig. 5a's 0.17M and 0.27M corpora."""
+def matched_shares(training: pd.DataFrame) -> list[tuple[int, float]]:
+    """The outlier corpora (the main run and the Fig. 5a size runs) from the smallest background up: background
+    tokens and contaminant share (mean over the seeds), the first two matched to Fig. 5a's 0.17M and 0.27M points."""
+    outliers = training[(training.condition == "main") | (training.experiment == "size_outlier")]
+    shares = outliers.groupby("background_tokens").contamination.mean().sort_index()
+    return [(int(t), float(c)) for t, c in shares.items()]
+
+
+def share_words(datasets: pd.DataFrame, training: pd.DataFrame) -> str:
+    """What Section 6's '0.1 % of 27M tokens' implies per item, against our items' lengths; the shares the paper's
+    800 items at our mean length would make of Fig. 5a's 0.17M and 0.27M corpora; and the paper's mean item length
+    that matching our two smallest corpora to those points assumes (the paper does not report its items' lengths)."""
     items = len(C.PAPER_SETS) * C.PAPER_MEMBERS
     per_item = C.PAPER_CONTAMINATION * C.PAPER_TOKENS / items
     mean = float(datasets["mean tokens"].mean())
     tokens = items * mean
     small, second = C.PAPER_SIZES[0], C.PAPER_SIZES[1]
-    return (
+    words = (
         f"Taken at face value, 0.1 % of 27M tokens spread over {items} items is {per_item:.0f} tokens per item, "
         f"while our items average {mean:.0f} tokens (from {datasets['mean tokens'].min():.0f} to "
         f"{datasets['mean tokens'].max():.0f} per set) and BoolQ passages or IMDB reviews are longer still. "
         f"{items} items of our mean length are {tokens / 1e3:.0f}k tokens: {100 * tokens / C.PAPER_TOKENS:.2f} % "
-        f"of 27M, but {100 * tokens / small:.0f} % of Fig. 5a's {small / 1e6:g}M-token corpus and "
-        f"{100 * tokens / second:.0f} % of its {second / 1e6:g}M one, if those sizes count the whole corpus. Our "
-        "main corpus is sized to that first share and the larger Fig. 5a corpus to the second: those are the "
-        "paper's points whose contamination ours matches."
+        f"of 27M, {100 * tokens / small:.0f} % of Fig. 5a's {small / 1e6:g}M-token corpus and "
+        f"{100 * tokens / second:.0f} % of its {second / 1e6:g}M one, if those sizes count the whole corpus."
+    )
+    ours = matched_shares(training)[:2]
+    if not ours:
+        return words
+    shares = " and ".join(f"{100 * c:.0f} %" for _, c in ours)
+    paper = [small, second][: len(ours)]
+    whole = " and ".join(f"{c * n / items:.0f}" for (_, c), n in zip(ours, paper))
+    background = " and ".join(f"{c / (1 - c) * n / items:.0f}" for (_, c), n in zip(ours, paper))
+    points = " and ".join(f"{n / 1e6:g}M" for n in paper)
+    return (
+        f"{words} Our {'two smallest outlier corpora have' if len(ours) > 1 else 'main corpus has'} {shares} "
+        f"contaminants (training table). Matching {'them' if len(ours) > 1 else 'it'} to Fig. 5a's {points}-token "
+        f"point{'s' if len(ours) > 1 else ''} assumes that the paper's {items} items average about {whole} tokens "
+        f"each if those sizes count the whole corpus, or about {background} if they count the background alone, "
+        f"against our {mean:.0f}; the paper states neither its items' lengths nor what its sizes count."
+    )
+
+
+def detector_words(auc: pd.DataFrame) -> str:
+    """How many of the chapter's detectors (detectors.DETECTORS) this run scored on the main run, and which not."""
+    scored = set(auc[auc.condition == "main"].method)
+    missing = [d for d in detectors.DETECTORS if d not in scored]
+    ref_small = " (and Ref with a second, smaller reference model, Ref-small)" if "Ref-small" in scored else ""
+    return (
+        f"The chapter defines {len(detectors.DETECTORS)} detectors; this run scores "
+        f"{len(detectors.DETECTORS) - len(missing)} of them{ref_small}"
+        + (f", without {' and '.join(missing)}." if missing else ".")
+    )
+
+
+def numerics_words() -> str:
+    """What makes a rebuilt table the same as this one, and what does not: the pins in force in this process."""
+    from .. import numerics
+
+    pins = ", ".join(f"{k}={os.environ.get(k, v)}" for k, v in numerics.PINS.items() if k != "PYTHONHASHSEED")
+    mkl = os.environ.get("MKL_CBWR")
+    mkl_words = (
+        f"MKL_CBWR={mkl} is set in this run, which pins MKL's kernels too (on CPUs where MKL honours it)."
+        if mkl
+        else "MKL, which computes torch's float32 matrix multiplies on a CPU, picks its kernels from the CPU it runs "
+        "on (MKL_CBWR is unset), so a CPU of another kind can change the last bits of a product, "
+        "and training carries such bits into the tables. Two builds on one kind of CPU give the same tables."
+    )
+    return (
+        "Pinned here: every random draw (from the `seed` parameter), "
+        f"torch's deterministic algorithms, float32 training and scoring on a CPU, {torch.get_num_threads()} threads, "
+        f"and the instruction set of torch's own kernels, oneDNN and NumPy's loops ({pins}). Not pinned: {mkl_words} "
+        "On a GPU (`paper`) training runs in bf16 mixed precision and none of these CPU pins applies."
     )
 
 
