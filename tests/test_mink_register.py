@@ -20,18 +20,22 @@ def register(profile: str = "default") -> dict:
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_table8_row_carries_the_appendix_numbers_and_its_rule_holds_on_them(profile) -> None:
-    row = register(profile)["memorization"]
-    assert len(row.paper_values) == 8 and row.paper_values["BoolQ contaminated 1e-4"] == 0.81
-    assert row.paper_values["CommonsenseQA clean 1e-5"] == 0.47
-    # (members' lead at 1e-4) - (at 1e-5), per set, then the mean over the two sets the chapter answers
-    boolq = (0.81 - 0.69) - (0.71 - 0.68)
-    csqa = (0.60 - 0.48) - (0.49 - 0.47)
-    assert row.paper_estimate == pytest.approx((boolq + csqa) / 2, abs=1e-4)  # +0.095
+    params = resolve({"profile": profile}, ex.SPEC)
+    row = K.claims(params)["memorization"]
+    sets = K.table8_sets(params)
+    # (members' lead at 1e-4) - (at 1e-5), per set, then the mean over the sets this run answers
+    change = {"BoolQ": (0.81 - 0.69) - (0.71 - 0.68), "CommonsenseQA": (0.60 - 0.48) - (0.49 - 0.47)}
+    assert sets == (["BoolQ"] if profile == "smoke" else ["BoolQ", "CommonsenseQA"])  # smoke: StrategyQA alone
+    assert len(row.paper_values) == 4 * len(sets) and row.paper_values["BoolQ contaminated 1e-4"] == 0.81
+    assert row.paper_estimate == pytest.approx(np.mean([change[s] for s in sets]), abs=1e-4)  # +0.09 or +0.095
     assert row.on_paper_numbers() == "held"
     # Table 8's average column gives the same direction: (0.64 - 0.53) - (0.55 - 0.51) = +0.07
     assert C.paper_lead_change(C.PAPER_ACCURACY_AVERAGE) == pytest.approx(0.07)
     assert row.rule.decide(0.07, 0.07, 0.07) == "held"
-    assert "+0.03 → +0.12" in row.paper and "+0.02 → +0.12" in row.paper and "(lead +0.04 → +0.11)" in row.paper
+    assert "BoolQ lead +0.03 → +0.12" in row.paper and "(lead +0.04 → +0.11)" in row.paper
+    assert ("CSQA lead +0.02 → +0.12" in row.paper) == ("CommonsenseQA" in sets)
+    if profile == "default":
+        assert row.paper_values["CommonsenseQA clean 1e-5"] == 0.47 and row.paper_estimate == pytest.approx(0.095)
     assert "not in" not in row.source and "Table 8" in row.source
 
 
@@ -52,6 +56,7 @@ def test_the_tpr_rows_quote_the_papers_tpr_sentence_not_table_3s() -> None:
         assert rows[key].on_paper_numbers() == "held"
     assert rows["vs_ppl"].quote == K.ABOVE_ALL
     assert rows["tpr_vs_ppl"].paper_estimate == pytest.approx(0.0375)  # (55+23+83+21)/4 - (52+24+74+17)/4 points
+    assert rows["tpr_vs_ppl"].paper == "0.455 vs 0.4175" and rows["vs_ppl"].paper == "0.8575 vs 0.8375"  # unrounded
 
 
 def test_the_tpr_sentence_checked_against_table_7() -> None:
@@ -88,6 +93,8 @@ def test_table8_words_and_table_beside_ours() -> None:
     )
     words = ex.paper_answers_words(table)
     assert "BoolQ +0.03 at 1e-5 and +0.12 at 1e-4" in words and "+0.090" in words
+    # the words' number is the verdict row's paper column at smoke, where StrategyQA (BoolQ) alone has options
+    assert register("smoke")["memorization"].paper_estimate == pytest.approx(0.09)
     assert ex.paper_answers_words(table.assign(**{"paper set": "TruthfulQA"})) == ""
 
 

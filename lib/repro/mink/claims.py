@@ -98,17 +98,22 @@ def _frequency_regime(p: Mapping[str, Any]) -> Regime:
     )
 
 
-def table8_words() -> str:
-    """Table 8 as the paper column shows it: each set's members' lead at both rates, and the average column."""
+def table8_sets(p: Mapping[str, Any]) -> list[str]:
+    """The sets of Table 8 this run answers: the paper's names of its multiple-choice sets (BoolQ, CSQA)."""
+    return [s for s in map(C.paper_name, p["sets"]) if s in C.PAPER_ACCURACY]
+
+
+def table8_words(sets: list[str]) -> str:
+    """Table 8 as the paper column shows it: the members' lead at both rates on `sets`, and the average column."""
     lo, hi = C.PAPER_RATES
-    sets = "; ".join(
+    sets = [
         f"{C.SHORT.get(s, s)} lead {a['contaminated'][0] - a['clean'][0]:+.2f} → {a['contaminated'][1] - a['clean'][1]:+.2f}"
-        for s, a in C.PAPER_ACCURACY.items()
-    )
+        for s, a in ((s, C.PAPER_ACCURACY[s]) for s in sets)
+    ]
     avg = C.PAPER_ACCURACY_AVERAGE
     lead = [c - k for c, k in zip(avg["contaminated"], avg["clean"])]
     return (
-        f"{lo} → {hi}: {sets}; average column clean {avg['clean'][0]:.2f} → {avg['clean'][1]:.2f}, contaminated "
+        f"{lo} → {hi}: {'; '.join([*sets, ''])}average column clean {avg['clean'][0]:.2f} → {avg['clean'][1]:.2f}, contaminated "
         f"{avg['contaminated'][0]:.2f} → {avg['contaminated'][1]:.2f} (lead {lead[0]:+.2f} → {lead[1]:+.2f})"
     )
 
@@ -145,7 +150,7 @@ def _outperforms(baseline: str, regime: Regime, comparator: str, table: str = "a
     return Claim(
         f"Min-K% outperforms {baseline}{suffix}",
         source,
-        f"{np.mean(paper['Min-K%']):.2f} vs {np.mean(paper[baseline]):.2f}",
+        f"{round(float(np.mean(paper['Min-K%'])), 4):g} vs {round(float(np.mean(paper[baseline])), 4):g}",  # unrounded
         Rule.above(0.0, f"{statistic} of Min-K% (k = 20 %) − {baseline}"),
         quote=quote,
         comparator=comparator,
@@ -285,7 +290,7 @@ def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
         "memorization": Claim(
             "A higher learning rate teaches the contaminated items, not the task (memorization)",
             "Section 6.2 (quoted); Appendix A, Table 8 (values as a reviewer read the appendix)",
-            table8_words(),
+            table8_words(table8_sets(p)),
             Rule.above(
                 0.0,
                 f"members' accuracy lead over non-members at {p['learning_rate']:g} − at "
@@ -298,12 +303,14 @@ def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
             units=UNITS,
             paper_values={
                 f"{s} {cls} {lr}": v
-                for s, by_class in C.PAPER_ACCURACY.items()
-                for cls, pair in by_class.items()
+                for s in table8_sets(p)
+                for cls, pair in C.PAPER_ACCURACY[s].items()
                 for lr, v in zip(C.PAPER_RATES, pair)
             },
-            # the rule's statistic on the sets this chapter answers (BoolQ and CSQA, or their stand-ins)
-            paper_estimate=round(float(np.mean([C.paper_lead_change(a) for a in C.PAPER_ACCURACY.values()])), 4),
+            # the rule's statistic on the sets this run answers (BoolQ and CSQA, or their stand-ins)
+            paper_estimate=round(float(np.mean([C.paper_lead_change(C.PAPER_ACCURACY[s]) for s in sets])), 4)
+            if (sets := table8_sets(p))
+            else None,
         ),
         "occurrences": Claim(
             "More occurrences give a higher AUC",
