@@ -294,12 +294,14 @@ def check_rmd_near_ood(result: dict) -> None:
     auroc = rows(result, "auroc")
     assert {r["setting"] for r in auroc} == {"image-near", "image-far", "text-near"}
     assert all(r["ci_low"] <= r["auroc"] <= r["ci_high"] for r in auroc)
-    sweep = {(r["in_dist"], r["sub_clusters"]): r["K"] for r in rows(result, "k_sweep")}
-    assert sweep[("CIFAR-10", 2)] == 20 and sweep[("CLINC150 in-scope", 1)] == 150  # K = clusters x classes
+    sweep = {r["K"] for r in rows(result, "class_sweep") if r["in_dist"] == "CLINC150 in-scope"}
+    assert {150, 75, 2} <= sweep  # real classes halved from CLINC150's 150 intents
     assert any(
         r["ours_auroc"] is not None for r in rows(result, "paper_comparison")
     )  # CIFAR-10 <-> CIFAR-100 is measured
-    assert {r["decision"] for r in rows(result, "verdict")} <= {"held", "not held", "inconclusive"}
+    verdict = rows(result, "verdict")
+    assert {r["decision"] for r in verdict} <= {"held", "not held", "inconclusive", "untestable here"}
+    assert all(r["claim"].startswith("RMD loses no more") for r in verdict if r["decision"] == "untestable here")
     # at `paper` the near rows are planned at the paper's own K: CLINC150's 150 intents, CIFAR's 10 and 100 classes;
     # each is labelled `paper` only where its computed nearness criterion passed on the (mock) data
     near_md = {r["regime"] for r in rows(result, "verdict") if r["claim"].startswith("RMD improves on MD")}
@@ -320,7 +322,9 @@ def check_crt_canary_exposure(result: dict) -> None:
     assert set(arm) == {"pretrained", "non-private", "DPSGD", "CRT", "D_pub only"} and math.isfinite(
         arm["CRT"]["ppl_raw"]
     )
-    assert {r["decision"] for r in rows(result, "verdict")} <= {"held", "not held", "inconclusive"}
+    verdict = rows(result, "verdict")
+    assert {r["decision"] for r in verdict} <= {"held", "not held", "inconclusive", "untestable here"}
+    assert all(r["claim"].startswith("RMD loses no more") for r in verdict if r["decision"] == "untestable here")
 
 
 def check_mink_contamination(result: dict) -> None:
@@ -437,7 +441,8 @@ def test_notebook_runs_at_paper_on_the_mock_hub(
     for run_result in (smoke, result):  # every claim planned from the profile's parameters is judged, once
         planned = sorted(c["claim"] for c in rows(run_result, "claims"))
         assert sorted(r["claim"] for r in rows(run_result, "verdict")) == planned and planned
-    assert all(r["ours"] not in ("", None) for r in verdict)
+    # every row has an estimate, except a row untestable for want of the units it asks about (no far OOD class)
+    assert all(r["ours"] not in ("", None) or r["decision"] == "untestable here" for r in verdict)
     CHECKS[stem](result)
 
 

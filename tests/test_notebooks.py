@@ -119,16 +119,16 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     far_md = [r["auroc"] for r in auroc if r["setting"] == "image-far" and r["score"] == "MD"]
     assert min(far_md) > 0.75  # digits vs Fashion-MNIST features are far apart
     mean_auc = {(r["in_dist"], r["features"], r["score"]): r["auroc"] for r in auroc}
-    # the K sweep: one cluster per class is the plain fit (its seed-mean AUROCs are the auroc table's); c clusters
-    # per class give K = c x classes Gaussians, on near directions only
-    sweep = pd.DataFrame(tables["k_sweep"])
-    assert set(sweep["sub_clusters"]) == set(params["sub_clusters"]) and "image-far" not in set(sweep["setting"])
-    classes = {key[1]: r["K"] for key, r in directions.items()}
-    assert (sweep["K"] == sweep["in_dist"].map(classes) * sweep["sub_clusters"]).all()
-    plain = sweep[sweep["sub_clusters"] == 1].groupby(["in_dist", "features"])[["MD", "RMD"]].mean()
-    for (in_dist, features), r in plain.iterrows():
-        assert abs(r["RMD"] - mean_auc[(in_dist, features, "RMD")]) < 1e-9
-        assert abs(r["MD"] - mean_auc[(in_dist, features, "MD")]) < 1e-9
+    classes_of = {key[1]: r["K"] for key, r in directions.items()}
+    # the sweep of real classes: its full K is the plain label-free fit (the auroc table's), K halves down to 2
+    sweep = pd.DataFrame(tables["class_sweep"])
+    assert set(sweep["setting"]) == {"text-articles", "text-tasks"}
+    for in_dist, part in sweep.groupby("in_dist"):  # K, K/2, ... while at least 2
+        k = classes_of[in_dist]
+        assert sorted(set(part["K"])) == sorted({k // 2**i for i in range(8) if k // 2**i >= 2})
+    for (in_dist, k), part in sweep.groupby(["in_dist", "K"]):
+        if k == classes_of[in_dist]:
+            assert len(part) == 1 and abs(part["RMD"].iloc[0] - mean_auc[(in_dist, "pretrained", "RMD")]) < 1e-9
     # the direction sweep (fits with more rows than dimensions): all K - 1 directions is RMD itself
     dsweep = pd.DataFrame(tables["direction_sweep"])
     full = dsweep[dsweep["directions"] == dsweep["K"] - 1].groupby(["in_dist", "features"])["RMD"].mean()
@@ -203,6 +203,11 @@ def test_rmd_chapter_analyses(smoke_results) -> None:
         for r in tables["near_far"]
     )
     assert "input_rmd" not in tables  # moved to the conditional-LM chapter
+    # with one merged class the paper's RMD is identically zero (AUROC one half); a background from other text is not
+    ext = pd.DataFrame(tables["external_background"]).set_index(["setting", "K", "score"])["auroc"]
+    for setting in ("text-articles", "text-tasks"):
+        assert ext[(setting, 1, "RMD (own background)")] == 0.5
+        assert ext[(setting, 1, "RMD (external background)")] != 0.5
 
 
 def test_crt_chapter_tables_and_numbers(smoke_results) -> None:

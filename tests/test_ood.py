@@ -183,18 +183,6 @@ def test_rmd_is_the_sum_of_its_discriminant_terms(gaussian_data) -> None:
     np.testing.assert_allclose(terms.sum(axis=1), metrics.mahalanobis_scores(x, y, z).rmd, rtol=1e-8, atol=1e-8)
 
 
-def test_sub_clusters_split_each_class_and_keep_every_row() -> None:
-    rng = np.random.default_rng(0)
-    y = np.repeat(np.arange(4), 30)
-    x = rng.normal(size=(120, 6)) + 5 * y[:, None]
-    assert (scores.sub_cluster_labels(x, y, 1, 0) == y).all()  # one cluster per class: the classes themselves
-    labels = scores.sub_cluster_labels(x, y, 3, 0)
-    assert len(np.unique(labels)) == 12 and len(labels) == 120
-    assert all(len(np.unique(y[labels == g])) == 1 for g in np.unique(labels))  # a cluster never spans two classes
-    tiny = scores.sub_cluster_labels(x[:8], np.repeat([0, 1], 4), 6, 0)  # fewer rows than clusters: one per row
-    assert len(np.unique(tiny)) == 8
-
-
 @pytest.mark.parametrize("hyperplane", [False, True])
 def test_rmd_from_all_discriminant_directions_is_rmd(hyperplane: bool) -> None:
     """RMD_m at m = K - 1 equals RMD (also when the features lie in a hyperplane, as mean-pooled MiniLM features do);
@@ -284,7 +272,7 @@ def test_near_row_causes_follow_the_sweep_of_real_classes() -> None:
 
     def cause(low: float, high: float, key: str = key, row: pd.Series = row, features: str = "pretrained") -> dict:
         slope = stats.Interval((low + high) / 2, low, high, "bootstrap")
-        res = ex.Results(*[None] * 4, {"text-articles": slope}, *[None] * 6, 100, 0)
+        res = ex.Results(*[None] * 2, {"text-articles": slope}, *[None] * 6, 100, 0)
         return ex._contrast_cause(planned[key], "rmd_beats_md", features, row, res)
 
     grows = cause(0.01, 0.03)

@@ -1123,7 +1123,6 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "text_train_per_domain": 30,
         "text_test_per_domain": 20,
         "ridges": [1e-4],
-        "sub_clusters": [1, 2],
         "direction_counts": [1, 9],
         "pc_ks": [2, 8],
         "bench_dims": [16],

@@ -12,7 +12,7 @@ import torch
 from scipy.stats import spearmanr
 from tqdm.auto import tqdm
 
-from .. import data, metrics, pretrained, stats
+from .. import cache, data, metrics, pretrained, stats
 from ..params import Param
 from ..verdict import Claim, Sweep, check_regime, judge, unexplained
 from . import nets, scores
@@ -32,7 +32,7 @@ SPEC = {
     "cnn_epochs": Param(int, 3, smoke=1, paper=3, low=1, high=50, help="epochs of each fine-tuned image model"),
     "ae_epochs": Param(int, 4, smoke=1, low=1, high=50, help="epochs of the denoising auto-encoder"),
     "text_train_per_domain": Param(
-        int, 700, smoke=60, low=20, high=5000, help="training questions per squad_shifts domain"
+        int, 400, smoke=60, low=20, high=5000, help="training questions per squad_shifts domain"
     ),
     "text_test_per_domain": Param(int, 400, smoke=40, low=10, high=2000, help="test questions per squad_shifts domain"),
     "text_ood_domains": Param(
@@ -52,7 +52,7 @@ SPEC = {
         int, 60, smoke=6, low=2, high=150, help="BIG-bench tasks used as in-distribution classes (the rest are OOD)"
     ),
     "train_per_class": Param(
-        int, 40, smoke=12, low=5, high=180, help="training inputs per BIG-bench task and per Wikipedia article"
+        int, 24, smoke=12, low=5, high=180, help="training inputs per BIG-bench task and per Wikipedia article"
     ),
     "test_per_class": Param(
         int, 25, smoke=6, low=2, high=100, help="test inputs per BIG-bench task and per Wikipedia article"
@@ -68,16 +68,6 @@ SPEC = {
         low=0.0,
         high=10.0,
         help="relative ridges compared with the maximum-likelihood covariance",
-    ),
-    "sub_clusters": Param(
-        list,
-        [1, 2, 4, 8, 16],
-        smoke=[1, 2],
-        paper=[1, 2],
-        items=int,
-        low=1,
-        high=64,
-        help="k-means clusters per class in the K sweep (K rises, the data stay the same)",
     ),
     "direction_counts": Param(
         list,
@@ -603,94 +593,7 @@ def near(inputs: Inputs) -> list[Direction]:
     return [d for d in inputs.directions if d.setting in NEAR_SETTINGS]
 
 
-def k_sweep(
-    inputs: Inputs,
-    feats: dict,
-    seed_list: Sequence[int],
-    sub_clusters: Sequence[int],
-    seed: int,
-    keep_scores: dict | None = None,
-) -> pd.DataFrame:
-    """AUROC of MD and RMD on the same near-OOD data with each in-distribution class split into c k-means clusters:
-    K = c x (classes) Gaussians, no class merged, no row added or removed. `keep_scores` (a dict) receives the MD and
-    RMD of every test row, by (setting, in_dist, features, seed, K), for the trend's test-row resampling."""
-    rows = []
-    for d in tqdm(near(inputs), desc="K sweep", leave=False):
-        for kind in KINDS:
-            for s in seed_list:
-                f = feats[(d.setting, d.in_dist, kind, s)]
-                for c in sorted(set(sub_clusters)):
-                    labels = scores.sub_cluster_labels(f.train, d.train_y, c, seed + s)
-                    sc = metrics.mahalanobis_scores(f.train, labels, f.test)
-                    md, rmd = metrics.auroc(d.is_ood, sc.md), metrics.auroc(d.is_ood, sc.rmd)
-                    k = int(labels.max()) + 1
-                    if keep_scores is not None:
-                        keep_scores[(d.setting, d.in_dist, kind, s, k)] = (sc.md, sc.rmd)
-                    rows.append(
-                        {
-                            **_keys(d, kind),
-                            "seed": s,
-                            "sub_clusters": c,
-                            "K": k,
-                            "MD": md,
-                            "RMD": rmd,
-                            "gain": rmd - md,
-                        }
-                    )
-    return pd.DataFrame(rows)
-
-
-def k_slope(
-    sweep: pd.DataFrame, n_boot: int, seed: int, setting: str, kind: str, inputs: Inputs, kept: dict
-) -> stats.Interval:
-    """Least-squares slope of the RMD - MD gain per doubling of K (sub-clustering) in one setting, the mean over seeds
-    of each seed's slope over its (direction, K) points; the interval resamples the test rows (their clusters, where
-    they come in tasks or articles; one resample shared by every K and seed of a direction, so the points are
-    paired) and the seeds on top (stats.clustered_interval)."""
-    sub = sweep[(sweep["features"] == kind) & (sweep["setting"] == setting)]
-    if sub["K"].nunique() < 2:
-        return stats.Interval(float("nan"), float("nan"), float("nan"), "fewer than two values of K")
-    directions = [d for d in near(inputs) if d.setting == setting]
-    seeds_here = sorted(sub["seed"].unique())
-    weights = {
-        d.in_dist: stats.unit_weights(
-            d.test_units,
-            d.is_ood,
-            n_resamples=n_boot,
-            seed=seed,
-            n_items=None if d.test_units is not None else d.is_ood.size,
-        )
-        for d in directions
-    }
-    per_seed, draws = [], []
-    for s in seeds_here:
-        x, full, boot = [], [], []
-        for d in directions:
-            for k in sorted(sub[sub["in_dist"] == d.in_dist]["K"].unique()):
-                md, rmd = kept[(setting, d.in_dist, kind, s, int(k))]
-                f, b = _weighted_auc_draws(d.is_ood, [(1.0, rmd), (-1.0, md)], weights[d.in_dist])
-                x.append(np.log2(k))
-                full.append(f[0])
-                boot.append(b[:, 0])
-        centred = np.asarray(x) - np.mean(x)
-        per_seed.append(float(centred @ np.asarray(full)) / float(centred @ centred))
-        draws.append(np.stack(boot, axis=1) @ centred / float(centred @ centred))
-    units = {d.unit for d in directions if d.test_units is not None}
-    clustered = [d for d in directions if d.test_units is not None]  # the interval rests on the fewest clusters
-    thinnest = min(clustered, key=lambda d: stats.cluster_counts(d.test_units, d.is_ood)["effective"], default=None)
-    words = f"slope per doubling of K over {len(directions)} direction(s) × {sub['K'].nunique()} values of K"
-    return stats.clustered_interval(
-        per_seed,
-        np.stack(draws, axis=1),
-        clusters=None if thinnest is None else thinnest.test_units,
-        strata=None if thinnest is None else thinnest.is_ood,
-        unit=units.pop() if units else "clusters",
-        sharing="items",
-        words=words,
-    )
-
-
-CLASS_SWEEP_SETTINGS = ("text-articles", "text-tasks")  # directions with many real classes to subsample
+CLASS_SWEEP_SETTINGS = ("text-articles", "text-tasks", "text-near")  # many real classes to subsample
 CLASS_SWEEP_DRAWS = 5  # random class subsets per K below the full set
 
 
@@ -728,8 +631,9 @@ def class_slope(inputs: Inputs, kept: dict, setting: str, n_boot: int, seed: int
     fits = kept[d.in_dist]
     # the OOD clusters are resampled; each in-distribution class keeps its place (a subset of the classes is what the
     # sweep draws) and its rows are resampled within it, so no class subset loses all its rows in a resample
-    strata = np.where(d.is_ood == 1, -1, d.test_units)
-    weights = stats.unit_weights(d.test_units, strata, n_resamples=n_boot, seed=seed)
+    strata = np.r_[d.test_in_y, np.full(len(d.test_ood_class), -1)]
+    items = None if d.test_units is not None else d.is_ood.size  # independent rows: each its own cluster
+    weights = stats.unit_weights(d.test_units, strata, n_resamples=n_boot, seed=seed, n_items=items)
     ks = sorted({k for k, *_ in fits})
     if len(ks) < 2:
         return stats.Interval(float("nan"), float("nan"), float("nan"), "fewer than two values of K")
@@ -747,41 +651,14 @@ def class_slope(inputs: Inputs, kept: dict, setting: str, n_boot: int, seed: int
     draws = (np.stack(boot, axis=1) @ x / float(x @ x))[:, None]
     words = f"slope per doubling of real classes K over K = {', '.join(map(str, ks))} (label-free features)"
     return stats.clustered_interval(
-        [slope], draws, clusters=d.test_units, strata=d.is_ood, unit=d.unit, sharing="items", words=words
+        [slope],
+        draws,
+        clusters=d.test_units,
+        strata=None if d.test_units is None else d.is_ood,
+        unit=d.unit,
+        sharing="items",
+        words=words,
     )
-
-
-def k_slopes(
-    sweep: pd.DataFrame, n_boot: int, seed: int, inputs: Inputs, kept: dict
-) -> dict[tuple[str, str], stats.Interval]:
-    """The K sweep's slope of the gain per doubling of K, for each near setting and feature type."""
-    return {
-        (st, kind): k_slope(sweep, n_boot, seed, st, kind, inputs, kept)
-        for st in sweep["setting"].unique()
-        for kind in KINDS
-    }
-
-
-def k_crossing(sweep: pd.DataFrame) -> pd.DataFrame:
-    """Per setting and feature type: the seed-mean gain at the smallest and largest K, and the smallest K at which the
-    seed-mean gain is positive (empty where it never is)."""
-    mean = sweep.groupby(["setting", "features", "K"], sort=False)["gain"].mean().reset_index()
-    rows = []
-    for (setting, kind), part in mean.groupby(["setting", "features"], sort=False):
-        part = part.sort_values("K")
-        positive = part[part["gain"] > 0]
-        rows.append(
-            {
-                "setting": setting,
-                "features": kind,
-                "K_min": int(part["K"].iloc[0]),
-                "gain_at_K_min": part["gain"].iloc[0],
-                "K_max": int(part["K"].iloc[-1]),
-                "gain_at_K_max": part["gain"].iloc[-1],
-                "first_positive": f"K = {int(positive['K'].iloc[0])}" if len(positive) else "never",
-            }
-        )
-    return pd.DataFrame(rows)
 
 
 def direction_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], counts: Sequence[int]) -> pd.DataFrame:
@@ -887,6 +764,38 @@ def per_class_view(by_class: pd.DataFrame, max_rows: int = 30) -> pd.DataFrame:
         )
         .reset_index()
     )
+
+
+EXTERNAL_DOMAINS = ("nyt", "amazon_reviews")  # squad_shifts questions from other sites: text no direction trains on
+EXTERNAL_QUESTIONS = 1000
+
+
+def external_background(
+    inputs: Inputs, feats: dict, plan: Budget, seed_list: Sequence[int], seed: int, n_external: int = EXTERNAL_QUESTIONS
+) -> pd.DataFrame:
+    """Our check of the T = W + B argument (section 1) on the text settings with label-free features: RMD with the
+    background Gaussian fitted on the training features (as the paper) against RMD with it fitted on other text
+    (`n_external` squad_shifts questions from EXTERNAL_DOMAINS, as the conditional-LM follow-up fits it on C4), at
+    the setting's K and with every class merged into one (K = 1, where the internal RMD is identically zero)."""
+    source = "hub" if plan.text_encoder == pretrained.BERT_HUB else "local"  # the paper profile reads the Hub's copy
+    pool = [q for dom in EXTERNAL_DOMAINS for q in data.squad_questions(dom, source)]
+    rng = np.random.default_rng(seed)
+    external = [pool[i] for i in np.sort(rng.choice(len(pool), min(n_external, len(pool)), replace=False))]
+    embed = Embedder(pretrained.EncoderClassifier(plan.text_encoder, 1, "text"))
+    where = cache.entry_path("features", "rmd-external", embed.key, external, suffix=".npz")
+    ext = cache.arrays_entry(where, lambda: {"features": embed(external)[0]})[0]["features"]
+    rows = []
+    for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
+        f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # label-free text: the same for every seed
+        md_ext = metrics.gaussian_distance(ext, f.test)
+        for k, labels in ((d.n_classes, d.train_y), (1, np.zeros_like(d.train_y))):
+            sc = metrics.mahalanobis_scores(f.train, labels, f.test)
+            aucs = {"MD": sc.md, "RMD (own background)": sc.rmd, "RMD (external background)": sc.md - md_ext}
+            rows += [
+                {"setting": d.setting, "in_dist": d.in_dist, "K": k, "score": name, "auroc": metrics.auroc(d.is_ood, v)}
+                for name, v in aucs.items()
+            ]
+    return pd.DataFrame(rows)
 
 
 def clp_distribution(by_class: pd.DataFrame) -> pd.DataFrame:
@@ -1106,8 +1015,6 @@ class Results:
 
     gains: pd.DataFrame
     feature_contrasts: dict[str, stats.Interval]
-    k_sweep: pd.DataFrame
-    k_slopes: dict[tuple[str, str], stats.Interval]
     class_slopes: dict[str, stats.Interval]
     by_class: pd.DataFrame
     near_far: pd.DataFrame

@@ -266,21 +266,3 @@ def rmd_by_directions(
     _, terms = _discriminant_terms(x, train_labels, z, wanted[-1])
     terms = np.cumsum(terms, axis=2)
     return {m: terms[:, :, m - 1].min(axis=1) for m in wanted if m >= 1}
-
-
-def sub_cluster_labels(train_feats: np.ndarray, train_labels: np.ndarray, per_class: int, seed: int) -> np.ndarray:
-    """Each class split into `per_class` k-means clusters of its own training rows: labels 0..K*per_class-1, the data
-    unchanged (a class with fewer rows than clusters keeps one cluster per row)."""
-    from sklearn.cluster import KMeans
-
-    out = np.empty(len(train_labels), dtype=int)
-    for k in np.unique(train_labels):
-        rows = np.flatnonzero(train_labels == k)
-        c = min(per_class, len(rows))
-        sub = (
-            np.zeros(len(rows), int)
-            if c == 1
-            else KMeans(c, n_init=3, random_state=seed).fit_predict(train_feats[rows])
-        )
-        out[rows] = k * per_class + sub
-    return np.unique(out, return_inverse=True)[1]
