@@ -329,7 +329,10 @@ grid.figure.suptitle(f"{first.in_dist} in, {first.ood} as OOD", y=1.04, size=10)
 #
 # **More real classes.** In the two many-class text settings, with label-free features, RMD and
 # MD are fitted on $K$, $K/2$, … down to 2 of the in-distribution classes (five random subsets
-# below the full set), every OOD row kept. If RMD gains because it reads $K - 1$ directions, the
+# below the full set), every OOD row kept. Every fit reads the features in the span of the 32
+# leading eigendirections of the full set's within-class covariance, and only values of $K$ whose
+# fits have more training rows than 32 enter: with fewer rows than dimensions the covariance is
+# singular and RMD stops reading $K - 1$ directions. If RMD gains because it reads $K - 1$ directions, the
 # gain should rise with $K$. The slope of the gain per doubling of $K$ has an interval over the
 # test rows' articles or tasks; the rows' `regime` causes rest on it. The OpenOOD asymmetry that
 # the reference notes record (+5.6 AUROC with CIFAR-10 in-distribution, $K=10$, against +21.5

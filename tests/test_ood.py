@@ -219,6 +219,20 @@ def test_clp_probes_are_class_balanced() -> None:
     assert np.bincount(labels[idx]).tolist() == [50, 50]
 
 
+def test_a_weighted_probe_is_the_probe_on_repeated_rows() -> None:
+    """inlier_mass fits each CLP probe on the drawn rows once, weighted by their multiplicity: the same loss as the
+    bootstrap's repeated rows (and the same standardization), so the same probabilities up to the solver's tolerance."""
+    rng = np.random.default_rng(2)
+    labels = np.repeat(np.arange(4), 25)
+    x = rng.normal(size=(100, 5)) + labels[:, None]
+    counts = np.bincount(scores.balanced_bootstrap(labels, 60, rng), minlength=100)
+    drawn = counts > 0
+    weighted = scores.linear_probe(x[drawn], labels[drawn], weights=counts[drawn])
+    repeated = scores.linear_probe(np.repeat(x, counts, axis=0), np.repeat(labels, counts))
+    z = rng.normal(size=(30, 5)) * 2
+    np.testing.assert_allclose(weighted.predict_proba(z), repeated.predict_proba(z), atol=2e-3)
+
+
 def test_rmd_at_one_gaussian_is_exactly_zero_and_has_auroc_one_half() -> None:
     """At K = 1 the class Gaussian is the background Gaussian: both computed by the same arithmetic, RMD is exactly 0
     (no rounding noise for an AUROC to rank)."""
@@ -291,6 +305,7 @@ def test_near_row_causes_follow_the_sweep_of_real_classes() -> None:
 
 
 def test_class_sweep_refits_on_subsets_of_real_classes_and_its_full_k_is_the_plain_fit() -> None:
+    """In fewer dimensions than CLASS_SWEEP_DIMS the projection is a rotation: the full K is the plain fit."""
     from repro.rmd import experiment as ex
     from repro.rmd.features import Direction
 

@@ -109,7 +109,7 @@ class Near:
         K >= 50, labelled `paper` only when the run computes the criterion (K in range and OOD classes as near as
         NEAR_CLP) and it passes."""
         if self.k == self.paper_k:
-            why = f"K = {self.k} is the paper's own on {self.benchmark}; K governs the gain (the K sweep)"
+            why = f"K = {self.k} is the paper's own on {self.benchmark}; K governs the gain (the sweep of real classes)"
         else:
             why = (
                 f"K = {self.k} ≥ {PAPER_K_FLOOR}: RMD reads {self.k - 1} discriminant directions, as many as the paper's "

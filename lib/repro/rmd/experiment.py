@@ -595,26 +595,36 @@ def near(inputs: Inputs) -> list[Direction]:
 
 CLASS_SWEEP_SETTINGS = ("text-articles", "text-tasks", "text-near")  # many real classes to subsample
 CLASS_SWEEP_DRAWS = 5  # random class subsets per K below the full set
+CLASS_SWEEP_DIMS = 32  # leading eigendirections of W kept, so that every fit has more training rows than dimensions
 
 
 def class_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int) -> tuple[pd.DataFrame, dict]:
     """RMD − MD with label-free features as the number of real in-distribution classes K halves (K, K/2, ... down to
     2), each K below the full set on CLASS_SWEEP_DRAWS random subsets of the classes, every OOD row kept: the sweep
-    of the governing variable, real classes (not k-means sub-clusters of them). Returns the rows and, per direction,
-    the (K, in-distribution row mask, MD, RMD) of every fit for the slope's test-row resampling."""
+    of the governing variable, real classes (not k-means sub-clusters of them). Every fit reads the features in the
+    span of the CLASS_SWEEP_DIMS leading eigendirections of the full set's within-class covariance, and a K enters
+    only where its fits have more training rows than that: with fewer rows than dimensions the covariance is singular
+    and RMD no longer reads K − 1 directions (it fell below chance at 24 rows per class in 384 dimensions). Returns
+    the rows and, per direction, the (K, in-distribution row mask, MD, RMD) of every fit for the slope's resampling."""
     rng = np.random.default_rng(seed)
     rows, kept = [], {}
     for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
         f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # label-free text features: one for every seed
+        dims = min(CLASS_SWEEP_DIMS, f.train.shape[1])
+        basis = scores.leading_eigenvectors(f.train, d.train_y)[:, :dims]
+        train_x, test_x = f.train @ basis, f.test @ basis
+        fewest = int(np.bincount(d.train_y).min())
         fits = []
-        counts = [d.n_classes // 2**i for i in range(8) if d.n_classes // 2**i >= 2]
+        counts = [
+            d.n_classes // 2**i for i in range(8) if d.n_classes // 2**i >= 2 and fewest * d.n_classes // 2**i > dims
+        ]
         for k in counts:
             for draw in range(1 if k == d.n_classes else CLASS_SWEEP_DRAWS):
                 chosen = np.sort(rng.choice(d.n_classes, k, replace=False))
                 train = np.isin(d.train_y, chosen)
                 keep = np.r_[np.isin(d.test_in_y, chosen), np.ones(len(d.test_ood_class), bool)]
                 labels = np.searchsorted(chosen, d.train_y[train])
-                sc = metrics.mahalanobis_scores(f.train[train], labels, f.test[keep])
+                sc = metrics.mahalanobis_scores(train_x[train], labels, test_x[keep])
                 md, rmd = metrics.auroc(d.is_ood[keep], sc.md), metrics.auroc(d.is_ood[keep], sc.rmd)
                 fits.append((k, keep, sc.md, sc.rmd))
                 rows.append({**_keys(d, "pretrained"), "K": k, "draw": draw, "MD": md, "RMD": rmd, "gain": rmd - md})
@@ -1085,7 +1095,7 @@ def _paper_model(setting: str) -> str:
 def _contrast_cause(claim: Claim, kind: str, features: str, row: pd.Series, res: Results) -> dict[str, Any]:
     """judge() keywords for a per-direction AUROC contrast: on a miniature RMD − MD row with label-free text features,
     the regime cause with the sweep of real classes (class_sweep) in its own setting, whose trend judge reads; else
-    the ablation that would tell (sub-clustering a class is not adding one: the K sweep measures no cause)."""
+    the ablation that would tell (sub-clustering a class is not adding one, so no sub-cluster sweep measures a cause)."""
     regime = claim.regime
     if regime is not None and regime.kind == "paper":
         if regime.computed()[0] == "paper":

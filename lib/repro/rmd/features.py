@@ -241,8 +241,13 @@ def extract(d: Direction, embed: Embedder, probe_seed: int | None = None) -> Fea
     where = cache.entry_path("features", f"rmd-{d.modality}", embed.key, d.train_x, ood_x, test_x, suffix=".npz")
     found, _ = cache.arrays_entry(where, run)
     train, ood_train, test, logits = (found[k] for k in ("train", "ood_train", "test", "logits"))
-    if probe_seed is not None:
-        logits = scores.linear_probe(train, d.train_y, probe_seed).predict_log_proba(test)
+    if probe_seed is not None:  # lbfgs does not draw: the probe depends on the features and labels alone, so one
+        # entry serves every seed of the label-free text features (the same for every seed)
+        fit = lambda: {"logits": scores.linear_probe(train, d.train_y, probe_seed).predict_log_proba(test)}
+        probe_at = cache.entry_path(
+            "features", f"rmd-{d.modality}-probe", embed.key, where.name, d.train_y, suffix=".npz"
+        )
+        logits = cache.arrays_entry(probe_at, fit)[0]["logits"]
     n_in = len(d.test_in_y)
     accuracy = float((logits[:n_in].argmax(axis=1) == d.test_in_y).mean())
     return Feats(train, ood_train, test, logits, accuracy)

@@ -18,9 +18,15 @@ def msp(logits: np.ndarray) -> np.ndarray:
 
 
 def linear_probe(
-    train_feats: np.ndarray, train_labels: np.ndarray, seed: int = 0, bootstrap: bool = False, max_rows: int = 3000
+    train_feats: np.ndarray,
+    train_labels: np.ndarray,
+    seed: int = 0,
+    bootstrap: bool = False,
+    max_rows: int = 3000,
+    weights: np.ndarray | None = None,
 ):
-    """Standardized multinomial logistic regression on frozen features (optionally on a bootstrap of <= max_rows)."""
+    """Standardized multinomial logistic regression on frozen features (optionally on a bootstrap of <= max_rows);
+    `weights` counts each row that many times (a bootstrap's multiplicities, without copying rows)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -29,7 +35,12 @@ def linear_probe(
     if bootstrap:
         idx = np.random.default_rng(seed).choice(idx, size=min(idx.size, max_rows), replace=True)
     model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=300, tol=1e-3, C=1.0, random_state=seed))
-    return model.fit(train_feats[idx], train_labels[idx])
+    if weights is None:
+        return model.fit(train_feats[idx], train_labels[idx])
+    w = np.asarray(weights, dtype=np.float64)[idx]
+    return model.fit(
+        train_feats[idx], train_labels[idx], standardscaler__sample_weight=w, logisticregression__sample_weight=w
+    )
 
 
 def score_rows(is_ood: np.ndarray, scores: dict[str, np.ndarray], **keys: object) -> list[dict]:
@@ -149,8 +160,9 @@ def inlier_mass(
     probs = np.zeros((len(ood_feats), len(classes)))
     rng = np.random.default_rng(seed)
     for m in range(members):
-        idx = balanced_bootstrap(train_labels, per_class, rng)
-        probe = linear_probe(train_feats[idx], train_labels[idx], seed + m)
+        counts = np.bincount(balanced_bootstrap(train_labels, per_class, rng), minlength=len(train_labels))
+        drawn = counts > 0  # each drawn row once, weighted by how often it was drawn: the same loss, fewer rows
+        probe = linear_probe(train_feats[drawn], train_labels[drawn], seed + m, weights=counts[drawn])
         probs[:, np.searchsorted(classes, probe.classes_)] += probe.predict_proba(ood_feats) / members
     return probs[:, np.isin(classes, np.asarray(in_classes))].sum(axis=1)
 
