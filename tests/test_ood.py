@@ -305,7 +305,7 @@ def test_near_row_causes_follow_the_sweep_of_real_classes() -> None:
 
 
 def test_class_sweep_refits_on_subsets_of_real_classes_and_its_full_k_is_the_plain_fit() -> None:
-    """In fewer dimensions than CLASS_SWEEP_DIMS the projection is a rotation: the full K is the plain fit."""
+    """Every fit uses Ledoit-Wolf (defined at every K): the full K is the plain fit under that estimator."""
     from repro.rmd import experiment as ex
     from repro.rmd.features import Direction
 
@@ -326,7 +326,7 @@ def test_class_sweep_refits_on_subsets_of_real_classes_and_its_full_k_is_the_pla
     inputs = ex.Inputs([d], None)
     rows, kept = ex.class_sweep(inputs, feats, [0], seed=0)
     assert sorted(rows["K"].unique()) == [2, 4, 8] and (rows.groupby("K").size().to_dict() == {2: 5, 4: 5, 8: 1})
-    full = metrics.mahalanobis_scores(x_train, y_train, test)
+    full = metrics.mahalanobis_scores(x_train, y_train, test, ridge="ledoit-wolf")
     (plain,) = rows[rows["K"] == 8].itertuples()
     assert (
         abs(plain.RMD - metrics.auroc(d.is_ood, full.rmd)) < 1e-12
