@@ -17,6 +17,9 @@ def test_every_verdict_row_is_decided(smoke_results) -> None:
 
     for stem, result in smoke_results.items():
         for row in result["tables"]["verdict"]:
+            if row.get("decision") == "untestable here" and row["ours"] is None:  # no units to estimate on
+                assert row["why"] and row["test"], (stem, row)
+                continue
             assert row["ours"] not in ("", None), (stem, row)
             if "decision" not in row:  # a chapter that has not adopted the verdict layer yet (its own issue)
                 assert {"claim", "paper", "ours", "held"} <= set(row), stem
@@ -163,10 +166,10 @@ def test_rmd_chapter_tables(smoke_results) -> None:
         ("ledoit-wolf", "RMD"),
     }
     verdict = tables["verdict"]
-    text = 2 + len(params["text_ood_domains"])  # the article and task settings, the domain splits
+    text = 2  # the article and task settings (the domain splits are tables only)
     # per-direction rows (no label-free contrast on the local images), near rows (tasks and images, both feature
     # types), far rows, eigen rows, then the class trends, CLP, PC and covariance rows
-    assert len(verdict) == 4 * text + 3 * 2 + 3 * 2 + 3 + 3 + 5
+    assert len(verdict) == 4 * text + 3 * 2 + 3 * 2 + 3 + 2 + 5 <= 30
     assert all(r["ci_low"] <= r["ci_high"] for r in verdict if r["ci_low"] is not None)
     assert all(r["why"] for r in verdict if r["decision"] != "held")
     assert [r["origin"] for r in verdict].count("ours") == 3 + 2 + 1  # far checks, class trends, covariance
@@ -174,7 +177,6 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     assert near_md == {
         f"miniature: classes K = {ka} (paper 150)",
         f"miniature: classes K = {k} (paper 150)",
-        "miniature: classes K = 3 (paper 150)",
         "miniature: classes K = 5 (paper 10 / 100)",
     }
     assert all(

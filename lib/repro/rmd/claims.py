@@ -184,6 +184,12 @@ def _against(colab: tuple[dict[str, float], bool], other: str, fallback: str) ->
     }
 
 
+# Settings shown in tables but given no verdict rows: the squad_shifts domain split, where no score detects the held-out
+# domain at `default` (best AUROC 0.58 of MSP, MD and RMD on 2026-11-29, against a floor of 0.6), so its rows compared
+# detectors at chance; the article setting is the near text benchmark now.
+TABLE_ONLY = ("text-domain",)
+
+
 def _our_check(claim: str, source: str, paper: str, rule: Rule, units: str) -> Claim:
     """A check of our own on one near direction's test rows (clustered as the direction's are)."""
     return Claim(claim, source, paper, rule, ours=True, units=units)
@@ -193,7 +199,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     """Every claim with its rule, one per near-OOD direction where the claim is per direction (before any number)."""
     near, hub = near_directions(p), p["image_source"] == "hub"
     out = {}
-    for n in near:
+    for n in [m for m in near if m.setting not in TABLE_ONLY]:
         for kind in KINDS:
             out[f"rmd_beats_md|{n.tag}|{kind}"] = Claim(
                 f"{TEXT['rmd_beats_md']}, {kind} features: {n.tag}",
@@ -251,7 +257,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 Rule.above(-0.01, "AUROC(RMD) − AUROC(MD) on the far OOD classes"),
                 n.units,
             )
-    for n in [m for m in near if m.setting in ("text-articles", "text-tasks", "text-near")] + [
+    for n in [m for m in near if m.setting in ("text-tasks", "text-near")] + [
         m for m in near if m.setting == "image-near"
     ][:1]:
         out[f"eigen|{n.tag}|pretrained"] = Claim(
