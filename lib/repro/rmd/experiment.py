@@ -1285,7 +1285,10 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
         elif kind == "class_trend":
             iv = res.class_slopes[rest[0]]
             why = unexplained("the same sweep with fine-tuned features (one fine-tune per class subset)")
-            rows.append(judge(claim, iv.estimate, iv, why=why, narrow_by="test rows"))
+            row = judge(claim, iv.estimate, iv, why=why, narrow_by="test rows")
+            if not np.isfinite(iv.estimate):  # too few classes to halve K twice (smoke): no slope to judge
+                row = {**row, "decision": "untestable here", "why": iv.method, "measured_by": "class_sweep"}
+            rows.append(row)
         elif kind == "clp":
             why = unexplained("more OOD classes per near direction (CLINC150's out-of-scope queries have none)")
             rows.append(judge(claim, res.clp_rho.estimate, res.clp_rho, why=why, narrow_by="OOD classes"))
