@@ -253,9 +253,10 @@ def test_register_plans_each_near_direction_at_its_k() -> None:
     k_tasks, domains = p["task_classes"], len(p["text_ood_domains"])
     assert [(n.setting, n.k) for n in default] == [("text-articles", p["article_classes"]), ("text-tasks", k_tasks)] + [
         ("text-domain", 3)
-    ] * domains + [("image-near", 5)] * 2
-    # K >= 50 claims the paper's regime (labelled so only if the computed criterion passes); 32 articles do not
-    assert [n.regime().kind for n in default] == ["miniature", "paper"] + ["miniature"] * (domains + 2)
+    ] * domains + [("image-near", 5)] * 2 + [("image-flip", 10)]
+    # K >= 50 (or CIFAR-10's K = 10 on images) claims the paper's regime, labelled so only if the computed criterion
+    # passes; 32 articles and 5 image classes do not
+    assert [n.regime().kind for n in default] == ["miniature", "paper"] + ["miniature"] * (domains + 2) + ["paper"]
     assert "59 discriminant directions" in default[1].regime().tolerance
     paper = C.near_directions(resolve({"profile": "paper"}, C.SPEC))
     assert [(n.tag, n.k) for n in paper] == [
@@ -322,7 +323,11 @@ def test_class_sweep_refits_on_subsets_of_real_classes_and_its_full_k_is_the_pla
         np.r_[y_test[in_rows], y_test[~in_rows]], "articles",
     )  # fmt: skip
     test = np.r_[x_test[in_rows], x_test[~in_rows]]
-    feats = {("text-articles", "8 classes", "pretrained", 0): ex.Feats(x_train, np.zeros((0, dim)), test, None, 1.0)}
+    feats = {
+        ("text-articles", "8 classes", "pretrained", 0): ex.Feats(
+            x_train, np.zeros((0, dim)), test, None, 1.0, y_train, np.zeros(0, int)
+        )
+    }
     inputs = ex.Inputs([d], None)
     rows, kept = ex.class_sweep(inputs, feats, [0], seed=0)
     assert sorted(rows["K"].unique()) == [2, 4, 8] and (rows.groupby("K").size().to_dict() == {2: 5, 4: 5, 8: 1})
@@ -386,3 +391,21 @@ def test_inputs_the_encoder_cannot_tell_apart_are_kept_once() -> None:
     kept = ex.distinct_to_encoder(texts, pretrained.minilm_path())
     # the two long inputs differ only after the 64th token; MiniLM lower-cases; emoji alone reads as [UNK] once
     assert kept == [texts[0], texts[2], texts[4]]
+
+
+def test_each_seed_draws_its_own_training_rows_on_the_same_test_rows() -> None:
+    from repro.rmd import experiment as ex
+
+    classes = {f"c{i}": [f"c{i} input {j}" for j in range(40)] for i in range(6)}
+    one, two = (
+        ex.class_direction("text-articles", classes, ("in", "out"), 3, 10, 5, seed=7, unit="articles", train_seed=s)
+        for s in (7, 8)
+    )
+    assert one.test_in_x == two.test_in_x and one.test_ood_x == two.test_ood_x  # classes and test rows: drawn once
+    assert one.in_classes == two.in_classes and np.array_equal(one.train_y, two.train_y)
+    assert one.train_x != two.train_x and set(one.train_x) & set(two.train_x)  # a redraw, from one pool
+    assert not set(one.train_x + two.train_x) & set(one.test_in_x + one.test_ood_x)  # never a test row
+    split = {s: ex.squad_split_articles(30, 20, seed=0, train_seed=s) for s in (0, 1)}
+    for domain in split[0]:
+        (tr0, te0, art0), (tr1, te1, art1) = split[0][domain], split[1][domain]
+        assert te0 == te1 and art0 == art1 and tr0 != tr1 and not set(tr0 + tr1) & set(te0)

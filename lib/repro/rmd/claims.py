@@ -15,6 +15,8 @@ from .experiment import (
     CIFAR_GROUPS,
     CLASS_SWEEP_SETTINGS,
     CLINC_GROUPS,
+    FLIP_IN,
+    FLIP_OUT,
     KINDS,
     NEAR_CLP,
     NEAR_GROUPS,
@@ -100,6 +102,11 @@ class Near:
         )
 
     @property
+    def class_units(self) -> str:
+        """What a near or far row (a subset of OOD classes) resamples: the text clusters, or the OOD classes."""
+        return "OOD classes" if self.units == "items" else self.units
+
+    @property
     def many(self) -> bool:
         """Whether this direction is in the paper's regime of K: its own K, or at least PAPER_K_FLOOR classes."""
         return self.k == self.paper_k or self.k >= PAPER_K_FLOOR
@@ -143,7 +150,12 @@ def near_directions(p: Mapping[str, Any]) -> list[Near]:
         Near("image-near", "image", i, o, len(g), len(g) if hub else PAPER_IMAGE_K, "CIFAR-10 ↔ CIFAR-100")
         for (i, g), o in (((a, ga), b), ((b, gb), a))
     ]
+    if not hub:  # K = 10 as CIFAR-10's (at `paper` the CIFAR directions themselves)
+        image.append(Near("image-flip", "image", FLIP_IN, FLIP_OUT, 10, 10, "CIFAR-10 → CIFAR-100"))
     return text + image
+
+
+FAR_PAIR = Near("image-far", "image", "Fashion-MNIST", "digits", 10, 10, "CIFAR-10 vs SVHN (far)")  # not a near one
 
 
 def _k_regime(near: list[Near]) -> Regime:
@@ -237,8 +249,8 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             units=n.units,
             **_against(_colab(n, "finetuned"), "MSP", "RMD ≥ MSP"),
         )
-    for n in near:
-        if n.setting in ("image-near", "text-tasks"):  # OOD classes near and far (text-articles: near by design)
+    for n in near + [FAR_PAIR]:
+        if n.setting == "text-tasks":  # OOD classes near and far (text-articles: near by design; images: few classes)
             for kind in KINDS:
                 out[f"near|{n.tag}|{kind}"] = Claim(
                     f"{TEXT['near']}, {kind} features: {n.tag}",
@@ -247,15 +259,16 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                     quote=INTRO_NEAR,
                     comparator=f"MD on the same {kind} features and the same test rows",
                     regime=n.regime(),
-                    units=n.units,
+                    units=n.class_units,
                     paper="MD fails on near OOD",
                 )
+        if n.setting in ("image-near", "text-tasks", "image-far"):  # the far pair: one direction, fixed here
             out[f"far|{n.tag}|pretrained"] = _our_check(
                 f"{TEXT['far']}, label-free features: {n.tag}",
                 "our check of §1 (MD is 'highly effective' on far OOD: RMD should not give that up)",
                 "(MD good on far OOD)",
                 Rule.above(-0.01, "AUROC(RMD) − AUROC(MD) on the far OOD classes"),
-                n.units,
+                n.class_units,
             )
     for n in [m for m in near if m.setting in ("text-tasks", "text-near")] + [
         m for m in near if m.setting == "image-near"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -116,10 +116,16 @@ CHECKS = [text_layers_need_the_local_encoder]
 
 @dataclass
 class Inputs:
-    """Every direction of the chapter and the unlabeled images the label-free image encoder learns from."""
+    """Every direction of the chapter and the unlabeled images the label-free image encoder learns from; `redrawn`
+    holds each seed's own draw of the training rows (the test rows, classes and groups are those of `directions`)."""
 
     directions: list[Direction]
     unlabeled_images: torch.Tensor
+    redrawn: dict[int, Inputs] = field(default_factory=dict)
+
+    def for_seed(self, seed: int) -> Inputs:
+        """The inputs whose training rows the model of `seed` learns from (these inputs where none were redrawn)."""
+        return self.redrawn.get(seed, self)
 
 
 def _fashion(split: str, n: int, seed: int, source: str = "local") -> tuple[torch.Tensor, np.ndarray]:
@@ -148,18 +154,43 @@ def _far_pair(
     )
 
 
-def image_inputs(source: str, n_per_class: int, n_test_per_class: int, seed: int) -> Inputs:
-    """Image near-OOD (look-alike Fashion-MNIST groups, or CIFAR-10 <-> CIFAR-100) and the far pair."""
-    far_train = _fashion("train", n_per_class if source == "local" else 3000, seed, source)
+FLIP_IN, FLIP_OUT = "all 10 Fashion-MNIST classes", "upside-down Fashion-MNIST"
+
+
+def _flip_pair(train: tuple[torch.Tensor, np.ndarray], test: tuple[torch.Tensor, np.ndarray]) -> list[Direction]:
+    """K = 10: Fashion-MNIST's ten classes in-distribution, the same kinds of item turned upside down as OOD, one OOD
+    class per kind (a held-out transformation family; of MNIST digits, shifted, inverted and upside-down items it is
+    the one whose OOD classes the CLP measure put nearest on 2026-11-29: median CLP -2.29 against -4.88 for MNIST)."""
+    names = [*data.FASHION_MNIST_CLASSES, *(f"upside-down {c}" for c in data.FASHION_MNIST_CLASSES)]
+    flip = lambda x: torch.flip(x, dims=[2])  # (n, 1, H, W): rows reversed
+    return both_ways(
+        "image-flip",
+        "image",
+        names,
+        (torch.cat([train[0], flip(train[0])]), np.concatenate([train[1], train[1] + 10])),
+        (torch.cat([test[0], flip(test[0])]), np.concatenate([test[1], test[1] + 10])),
+        {FLIP_IN: range(10), FLIP_OUT: range(10, 20)},
+        both=False,
+    )
+
+
+def image_inputs(
+    source: str, n_per_class: int, n_test_per_class: int, seed: int, train_seed: int | None = None
+) -> Inputs:
+    """Image near-OOD (look-alike Fashion-MNIST groups and upside-down Fashion-MNIST, or CIFAR-10 <-> CIFAR-100) and
+    the far pair: test rows drawn by `seed`, training rows by `train_seed` (default `seed`)."""
+    train_seed = seed if train_seed is None else train_seed
+    far_train = _fashion("train", n_per_class if source == "local" else 3000, train_seed, source)
     far_test = _fashion("test", n_test_per_class if source == "local" else 1000, seed, source)
     if source == "local":
         near = both_ways("image-near", "image", data.FASHION_MNIST_CLASSES, far_train, far_test, NEAR_GROUPS)
+        near += _flip_pair(far_train, far_test)
     else:
         sets = [data.cifar(name, split) for name in ("cifar10", "cifar100") for split in ("train", "test")]
         picked = [
             (x[i], y[i])
-            for (x, y), n in zip(sets, [n_per_class, n_test_per_class] * 2)
-            for i in [data.per_class_subset(y, n, seed)]
+            for (x, y), n, s in zip(sets, [n_per_class, n_test_per_class] * 2, [train_seed, seed] * 2)
+            for i in [data.per_class_subset(y, n, s)]
         ]
         (x10, y10), (t10, ty10), (x100, y100), (t100, ty100) = picked
         names = [*(f"CIFAR-10 class {c}" for c in range(10)), *(f"CIFAR-100 class {c}" for c in range(100))]
@@ -174,11 +205,15 @@ def image_inputs(source: str, n_per_class: int, n_test_per_class: int, seed: int
     return Inputs(near + _far_pair(far_train, far_test, seed), far_train[0])
 
 
-def squad_split_articles(n_train: int, n_test: int, seed: int) -> dict[str, tuple[list[str], list[str], list[str]]]:
+def squad_split_articles(
+    n_train: int, n_test: int, seed: int, train_seed: int | None = None
+) -> dict[str, tuple[list[str], list[str], list[str]]]:
     """Training and test questions of every squad_shifts domain, split by article (by paragraph for Reddit's single
     article): no test question shares its source text with a training question, as no OOD question does; with the
-    article of every test question ("domain:group"), the cluster its interval resamples."""
+    article of every test question ("domain:group"), the cluster its interval resamples. The test articles are drawn
+    by `seed`, the training questions among the other articles by `train_seed` (default `seed`)."""
     rng = np.random.default_rng(seed)
+    draw = rng if train_seed is None else np.random.default_rng(train_seed)
     out = {}
     for domain in data.SQUAD_DOMAINS:
         groups = data.squad_question_groups(domain)
@@ -194,7 +229,7 @@ def squad_split_articles(n_train: int, n_test: int, seed: int) -> dict[str, tupl
                 f"squad_shifts {domain} has {len(test) + len(train)} questions, fewer than text_train_per_domain + "
                 f"text_test_per_domain = {n_train} + {n_test} in whole articles"
             )
-        order = rng.permutation(len(train))[:n_train]
+        order = draw.permutation(len(train))[:n_train]
         out[domain] = ([train[i] for i in order], test[:n_test], article[:n_test])
     return out
 
@@ -246,11 +281,13 @@ def class_direction(
     seed: int,
     unit: str,
     n_ood: int = 0,
+    train_seed: int | None = None,
 ) -> Direction:
     """Text classes as real classes: K classes drawn at random are in-distribution, the inputs of every other class
     (or of `n_ood` others drawn at random) are the OOD queries, disjoint inputs for training and test; a class's test
     inputs share its source (a task's format, an article's text), so the class is the cluster its interval
-    resamples."""
+    resamples. The classes and test inputs are drawn by `seed`, each class's training inputs among its other inputs
+    by `train_seed` (default `seed`)."""
     fits = [name for name in sorted(classes) if len(classes[name]) >= n_train + n_test]
     if len(fits) <= k:
         raise ValueError(
@@ -258,14 +295,16 @@ def class_direction(
             "inputs asked for: lower one of them"
         )
     rng = np.random.default_rng(seed)
+    draw = np.random.default_rng(seed if train_seed is None else train_seed)
     names = [fits[i] for i in rng.permutation(len(fits))]
     names = names[: k + n_ood] if n_ood else names
     train, test = [], []
     for name in names:
         inputs = classes[name]
         order = rng.permutation(len(inputs))
-        train.append([inputs[i] for i in order[:n_train]])
-        test.append([inputs[i] for i in order[n_train : n_train + n_test]])
+        rest = order[n_test:]
+        train.append([inputs[i] for i in rest[draw.permutation(len(rest))[:n_train]]])
+        test.append([inputs[i] for i in order[:n_test]])
     labels = lambda per: np.repeat(np.arange(len(names)), per)
     flat = lambda lists: [x for xs in lists for x in xs]
     return both_ways(
@@ -280,29 +319,33 @@ def class_direction(
     )[0]
 
 
-def task_direction(k: int, n_train: int, n_test: int, seed: int, n_ood: int = 0, encoder: Any = None) -> Direction:
+def task_direction(
+    k: int, n_train: int, n_test: int, seed: int, n_ood: int = 0, encoder: Any = None, train_seed: int | None = None
+) -> Direction:
     """BIG-bench tasks as K real classes (the offline stand-in for CLINC150's intents): English-prose tasks only
     (data.is_english_prose), each task's inputs distinct to the encoder (distinct_to_encoder)."""
     tasks = {n: t["inputs"] for n, t in data.bigbench_tasks(n_train + n_test).items()}
     if encoder is not None:
         tasks = {n: distinct_to_encoder(x, encoder) for n, x in tasks.items()}
-    return class_direction("text-tasks", tasks, task_groups(k), k, n_train, n_test, seed, "tasks", n_ood)
+    return class_direction("text-tasks", tasks, task_groups(k), k, n_train, n_test, seed, "tasks", n_ood, train_seed)
 
 
 ARTICLE_DOMAIN = "new_wiki"  # squad_shifts' Wikipedia: 48 articles, 60 to 300 questions each
 
 
-def article_direction(k: int, n_train: int, n_test: int, seed: int) -> Direction:
+def article_direction(k: int, n_train: int, n_test: int, seed: int, train_seed: int | None = None) -> Direction:
     """Wikipedia articles as K real classes, questions about other Wikipedia articles as OOD: one source, one register
     and one question format on both sides, the topic alone shifts (squad_shifts' new_wiki questions)."""
     groups = data.squad_question_groups(ARTICLE_DOMAIN)
     classes = {f"article {i:02d}": g for i, g in enumerate(groups)}
-    return class_direction("text-articles", classes, article_groups(k), k, n_train, n_test, seed, "articles")
+    return class_direction(
+        "text-articles", classes, article_groups(k), k, n_train, n_test, seed, "articles", train_seed=train_seed
+    )
 
 
-def text_directions(p: Any) -> list[Direction]:
+def text_directions(p: Any, train_seed: int | None = None) -> list[Direction]:
     """Text: BIG-bench tasks as K classes and squad_shifts questions with one domain held out as OOD ("local"), or
-    CLINC150 in-scope vs out-of-scope ("hub")."""
+    CLINC150 in-scope vs out-of-scope ("hub"); test rows drawn by p.seed, training rows by `train_seed`."""
     if p.text_source == "hub":
         train, train_y, names = data.clinc_oos("train")
         test, test_y, _ = data.clinc_oos("test")
@@ -317,9 +360,10 @@ def text_directions(p: Any) -> list[Direction]:
             both=False,
         )  # the reverse would have one class, where RMD is identically zero
     encoder = pretrained.minilm_path(n_layers=p.text_layers)
-    tasks = task_direction(p.task_classes, p.train_per_class, p.test_per_class, p.seed, p.task_ood, encoder=encoder)
-    wiki = article_direction(p.article_classes, p.train_per_class, p.test_per_class, p.seed)
-    split = squad_split_articles(p.text_train_per_domain, p.text_test_per_domain, p.seed)
+    k, n_train, n_test = p.task_classes, p.train_per_class, p.test_per_class
+    tasks = task_direction(k, n_train, n_test, p.seed, p.task_ood, encoder=encoder, train_seed=train_seed)
+    wiki = article_direction(p.article_classes, n_train, n_test, p.seed, train_seed)
+    split = squad_split_articles(p.text_train_per_domain, p.text_test_per_domain, p.seed, train_seed)
     domains = list(data.SQUAD_DOMAINS)
     names = list(data.SQUAD_DOMAINS.values())
     train = [q for d in domains for q in split[d][0]]
@@ -358,24 +402,37 @@ def seeds(params: Any) -> list[int]:
     return [params.seed + i for i in range(params.n_seeds)]
 
 
+def all_inputs(p: Any) -> Inputs:
+    """Every direction, image and text: the classes, groups and test rows drawn once by p.seed, the training rows
+    redrawn for every seed (each model learns from its own draw; the intervals resample the test rows' units)."""
+
+    def drawn(train_seed: int) -> Inputs:
+        out = image_inputs(p.image_source, p.n_per_class, p.n_test_per_class, p.seed, train_seed)
+        out.directions += text_directions(p, train_seed)
+        return out
+
+    by_seed = {s: drawn(s) for s in seeds(p)}
+    first = by_seed[seeds(p)[0]]
+    return Inputs(first.directions, first.unlabeled_images, by_seed)
+
+
 def all_features(inputs: Inputs, plan: Budget, seed_list: Sequence[int]) -> dict[tuple[str, str, str, int], Feats]:
     """Feats of every direction x feature type x seed; trained models come from (and go to) the cache."""
     text_embed = Embedder(pretrained.EncoderClassifier(plan.text_encoder, 1, "text"))
     out = {}
     for seed in tqdm(seed_list, desc="seeds"):
+        own = inputs.for_seed(seed)
         images = (
-            label_free_image_encoder(inputs.unlabeled_images, plan, seed)
+            label_free_image_encoder(own.unlabeled_images, plan, seed)
             if any(d.modality == "image" for d in inputs.directions)
             else None
         )
         far_images = (
-            label_free_image_encoder(
-                inputs.unlabeled_images, Budget(**{**plan.__dict__, "image_source": "local"}), seed
-            )
+            label_free_image_encoder(own.unlabeled_images, Budget(**{**plan.__dict__, "image_source": "local"}), seed)
             if plan.image_source == "hub"
             else images
         )
-        for d in tqdm(inputs.directions, desc="directions", leave=False):
+        for d in tqdm(own.directions, desc="directions", leave=False):
             label_free = (
                 text_embed
                 if d.modality == "text"
@@ -404,7 +461,7 @@ def score_all(
             rows = {name: [] for name in SCORES}
             for seed in seed_list:
                 f = feats[(d.setting, d.in_dist, kind, seed)]
-                s = metrics.mahalanobis_scores(f.train, d.train_y, f.test, ridge=ridge)
+                s = metrics.mahalanobis_scores(f.train, f.train_y, f.test, ridge=ridge)
                 for name, v in zip(SCORES, (scores.msp(f.logits), s.md, s.rmd)):
                     rows[name].append(v)
             out[(d.setting, d.in_dist, kind)] = Scored(d.is_ood, {k: np.stack(v) for k, v in rows.items()})
@@ -514,11 +571,10 @@ CONTRASTS = {"RMD - MD": ((1.0, "RMD"), (-1.0, "MD")), "RMD - MSP": ((1.0, "RMD"
 
 
 def _seedless(d: Direction, kind: str, contrast: str = "RMD - MD") -> str:
-    """What the interval's seeds mean where the features are label-free text embeddings (identical for every seed)."""
+    """What the interval's seeds mean where the features are label-free text embeddings (one encoder for every seed)."""
     if d.modality != "text" or kind != "pretrained":
         return ""
-    varies = "only the MSP probe varies by seed" if "MSP" in contrast else "MD and RMD vary by test rows alone"
-    return f"; label-free MiniLM features are the same for every seed ({varies})"
+    return "; the label-free MiniLM encoder is the same for every seed: its seeds differ by their draw of training rows"
 
 
 STRONGER_MSP = "RMD - stronger MSP"
@@ -597,7 +653,7 @@ def median_clp_low(clps: np.ndarray, seed: int = 0) -> float:
 
 
 NEAR_CLP = -2.0
-NEAR_SETTINGS = ("image-near", "text-articles", "text-tasks", "text-domain", "text-near")
+NEAR_SETTINGS = ("image-near", "image-flip", "text-articles", "text-tasks", "text-domain", "text-near")
 
 
 def near(inputs: Inputs) -> list[Direction]:
@@ -621,15 +677,15 @@ def class_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int
     rng = np.random.default_rng(seed)
     rows, kept = [], {}
     for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
-        f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # label-free text features: one for every seed
+        f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # the first seed's training draw
         fits = []
         counts = [d.n_classes // 2**i for i in range(8) if d.n_classes // 2**i >= 2]
         for k in counts:
             for draw in range(1 if k == d.n_classes else CLASS_SWEEP_DRAWS):
                 chosen = np.sort(rng.choice(d.n_classes, k, replace=False))
-                train = np.isin(d.train_y, chosen)
+                train = np.isin(f.train_y, chosen)
                 keep = np.r_[np.isin(d.test_in_y, chosen), np.ones(len(d.test_ood_class), bool)]
-                labels = np.searchsorted(chosen, d.train_y[train])
+                labels = np.searchsorted(chosen, f.train_y[train])
                 sc = metrics.mahalanobis_scores(f.train[train], labels, f.test[keep], ridge=CLASS_SWEEP_ESTIMATOR)
                 md, rmd = metrics.auroc(d.is_ood[keep], sc.md), metrics.auroc(d.is_ood[keep], sc.rmd)
                 fits.append((k, keep, sc.md, sc.rmd))
@@ -717,8 +773,8 @@ def direction_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], count
                 f = feats[(d.setting, d.in_dist, kind, s)]
                 if len(f.train) <= f.train.shape[1]:
                     continue
-                md = metrics.auroc(d.is_ood, metrics.mahalanobis_scores(f.train, d.train_y, f.test).md)
-                for m, rmd in scores.rmd_by_directions(f.train, d.train_y, f.test, counts).items():
+                md = metrics.auroc(d.is_ood, metrics.mahalanobis_scores(f.train, f.train_y, f.test).md)
+                for m, rmd in scores.rmd_by_directions(f.train, f.train_y, f.test, counts).items():
                     auc = metrics.auroc(d.is_ood, rmd)
                     rows.append(
                         {**_keys(d, kind), "K": d.n_classes, "seed": s, "directions": m, "RMD": auc, "MD": md}
@@ -735,7 +791,7 @@ def per_ood_class(
     for d in inputs.directions:
         f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]
         both_x = np.concatenate([f.train, f.ood_train])
-        both_y = np.concatenate([d.train_y, d.ood_train_y + d.n_classes])
+        both_y = np.concatenate([f.train_y, f.ood_train_y + d.n_classes])
         mass = scores.inlier_mass(both_x, both_y, range(d.n_classes), f.test[d.is_ood == 1], members, per_class, seed)
         n_in = len(d.test_in_y)
         classes = list(dict.fromkeys(d.test_ood_class))
@@ -763,10 +819,10 @@ def per_ood_class(
 
 def near_far_table(inputs: Inputs, scored: dict, by_class: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
     """RMD - MD on the in-distribution test rows and the near OOD classes (CLP at least NEAR_CLP, the register's cut
-    fixed before any score), then on the far ones, per near direction and feature type, paired over test rows and
-    seeds; a direction with no class on one side has no row there."""
+    fixed before any score), then on the far ones, per direction and feature type, paired over test rows and seeds; a
+    direction with no class on one side has no row there."""
     rows = []
-    for d in near(inputs):
+    for d in inputs.directions:
         if d.test_units is None:  # the claim is about OOD classes: each is a cluster (in-distribution rows stay items)
             n_in = len(d.test_in_y)
             d = replace(
@@ -836,9 +892,9 @@ def external_background(
     ext = cache.arrays_entry(where, lambda: {"features": embed(external)[0]})[0]["features"]
     rows = []
     for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
-        f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # label-free text: the same for every seed
+        f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # the first seed's training draw
         md_ext = metrics.gaussian_distance(ext, f.test)
-        for k, labels in ((d.n_classes, d.train_y), (1, np.zeros_like(d.train_y))):
+        for k, labels in ((d.n_classes, f.train_y), (1, np.zeros_like(f.train_y))):
             sc = metrics.mahalanobis_scores(f.train, labels, f.test)
             aucs = {"MD": sc.md, "RMD (own background)": sc.rmd, "RMD (external background)": sc.md - md_ext}
             rows += [
@@ -907,12 +963,12 @@ def covariance_table(inputs: Inputs, feats: dict, seed: int, ridges: Sequence[fl
     for d in inputs.directions:
         for kind in KINDS:
             f = feats[(d.setting, d.in_dist, kind, seed)]
-            base = metrics.mahalanobis_scores(f.train, d.train_y, f.test)
-            means, within = scores.shared_covariance(f.train, d.train_y)
+            base = metrics.mahalanobis_scores(f.train, f.train_y, f.test)
+            means, within = scores.shared_covariance(f.train, f.train_y)
             rank = np.linalg.matrix_rank(within)
-            residuals = f.train - means[np.unique(d.train_y, return_inverse=True)[1]]
+            residuals = f.train - means[np.unique(f.train_y, return_inverse=True)[1]]
             for est in [*ridges, *ESTIMATORS]:
-                other = metrics.mahalanobis_scores(f.train, d.train_y, f.test, ridge=est)
+                other = metrics.mahalanobis_scores(f.train, f.train_y, f.test, ridge=est)
                 for name in ("MD", "RMD"):
                     iv = stats.paired_bootstrap_diff(
                         metrics.auroc,
@@ -952,11 +1008,11 @@ def eigen_tables(
             halves = []
             for s in seed_list:
                 f = feats[(d.setting, d.in_dist, kind, s)]
-                halves.append(scores.half_distances(f.train, d.train_y, f.test))  # each half its own nearest class
+                halves.append(scores.half_distances(f.train, f.train_y, f.test))  # each half its own nearest class
                 if s != seed_list[0]:
                     continue
-                vals, md_terms = scores.eigen_contributions(f.train, d.train_y, f.test)
-                betas, rmd_terms = scores.discriminant_contributions(*scores.within_range(f.train, d.train_y, f.test))
+                vals, md_terms = scores.eigen_contributions(f.train, f.train_y, f.test)
+                betas, rmd_terms = scores.discriminant_contributions(*scores.within_range(f.train, f.train_y, f.test))
                 for label, mask in (("in-distribution", d.is_ood == 0), ("OOD", d.is_ood == 1)):
                     for score, terms in (("MD", md_terms), ("RMD", rmd_terms)):
                         curves += [
@@ -997,7 +1053,7 @@ def pc_table(inputs: Inputs, feats: dict, seed_list: Sequence[int], ks: Sequence
                 f = feats[(d.setting, d.in_dist, kind, s)]
                 rows += scores.pc_sweep(
                     f.train,
-                    d.train_y,
+                    f.train_y,
                     f.test,
                     d.is_ood,
                     ks,

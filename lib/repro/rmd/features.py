@@ -110,6 +110,8 @@ class Feats:
     test: np.ndarray  # in-distribution test rows first, then OOD rows
     logits: np.ndarray  # classifier logits of the test rows (for MSP)
     accuracy: float  # in-distribution test accuracy of that classifier
+    train_y: np.ndarray  # labels of the training rows (this seed's draw)
+    ood_train_y: np.ndarray  # original labels of the OOD classes' training rows (this seed's draw)
 
 
 def seeded_init(make: Callable[[], T], seed: int) -> T:
@@ -241,8 +243,8 @@ def extract(d: Direction, embed: Embedder, probe_seed: int | None = None) -> Fea
     where = cache.entry_path("features", f"rmd-{d.modality}", embed.key, d.train_x, ood_x, test_x, suffix=".npz")
     found, _ = cache.arrays_entry(where, run)
     train, ood_train, test, logits = (found[k] for k in ("train", "ood_train", "test", "logits"))
-    if probe_seed is not None:  # lbfgs does not draw: the probe depends on the features and labels alone, so one
-        # entry serves every seed of the label-free text features (the same for every seed)
+    if probe_seed is not None:  # lbfgs does not draw: the probe depends on the features and labels alone, so its
+        # entry is keyed by them (a seed with the same training draw reads it)
         fit = lambda: {"logits": scores.linear_probe(train, d.train_y, probe_seed).predict_log_proba(test)}
         probe_at = cache.entry_path(
             "features", f"rmd-{d.modality}-probe", embed.key, where.name, d.train_y, suffix=".npz"
@@ -250,4 +252,4 @@ def extract(d: Direction, embed: Embedder, probe_seed: int | None = None) -> Fea
         logits = cache.arrays_entry(probe_at, fit)[0]["logits"]
     n_in = len(d.test_in_y)
     accuracy = float((logits[:n_in].argmax(axis=1) == d.test_in_y).mean())
-    return Feats(train, ood_train, test, logits, accuracy)
+    return Feats(train, ood_train, test, logits, accuracy, d.train_y, d.ood_train_y)
