@@ -1,0 +1,51 @@
+"""The DeepGini register against the artifact's apfd.xlsx: the best coverage baseline per pair, and the rule's
+statistic on the paper's numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from repro.deepgini import claims as dgc
+from repro.deepgini.experiment import SPEC
+from repro.params import resolve
+
+
+def test_the_highest_coverage_apfd_is_kmnc_on_mnist_lenet1_and_lsc_on_svhn_vgg16() -> None:
+    """apfd.xlsx: KMNC(1000)-CAM 0.835 on MNIST LeNet-1's original set (the reference notes' 0.64 was wrong), LSC-CAM
+    0.536 on SVHN VGG-16's mixed set."""
+    assert dgc.PAPER_COVERAGE_HIGHEST == (0.835, 0.536)
+    assert dgc.PAPER_COVERAGE_BEST["mnist", "lenet1"][0] == (0.835, "KMNC(1000)-CAM")
+    assert dgc.PAPER_COVERAGE_BEST["svhn", "vgg16"][1] == (0.536, "LSC-CAM")
+    # the Fashion LeNet-1 values quoted elsewhere in the register agree with the per-pair best
+    fashion = dgc.PAPER_FASHION_LENET1
+    assert dgc.PAPER_COVERAGE_BEST["fashion_mnist", "lenet1"][0][0] == max(
+        v[0] for m, v in fashion.items() if m != "DeepGini"
+    )
+
+
+@pytest.mark.parametrize(("test_set", "smallest"), [(0, 0.146), (1, 0.414)])
+def test_the_papers_smallest_margin_is_mnist_lenet1(test_set: int, smallest: float) -> None:
+    margins = dgc.paper_margins(test_set)
+    assert min(margins, key=margins.get) == ("mnist", "lenet1")
+    assert margins["mnist", "lenet1"] == pytest.approx(
+        dgc.PAPER_DEEPGINI["mnist", "lenet1"][test_set] - dgc.PAPER_COVERAGE_BEST["mnist", "lenet1"][test_set][0]
+    )
+    assert margins["mnist", "lenet1"] == pytest.approx(smallest)
+    # the lowest DeepGini minus the highest coverage on any pair (the register's old estimate) is not the rule's
+    # statistic: on the original set it is negative although DeepGini wins on every pair
+    lowest = min(v[test_set] for v in dgc.PAPER_DEEPGINI.values())
+    assert (lowest - dgc.PAPER_COVERAGE_HIGHEST[test_set] < 0) == (test_set == 0)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "default", "paper"])
+def test_beats_coverage_rows_carry_the_smallest_margin_and_hold_on_it(profile: str) -> None:
+    claims = dgc.claims(resolve({"profile": profile}, SPEC))
+    for i, test_set in enumerate(dgc.SETS):
+        c = claims[f"beats_coverage|{test_set}"]
+        assert c.paper_estimate == (0.146, 0.414)[i] and c.on_paper_numbers() == "held"
+        assert (
+            c.paper_values[
+                "best coverage mnist lenet1 (KMNC(1000)-CAM)" if i == 0 else "best coverage mnist lenet1 (LSC-CAM)"
+            ]
+            == (0.835, 0.504)[i]
+        )
