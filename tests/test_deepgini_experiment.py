@@ -180,15 +180,53 @@ def test_the_register_compares_retraining_with_coverage_and_keeps_random_as_ours
     assert Rule.above(100).decide(cost.paper_estimate, cost.paper_estimate, cost.paper_estimate) == "not held"
     assert Rule.above(100).decide(slow.paper_estimate, slow.paper_estimate, slow.paper_estimate) == "not held"
     # default runs the paper's LeNet pairs; max coverage is judged on the Fashion-MNIST pairs (10,000 test images,
-    # the paper's size) only, with KMNC up to k = 1,000: KMNC(10000) timed out in the paper
+    # the paper's size) only, on every criterion of the paper's table but KMNC, which its own numbers contradict
     assert register["beats_coverage|original"].regime.kind == "paper"
     assert register["max_coverage"].regime.kind == "paper"
     p = resolve({"profile": "default"}, dg.SPEC)
-    assert claims.max_coverage_scope(p) == (["fashion_mnist:lenet1", "fashion_mnist:lenet5"], 1000)
+    assert claims.max_coverage_scope(p) == (
+        ["fashion_mnist:lenet1", "fashion_mnist:lenet5"],
+        ("NAC", "NBC", "SNAC", "TKNC", "LSC", "DSC"),
+    )
+    # on the paper's numbers: TKNC(2) needs 959 of CIFAR VGG-16's 10,000 tests, the most of any judged criterion;
+    # KMNC(1000) needs 8,814 of MNIST LeNet-5's, which "below half" would fail
+    saturation = register["max_coverage"]
+    assert saturation.paper_estimate == 0.096 and saturation.on_paper_numbers() == "held"
+    assert saturation.rule.decide(0.8814, 0.8814, 0.8814) == "not held"
     # a run without a paper-sized test set judges every pair, at a miniature regime
     small = resolve({"profile": "default", "pairs": ["mnist:lenet1", "mnist:lenet5"]}, dg.SPEC)
     assert claims.max_coverage_scope(small)[0] == ["mnist:lenet1", "mnist:lenet5"]
     assert claims.claims(small)["max_coverage"].regime.kind == "miniature"
+
+
+def test_the_max_coverage_row_is_decided_over_cam_seeds_on_its_worst_unit() -> None:
+    """Each judged (pair, set, criterion) unit: the mean share over CAM seeds with a t interval; the rule applied to
+    every unit, the worst deciding; KMNC rows (judged False) are left out whatever their share."""
+    from repro.deepgini import claims
+    from repro.params import resolve
+
+    claim = claims.claims(resolve({"profile": "default"}, dg.SPEC))["max_coverage"]
+    unit = {"dataset": "fashion_mnist", "model": "lenet1", "tests_to_max": 7}
+    frame = pd.DataFrame(
+        [
+            {
+                **unit,
+                "test_set": "original",
+                "method": "NAC(0)-CAM",
+                "seed_shares": "0.001 0.001 0.001",
+                "judged": True,
+            },
+            {**unit, "test_set": "original", "method": "TKNC(1)-CAM", "seed_shares": "0.25 0.3 0.35", "judged": True},
+            {**unit, "test_set": "original", "method": "KMNC(1000)-CAM", "seed_shares": "0.9", "judged": False},
+        ]
+    )
+    row = dg._max_coverage_row(claim, frame)
+    half = 4.302652729911275 * 0.05 / np.sqrt(3)  # t(0.975, 2) x sd 0.05 / sqrt(3)
+    assert row["decision"] == "held" and "deciding unit TKNC(1)-CAM" in row["test"]
+    assert (row["ours"], row["ci_low"], row["ci_high"]) == pytest.approx((0.3, 0.3 - half, 0.3 + half))
+    assert "2 units: 2 held" in row["test"] and "3 CAM seeds" in row["test"]
+    frame.loc[1, "seed_shares"] = "0.45 0.5 0.55"  # its interval straddles one half: inconclusive
+    assert dg._max_coverage_row(claim, frame)["decision"] == "inconclusive"
 
 
 def _iv(estimate: float, low: float, high: float):

@@ -208,12 +208,33 @@ def pairs_at_paper(p: Mapping[str, Any], pairs: list[str] | None = None) -> floa
 PAPER_KMNC_K = 1_000  # the KMNC of the paper's tables; KMNC(10000) timed out (no claim on it)
 PAPER_TEST_IMAGES = 10_000  # the paper's smallest original test set (SVHN has 26,032)
 
+# apfd.xlsx, '# Tests to Max Cov.': the tests CAM needs to reach maximum coverage, as a share of the set (original:
+# 10,000 images, SVHN 26,032; mixed: the rows of the artifact's exp_apfd/all_output/.../*_adv_deep_metric.csv, e.g.
+# 49,854 on MNIST LeNet-1, 18,000 on CIFAR VGG-16). The largest share of any criterion but KMNC, on any pair and
+# either set, is TKNC(2)'s 959 of 10,000 on CIFAR VGG-16 (original); SVHN LeNet-5's mixed set is not in the artifact,
+# its 564 tests are at most 564 / 26,032. KMNC(1000) needs far more: 2,777, 8,814 and 4,052 of the 10,000 original
+# tests on MNIST LeNet-1, MNIST LeNet-5 and Fashion LeNet-1, and 4,791 of 49,854 and 5,553 of 49,992 on the mixed
+# sets of MNIST LeNet-1 and Fashion LeNet-1. The table's own numbers so contradict "each criterion saturates early"
+# for KMNC: the claim covers the criteria it holds for in the paper, and KMNC is shown beside, not judged.
+PAPER_MAX_COVERAGE_SHARE = {"TKNC(2)-CAM, CIFAR-10 VGG-16, original": 959 / 10_000}
+PAPER_KMNC_TO_MAX = {
+    "MNIST LeNet-1, original": 2_777 / 10_000,
+    "MNIST LeNet-5, original": 8_814 / 10_000,
+    "Fashion LeNet-1, original": 4_052 / 10_000,
+    "MNIST LeNet-1, mixed": 4_791 / 49_854,
+    "Fashion LeNet-1, mixed": 5_553 / 49_992,
+}
+# the criteria the max-coverage row judges (the paper's table rows, KMNC left out: see above)
+SATURATING = ("NAC", "NBC", "SNAC", "TKNC", "LSC", "DSC")
+# CAM seeds (start and tie-breaks) per criterion, pair and set: the row's interval is over them
+CAM_SEEDS = 5
 
-def max_coverage_scope(p: Mapping[str, Any]) -> tuple[list[str], int]:
-    """The pairs and the largest KMNC k the max-coverage row judges: the pairs whose original test set is as large
-    as the paper's (all pairs when none is, at a miniature regime) and KMNC up to the paper's k."""
+
+def max_coverage_scope(p: Mapping[str, Any]) -> tuple[list[str], tuple[str, ...]]:
+    """The pairs and criteria the max-coverage row judges: the pairs whose original test set is as large as the
+    paper's (all pairs when none is, at a miniature regime), and every criterion of the paper's table but KMNC."""
     full = [pair for pair in p["pairs"] if images(p, pair.split(":")[0])[1] >= PAPER_TEST_IMAGES]
-    return (full or list(p["pairs"])), PAPER_KMNC_K
+    return (full or list(p["pairs"])), SATURATING
 
 
 def _apfd_claims(p: Mapping[str, Any], pairs: list[tuple[str, str]], each: str) -> dict[str, Claim]:
@@ -382,15 +403,15 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     pairs = [tuple(s.split(":")) for s in p["pairs"]]
     each = f"each of the {len(pairs)} pairs"
     out = _apfd_claims(p, pairs, each)
-    judged, largest_k = max_coverage_scope(p)
+    judged, _ = max_coverage_scope(p)
     test_sizes = [images(p, pair.split(":")[0])[1] for pair in judged]
     full = min(test_sizes) >= PAPER_TEST_IMAGES
     out["max_coverage"] = Claim(
-        f"CAM reaches each criterion's maximum coverage within the first half of the mixed set (KMNC to k = "
-        f"{largest_k:,}), on pairs with {min(test_sizes):,}+ test images",
-        "Table 3, '# tests to max cov'",
-        "few tests",
-        Rule.below(0.5, "the share of tests CAM needs, on each judged criterion and pair"),
+        f"CAM reaches maximum coverage within the first half of the set for every criterion but KMNC, both sets, on "
+        f"pairs with {min(test_sizes):,}+ test images",
+        "Table 3, '# tests to max cov' (artifact apfd.xlsx; its KMNC(1000) needs 28-88 % of the original set)",
+        "TKNC(2) 959 of 10,000 tests at most (KMNC, not judged: up to 8,814)",
+        Rule.below(0.5, "the share of tests CAM needs, on each judged criterion, pair and set"),
         quote="Coverage-guided CAM reaches each criterion's maximum coverage after a small part of the set.",
         paraphrase=True,
         comparator="the number of tests in the set",
@@ -399,12 +420,15 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "10,000 (SVHN 26,032)",
             " / ".join(f"{n:,}" for n in dict.fromkeys(test_sizes)),
             "paper" if full else "miniature",
-            "the paper's test-set size; KMNC(10000), which the paper reports as a time-out, is not judged"
-            if full
-            else "",
+            "the paper's test-set size, and its criteria but KMNC" if full else "",
             Criterion((10_000, 30_000), PAPER_SHORTFALL_PROP, (-1, ACCURACY_SHORTFALL)) if full else None,
         ),
-        units="none",
+        paper_values={
+            **{f"{k} (largest but KMNC)": round(v, 4) for k, v in PAPER_MAX_COVERAGE_SHARE.items()},
+            **{f"KMNC(1000) {k} (not judged)": round(v, 4) for k, v in PAPER_KMNC_TO_MAX.items()},
+        },
+        paper_estimate=round(max(PAPER_MAX_COVERAGE_SHARE.values()), 3),
+        units="CAM seeds",
     )
     out.update(_retraining_claims(p, each))
     out.update(_cost_claims(p))
