@@ -306,3 +306,28 @@ def test_minimal_fgsm_predicting_only_unfooled_images_gives_arts_examples() -> N
     fooled = attacks._predict(clf, ours) != attacks._predict(clf, x)
     assert fooled.mean() > 0.5 and len(set(steps[fooled])) > 3
     assert np.array_equal(attacks.adversarial_examples(clf, x[:8], y[200:208], "FGSM"), ours[:8])  # the chapter's
+
+
+def test_best_coverage_has_one_definition_with_lsc_and_dsc_in_it() -> None:
+    """The coverage family is the paper's baselines (LSC/DSC-CAM included); the verdict, the prose and the models
+    table name the same best coverage method of a set, and "surprise" is LSA or DSA only."""
+    from repro.deepgini.claims import paper_baselines
+
+    methods = dg.method_table([1000])
+    assert methods["LSC-CAM"] == methods["DSC-CAM"] == "coverage" and methods["LSA"] == methods["DSA"] == "surprise"
+    assert paper_baselines(methods) == [m for m, f in methods.items() if f == "coverage"]
+    values = {"DeepGini": 0.9, "random": 0.5, "NAC(0)-CTM": 0.55, "LSC-CAM": 0.6, "LSA": 0.7, "DSA": 0.65}
+    frame = pd.DataFrame(
+        [
+            {"dataset": "d", "model": "m", "test_set": ts, "method": k, "family": methods.get(k, "softmax"),
+             "apfd_normalized": v}
+            for ts in ("original", "original+adversarial")
+            for k, v in values.items()
+        ]
+    )  # fmt: skip
+    assert dg.best_of(frame, "coverage", ("d", "m", "original")) == "LSC-CAM"
+    assert dg.best_of(frame, "surprise", ("d", "m", "original")) == "LSA"
+    words = dg.apfd_words(frame, ("original", "original+adversarial"))
+    assert "best coverage LSC-CAM 0.600" in words and "best surprise LSA 0.700" in words
+    table = dg.models_table(frame, pd.DataFrame(columns=[*frame.columns, "trained_model"]), ("original",))
+    assert list(table["method"]) == ["DeepGini", "max-softmax", "LSC-CAM"]
