@@ -331,3 +331,30 @@ def test_best_coverage_has_one_definition_with_lsc_and_dsc_in_it() -> None:
     assert "best coverage LSC-CAM 0.600" in words and "best surprise LSA 0.700" in words
     table = dg.models_table(frame, pd.DataFrame(columns=[*frame.columns, "trained_model"]), ("original",))
     assert list(table["method"]) == ["DeepGini", "max-softmax", "LSC-CAM"]
+
+
+def test_attack_rows_count_already_misclassified_images_and_the_success_rate_without_them(monkeypatch) -> None:
+    """Images 0 and 1 of six are misclassified before any attack. Every attack returns them unchanged as successes
+    (foolbox 1.x's zero-distance adversarial) and fools images 2 and 3 of the four correct ones: success 4/6 over
+    every image, 2/4 over the correctly classified, two unperturbed examples kept."""
+    from repro.deepgini import attacks, nets
+
+    x = np.arange(6 * 4, dtype=np.float32).reshape(6, 1, 2, 2) / 24
+    y = np.zeros(6, int)
+    monkeypatch.setattr(nets, "predict_proba", lambda model, x: np.eye(10)[[1, 2, 0, 0, 0, 0][: len(x)]])
+
+    def fake_attack(model, x, y, attack, idx, classes, keep_failures):
+        keep = np.isin(idx, [0, 1, 2, 3])
+        adv = x[idx].copy()
+        adv[np.isin(idx, [2, 3])] += 0.01  # the two real successes are perturbed
+        return attacks.AdversarialSet(attack, adv[keep], idx[keep], np.ones(int(keep.sum()), bool), len(idx))
+
+    monkeypatch.setattr(attacks, "attack_set", fake_attack)
+    mixed, rows = testsets.build(object(), x, y, "artifact", {}, seed=0)
+    assert len(rows) == 4 and len(mixed.y) == 6 + 4 * 4
+    for r in rows.to_dict("records"):
+        counts = ("images_attacked", "examples_kept", "already_misclassified", "unperturbed_kept")
+        assert [r[c] for c in counts] == [6, 4, 2, 2]
+        assert r["success_rate"] == pytest.approx(4 / 6) and r["success_rate_correct"] == pytest.approx(2 / 4)
+    words = dg.attack_words(rows.assign(dataset="d", model="m"))
+    assert "keeps 2 of the 2 misclassified images it attacked unchanged" in words and "50.0%" in words

@@ -43,10 +43,17 @@ def build(
 ) -> tuple[MixedSet, pd.DataFrame]:
     """Original tests plus every attack of `construction` on the first caps[attack] images of a seeded permutation.
 
-    "artifact" keeps successful examples only; "fixed" keeps every attempt. Returns the set and one row per attack."""
+    "artifact" keeps successful examples only; "fixed" keeps every attempt. Returns the set and one row per attack:
+    images attacked, examples kept, the success rate over every attacked image (as the artifact counts: an image the
+    model already misclassifies is a success at zero perturbation, which foolbox 1.x returns without running the
+    attack), and the same without those images (success_rate_correct: over the correctly classified images
+    attacked), with how many of them were attacked and how many kept examples are unperturbed."""
+    from . import nets
+
     if construction not in CONSTRUCTIONS:
         raise ValueError(f"construction must be one of {', '.join(CONSTRUCTIONS)}, got {construction!r}")
     picks = np.random.default_rng(seed).permutation(len(x))
+    wrong = nets.predict_proba(model, x).argmax(1) != y  # the originals the model already misclassifies
     parts = [MixedSet(x, y, np.arange(len(x)), np.full(len(x), "original"))]
     rows = []
     for attack in tqdm(CONSTRUCTIONS[construction], desc=f"attacks ({construction})", leave=False):
@@ -54,6 +61,8 @@ def build(
         idx = picks[: caps.get(attack) or len(x)]
         made = attacks.attack_set(model, x, y, name, idx, classes, keep_failures=construction == "fixed")
         parts.append(MixedSet(made.x, y[made.source], made.source, np.full(len(made.source), attack)))
+        unperturbed = (made.x == x[made.source]).reshape(len(made.source), -1).all(axis=1)
+        correct = int((~wrong[idx]).sum())
         rows.append(
             {
                 "construction": construction,
@@ -61,6 +70,11 @@ def build(
                 "images_attacked": made.tried,
                 "examples_kept": len(made.source),
                 "success_rate": made.success_rate,
+                "already_misclassified": int(wrong[idx].sum()),
+                "unperturbed_kept": int(unperturbed.sum()),
+                "success_rate_correct": float((made.fooled & ~wrong[made.source]).sum() / correct)
+                if correct
+                else float("nan"),
                 "mean_linf": float(np.abs(made.x - x[made.source]).max(axis=(1, 2, 3)).mean())
                 if len(made.source)
                 else float("nan"),
