@@ -374,7 +374,9 @@ page.say(dg.layer_set_words(layer_sets, apfd))
 
 # %%
 fig = dg.curves_figure(apfd, orders, truth, PAIRS, SETS, P.kmnc_k[0])
-page.say(dg.overlap_words(apfd, SETS))
+wins = dg.softmax_wins(apfd, more_apfd, SETS)
+repro.publish("softmax_wins", wins)
+page.say(dg.overlap_words(apfd, wins, SETS))
 
 # %% [markdown]
 # ## 7. Cost

@@ -358,3 +358,25 @@ def test_attack_rows_count_already_misclassified_images_and_the_success_rate_wit
         assert r["success_rate"] == pytest.approx(4 / 6) and r["success_rate_correct"] == pytest.approx(2 / 4)
     words = dg.attack_words(rows.assign(dataset="d", model="m"))
     assert "keeps 2 of the 2 misclassified images it attacked unchanged" in words and "50.0%" in words
+
+
+def test_softmax_wins_count_the_cases_on_each_side_of_deepgini() -> None:
+    """Two pairs x two trained models: margin above DeepGini in all four mixed cases, entropy below in all four,
+    max-softmax split; the words say so with the range of differences."""
+    rows = []
+    for model, pair in enumerate([("a", "x"), ("a", "x"), ("b", "y"), ("b", "y")]):
+        for method, value in {"DeepGini": 0.9, "max-softmax": 0.9 + (-1) ** model * 0.002, "entropy": 0.89,
+                              "margin": 0.9 + 0.004 * (model + 1), "LSA": 0.5, "DSA": 0.4}.items():  # fmt: skip
+            rows.append({"dataset": pair[0], "model": pair[1], "test_set": "original+adversarial", "method": method,
+                         "apfd_normalized": value, "trained_model": model % 2})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    first, more = frame[frame["trained_model"] == 0].drop(columns="trained_model"), frame[frame["trained_model"] == 1]
+    wins = dg.softmax_wins(first, more, ("original+adversarial",)).set_index("score")
+    assert wins.loc["margin", ["cases", "above_deepgini", "below_deepgini"]].tolist() == [4, 4, 0]
+    assert wins.loc["entropy", "below_deepgini"] == 4 and wins.loc["max-softmax", "above_deepgini"] == 2
+    assert wins.loc["margin", "smallest"] == pytest.approx(0.004) and wins.loc["margin", "largest"] == pytest.approx(
+        0.016
+    )
+    words = dg.overlap_words(first, wins.reset_index(), ("original+adversarial",))
+    assert "margin above DeepGini's in every case (+0.004 to +0.016)" in words
+    assert "entropy below DeepGini's in every case" in words and "within 0.016 of DeepGini's" in words
