@@ -380,3 +380,86 @@ def test_softmax_wins_count_the_cases_on_each_side_of_deepgini() -> None:
     words = dg.overlap_words(first, wins.reset_index(), ("original+adversarial",))
     assert "margin above DeepGini's in every case (+0.004 to +0.016)" in words
     assert "entropy below DeepGini's in every case" in words and "within 0.016 of DeepGini's" in words
+
+
+def test_tie_share_of_a_ctm_top_k_is_its_boundary_group_when_a_test_below_ties_it() -> None:
+    """Coverage counts 3, 2, 2, 2, 1, 0. Top 3: the 3 and two of the three 2s; the third 2 is left out, so the
+    tie-break decided both 2s inside: 2 of 3 places. Top 4 takes every 2: the 4th score (2) is strictly above the
+    next (1), and no place is decided by ties."""
+    from repro.deepgini import coverage as cv
+
+    counts = [3, 2, 2, 2, 1, 0]
+    items = sparse.csr_matrix(np.array([[1] * c + [0] * (3 - c) for c in counts], dtype=np.int8))
+    for seed in range(4):  # the seed moves which 2s get in, not how many places ties decide
+        assert cv.tie_decided(items, seed, 3, cam=False).tolist() == [False, True, True]
+        assert not cv.tie_decided(items, seed, 4, cam=False).any()
+    with pytest.raises(ValueError, match="k must be between"):
+        cv.tie_decided(items, 0, 0, cam=False)
+
+
+def test_tie_share_of_a_cam_top_k_counts_greedy_steps_tied_with_a_test_left_out() -> None:
+    """KMNC-like: every test covers one bin, so each greedy step ties with a test left out of the top 2: ties decide
+    the whole top k. NAC-like: test 0 covers the most, then test 2 is the only one adding coverage; then the
+    leftovers follow by count (1 before 0): nothing is decided by ties at k = 2 or 3."""
+    from repro.deepgini import coverage as cv
+
+    kmnc = sparse.csr_matrix(np.eye(3, dtype=np.int8)[[0, 1, 1, 2, 0, 2]])
+    assert cv.tie_decided(kmnc, 0, 2, cam=True).tolist() == [True, True]
+    nac = sparse.csr_matrix(np.array([[1, 1, 0], [1, 0, 0], [0, 0, 1], [0, 0, 0]], dtype=np.int8))
+    assert cv.cam_order(nac, 0).tolist() == [0, 2, 1, 3]
+    assert not cv.tie_decided(nac, 0, 2, cam=True).any() and not cv.tie_decided(nac, 0, 3, cam=True).any()
+    # leftovers 1 and 3 with equal counts: the place of the one taken at k = 3 is the tie-break's
+    flat = sparse.csr_matrix(np.array([[1, 1, 0], [0, 0, 0], [0, 0, 1], [0, 0, 0]], dtype=np.int8))
+    assert cv.tie_decided(flat, 0, 3, cam=True).tolist() == [False, False, True]
+
+
+def test_the_retraining_rival_is_the_artifacts_best_that_orders_the_pool() -> None:
+    """Ranked by the artifact's 10 % outcome (retrain.xlsx, CIFAR-10 ResNet-20 for a pair it lacks): NBC(1)-CTM
+    first; a candidate whose top k its tie-break decides beyond half is passed over for the next that orders the
+    pool. A pair whose every candidate is degenerate leaves the rows untestable."""
+    from repro.deepgini import claims
+    from repro.params import resolve
+
+    outcome, sheet = claims.artifact_retraining(("digits", "lenet1"))
+    assert sheet == ("cifar10", "resnet20") and max((v, m) for m, v in outcome.items() if m != "DeepGini") == (
+        0.9348,
+        "NBC(1)-CTM",
+    )
+    assert claims.artifact_retraining(("mnist", "lenet1"))[0]["NBC(0)-CTM"] == 0.9068  # the pair's own sheet
+    # a subject whose activations make NBC(1) cover nothing (every place a tie) and NAC(0.75) cover all four
+    # neurons on 20 tests and none on the others (the top 20 strictly separated)
+    from repro.deepgini.coverage import NeuronStats
+
+    acts = np.where(np.arange(200)[:, None] < 20, 0.9, 0.1) * np.ones((1, 4))
+    stats = NeuronStats(np.zeros(4), np.ones(4), np.ones(4), np.zeros(4, int))
+    s = dg.Subject(np.full((200, 10), 0.1), acts, stats, np.zeros(200), np.zeros(200), {})
+    frame = pd.DataFrame(
+        [{"dataset": "digits", "model": "lenet1", "test_set": "original+adversarial", "method": m, "family": "coverage",
+          "apfd_normalized": 0.5} for m in ("NBC(1)-CTM", "NAC(0.75)-CTM")]
+    )  # fmt: skip
+    key = ("digits", "lenet1", "original+adversarial")
+    rival, table = dg.retraining_rival(frame, key, s, np.arange(200), 20, 0, ["NAC(0.75)-CTM", "NBC(1)-CTM"])
+    by = table.set_index("method")
+    assert list(table["method"]) == ["NBC(1)-CTM", "NAC(0.75)-CTM"]  # the artifact's order: 0.9348, 0.8993
+    assert by.loc["NBC(1)-CTM", "tie_share"] == 1.0 and not by.loc["NBC(1)-CTM", "orders_pool"]
+    assert rival == "NAC(0.75)-CTM" and by.loc["NAC(0.75)-CTM", "tie_share"] == 0.0
+    # the rows: a pair left out when its rival is degenerate; untestable when every pair's is
+    register = claims.claims(resolve({"profile": "smoke"}, dg.SPEC))
+    diffs = pd.DataFrame(
+        [{"pair": p, "protocol": "one-shot", "percent": 10, "method": "NBC(1)-CTM", "difference": d, "ci_low": d - 0.01,
+          "ci_high": d + 0.01, "test": "t", "seeds": 2} for p, d in (("a b", 0.05), ("c d", -0.05))]
+    )  # fmt: skip
+    picks = pd.DataFrame(
+        [{"pair": p, "protocol": "one-shot", "percent": 10, "method": m, "source_images": 50, "share FGSM": 0.5,
+          "share BIM": 0.5} for p in ("a b", "c d") for m in ("DeepGini", "NBC(1)-CTM")]
+    )  # fmt: skip
+    rivals = pd.DataFrame(
+        [{"pair": p, "method": "NBC(1)-CTM", "chosen": True, "tie_share": t, "orders_pool": t <= 0.5}
+         for p, t in (("a b", 0.1), ("c d", 0.9))]
+    )  # fmt: skip
+    claim = register["retraining_oneshot"]
+    row = dg._retraining_row(claim, diffs, picks, "one-shot", "coverage", rivals)
+    assert row["decision"] == "held" and "left out (its rival does not order the pool): c d" in row["test"]
+    rivals["tie_share"], rivals["orders_pool"] = 0.9, False
+    row = dg._retraining_row(claim, diffs, picks, "one-shot", "coverage", rivals)
+    assert row["decision"] == "untestable here" and row["why"].startswith("ties decide 90% of the top k")

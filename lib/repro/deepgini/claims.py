@@ -126,6 +126,257 @@ ARTIFACT_RETRAINING = {
     "cifar ResNet-20": {1: (0.888, 0.888), 10: (0.978, 0.926)},
 }
 
+# The artifact's exp_retrain/res/retrain.xlsx (read from the file itself, commit 2d894b5): accuracy on the pool after
+# retraining on 10 % of it, iterative protocol, per pair (its sheets) and method, in the order RETRAIN_METHODS (None:
+# the sheet has no row). Table 6 of the paper prints the CIFAR-10 ResNet-20 sheet: DeepGini 0.978, coverage
+# 0.916-0.935 (NBC(1)-CTM the best). Random is not in the file (its CSVs record it: ARTIFACT_RETRAINING above).
+RETRAIN_METHODS = (
+    "NAC(0)-CAM",
+    "NAC(0)-CTM",
+    "NAC(0.75)-CAM",
+    "NAC(0.75)-CTM",
+    "NBC(0)-CAM",
+    "NBC(0)-CTM",
+    "NBC(0.5)-CAM",
+    "NBC(0.5)-CTM",
+    "NBC(1)-CAM",
+    "NBC(1)-CTM",
+    "SNAC(0)-CAM",
+    "SNAC(0)-CTM",
+    "SNAC(0.5)-CAM",
+    "SNAC(0.5)-CTM",
+    "SNAC(1)-CAM",
+    "SNAC(1)-CTM",
+    "TKNC(1)-CAM",
+    "TKNC(2)-CAM",
+    "TKNC(3)-CAM",
+    "LSC-CAM",
+    "DSC-CAM",
+    "DeepGini",
+)
+ARTIFACT_RETRAIN_10 = {
+    ("cifar10", "resnet20"): (
+        0.917,
+        0.9344,
+        0.9168,
+        0.8993,
+        0.9173,
+        0.9333,
+        0.9164,
+        0.9338,
+        0.9168,
+        0.9348,
+        0.917,
+        0.9336,
+        0.9163,
+        0.9346,
+        0.9165,
+        0.9344,
+        0.9166,
+        0.9164,
+        0.9163,
+        0.9172,
+        0.9177,
+        0.9783,
+    ),
+    ("cifar10", "vgg16"): (
+        0.758,
+        0.7876,
+        0.782,
+        0.701,
+        0.7816,
+        0.7506,
+        0.7697,
+        0.7854,
+        0.7615,
+        0.7896,
+        0.7803,
+        0.7674,
+        0.7704,
+        0.793,
+        0.1,
+        0.7909,
+        0.7965,
+        0.7831,
+        0.7906,
+        0.8102,
+        None,
+        0.9284,
+    ),
+    ("fashion_mnist", "lenet1"): (
+        0.774,
+        0.8188,
+        0.7756,
+        0.8074,
+        0.7732,
+        0.8123,
+        0.7996,
+        0.8113,
+        0.7807,
+        0.8206,
+        0.7889,
+        0.8294,
+        0.7829,
+        0.8074,
+        0.7849,
+        0.8217,
+        0.7807,
+        0.7708,
+        0.7963,
+        0.8007,
+        0.8081,
+        0.8903,
+    ),
+    ("fashion_mnist", "resnet20"): (
+        0.934,
+        0.9495,
+        0.9379,
+        0.9123,
+        0.9363,
+        0.9477,
+        0.9399,
+        0.9513,
+        0.9419,
+        0.9506,
+        0.9361,
+        0.9495,
+        0.9331,
+        0.9509,
+        0.9341,
+        0.9498,
+        0.9364,
+        0.9317,
+        0.9312,
+        0.9355,
+        None,
+        0.9827,
+    ),
+    ("mnist", "lenet1"): (
+        0.8287,
+        0.7932,
+        0.8253,
+        0.8893,
+        0.8387,
+        0.9068,
+        0.829,
+        0.8059,
+        0.8369,
+        0.8072,
+        0.8192,
+        0.837,
+        0.831,
+        0.8203,
+        0.824,
+        0.8056,
+        0.8288,
+        0.8394,
+        0.8362,
+        0.843,
+        0.8357,
+        0.9975,
+    ),
+    ("mnist", "lenet5"): (
+        0.8506,
+        0.8181,
+        0.8543,
+        0.9311,
+        0.877,
+        0.8548,
+        0.8571,
+        0.8503,
+        0.8515,
+        0.8647,
+        0.8654,
+        0.8439,
+        0.8598,
+        0.8754,
+        0.9034,
+        0.8234,
+        0.8837,
+        0.8561,
+        0.8548,
+        0.8558,
+        0.868,
+        0.9986,
+    ),
+    ("svhn", "lenet5"): (
+        0.8151,
+        0.8151,
+        0.7996,
+        0.8156,
+        0.8075,
+        0.8208,
+        0.8099,
+        0.8216,
+        0.8138,
+        0.8225,
+        0.809,
+        0.8244,
+        0.8172,
+        0.8253,
+        0.8073,
+        0.8225,
+        0.8124,
+        0.8179,
+        0.8054,
+        0.8138,
+        0.8075,
+        0.9303,
+    ),
+    ("svhn", "vgg16"): (
+        0.7377,
+        0.6941,
+        0.7436,
+        0.6722,
+        0.7526,
+        0.7483,
+        0.7484,
+        0.7707,
+        0.7379,
+        0.7274,
+        0.7607,
+        0.7489,
+        0.7514,
+        0.7754,
+        0.742,
+        0.7411,
+        0.7916,
+        0.8058,
+        0.7911,
+        0.737,
+        None,
+        0.9686,
+    ),
+}
+RETRAIN_TABLE_PAIR = ("cifar10", "resnet20")  # the pair Table 6 reports
+
+
+def artifact_retraining(pair: tuple[str, str]) -> tuple[dict[str, float], tuple[str, str]]:
+    """The artifact's 10 % retraining outcome of every method (retrain.xlsx) on `pair`'s sheet, or on Table 6's pair
+    (CIFAR-10 ResNet-20) where the artifact has no sheet for it; and the sheet read."""
+    sheet = pair if pair in ARTIFACT_RETRAIN_10 else RETRAIN_TABLE_PAIR
+    values = dict(zip(RETRAIN_METHODS, ARTIFACT_RETRAIN_10[sheet]))
+    return {m: v for m, v in values.items() if v is not None}, sheet
+
+
+# The artifact's CAM order in retraining (exp_retrain/exp_retrain.py). exp() gives every test cam = 0, then numbers
+# the tests its CAM picked 1, 2, ...; a CAM's rank_fast (metrics.py) returns the greedy prefix only (the tests that
+# add coverage), so every other test keeps cam = 0. df_process() then sorts by cam ascending, as it does DeepGini's
+# full ranking (argsort of sum p**2, ascending: most uncertain first). So a CAM variant retrains on never-picked
+# tests first, in the order pandas' quicksort leaves equal keys, and its greedy picks come last: its 1-10 % are
+# not prioritized by coverage at all. That is why all 13 CAM variants sit at 0.916-0.918 on CIFAR-10 ResNet-20,
+# below the artifact's random 0.926, while the CTM variants (full orders, rank_2) reach 0.933-0.935.
+ARTIFACT_CAM_ORDER_CODE = (
+    "df['cam'] = 0",
+    "df['cam'].loc[rank_lst] = list(range(1, len(rank_lst) + 1))",
+    'df_case_rank = df.sort_values(axis=0, by=["cam"], ascending=ascending)',
+)
+# A coverage rival's top k (the largest percentage's share of the pool) may be decided by its tie-break for at most
+# this share of its members: a member is decided by the tie-break when a test left out of the top k had an equal
+# claim to its place (the same coverage count at the k-th score for CTM and CAM's leftovers; the same greedy gain
+# at its step for CAM). Above it, more of the rival's picks come from a random draw than from coverage.
+RIVAL_TIE_SHARE_MAX = 0.5
+
 # The pairs of the ISSTA tables, and LeNet-5 on Fashion-MNIST from the arXiv version's tables
 PAPER_PAIRS = (*(f"{d}:{m}" for d, m in PAPER_DEEPGINI), "fashion_mnist:lenet5")
 # (training, test) images of each dataset: the paper's full sets, and what the local sources hold (repro.data:
@@ -320,14 +571,17 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
             "0.978 vs 0.916–0.935 (CIFAR ResNet-20, 10 %)",
             Rule.above(0, "held-out accuracy, DeepGini − the coverage rival, on each pair"),
             quote=quote,
-            comparator="the coverage-based techniques (here the baseline of best APFD on the pair's mixed set among "
-            "those that order the pool)",
+            comparator="the coverage-based techniques (here the one of best retraining outcome in the artifact's "
+            "retrain.xlsx, the pair's sheet or else CIFAR-10 ResNet-20's, among those whose tie-break decides at most "
+            f"{RIVAL_TIE_SHARE_MAX:.0%} of their top {top} %)",
             regime=iterative,
             paper_values=PAPER_RETRAINING,
             paper_estimate=round(PAPER_RETRAINING["DeepGini"] - PAPER_RETRAINING["coverage, best"], 3),
             # the held-out half's inputs come several to a source image, but the interval is over retraining seeds
             # on one fixed held-out half: the items are not resampled (see the chapter's report)
             units="items",
+            # a rival whose top k its tie-break decides beyond this share is no rival (untestable here)
+            overlap_max=RIVAL_TIE_SHARE_MAX,
         ),
         "retraining_oneshot": Claim(
             f"ranked once by the original model, DeepGini's top {top} % beats the coverage rival's, on {each}",
@@ -335,6 +589,7 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
             "not reported",
             Rule.above(0, "held-out accuracy, DeepGini − the coverage rival, on each pair"),
             ours=True,
+            overlap_max=RIVAL_TIE_SHARE_MAX,
         ),
         "retraining_random": Claim(
             f"retraining on DeepGini's top {top} % beats random's, re-ranked every 1 %, on {each_it}",

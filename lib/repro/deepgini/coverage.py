@@ -200,10 +200,9 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.arange(lens.sum()) - offsets + np.repeat(starts, lens)
 
 
-def cam_order(
-    items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm", misclassified: np.ndarray | None = None
-) -> np.ndarray:
-    """Coverage-additional greedy order (seeded ties, incremental gains), then the leftovers (see `_tail`)."""
+def _greedy(items: sparse.csr_matrix, seed: int, rivals: np.ndarray | None = None) -> tuple[list[int], list[bool]]:
+    """CAM's greedy prefix (seeded ties, incremental gains): the tests in the order they add coverage, and, where
+    `rivals` (a mask of tests) is given, for each step whether one of them had the same gain as the test picked."""
     items = sparse.csr_matrix(items, dtype=np.int8)
     items.sum_duplicates()
     n = items.shape[0]
@@ -213,11 +212,14 @@ def cam_order(
     key = gain + tiebreak
     covered = np.zeros(items.shape[1], dtype=bool)
     order: list[int] = []
+    tied: list[bool] = []
     while True:
         best = int(np.argmax(key))
         if gain[best] <= 0:
             break
         order.append(best)
+        if rivals is not None:
+            tied.append(bool((rivals & (gain == gain[best])).any()))
         key[best] = -np.inf
         mine = items.indices[items.indptr[best] : items.indptr[best + 1]]
         new = mine[~covered[mine]]
@@ -225,7 +227,45 @@ def cam_order(
         drop = np.bincount(by_item.indices[_ranges(by_item.indptr[new], by_item.indptr[new + 1])], minlength=n)
         gain -= drop
         key -= drop
-    return _leftovers(order, items, seed, leftovers, misclassified)
+    return order, tied
+
+
+def cam_order(
+    items: sparse.csr_matrix, seed: int, leftovers: Leftovers = "ctm", misclassified: np.ndarray | None = None
+) -> np.ndarray:
+    """Coverage-additional greedy order (seeded ties, incremental gains), then the leftovers (see `_tail`)."""
+    items = sparse.csr_matrix(items, dtype=np.int8)
+    return _leftovers(_greedy(items, seed)[0], items, seed, leftovers, misclassified)
+
+
+def _boundary_ties(counts: np.ndarray, ranked: np.ndarray, k: int) -> np.ndarray:
+    """For the first k of `ranked` (sorted by `counts`, descending): whether the tie-break decided the place, i.e.
+    the test has the k-th count and a test after the k-th has it too (else the k-th count is strictly separated)."""
+    kth = counts[ranked[k - 1]]
+    return (counts[ranked[:k]] == kth) & bool((counts[ranked[k:]] == kth).any())
+
+
+def tie_decided(items: sparse.csr_matrix, seed: int, k: int, cam: bool) -> np.ndarray:
+    """For each of the top k tests of the CTM (cam False) or CAM order (seeded as ctm_order / cam_order): whether
+    its place was decided by the tie-break, i.e. a test left out of the top k had an equal claim to it: the same
+    coverage count at the k-th score (CTM, and CAM's leftovers, which follow in CTM order), or the same greedy gain
+    at its step (CAM's prefix)."""
+    items = sparse.csr_matrix(items, dtype=np.int8)
+    n = items.shape[0]
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be between 1 and the {n} tests, got {k}")
+    counts = np.diff(items.indptr)
+    if not cam:
+        return _boundary_ties(counts, ctm_order(items, seed), k)
+    order = cam_order(items, seed)
+    outside = np.ones(n, dtype=bool)
+    outside[order[:k]] = False
+    prefix, tied = _greedy(items, seed, rivals=outside)
+    head = np.array(tied[:k], dtype=bool)
+    if len(head) == k:
+        return head
+    rest = order[len(prefix) :]  # the leftovers in CTM order: their top places by the boundary rule
+    return np.concatenate([head, _boundary_ties(counts, rest, k - len(prefix))])
 
 
 def cam_order_naive(

@@ -424,12 +424,13 @@ def max_coverage_words(maxcov: pd.DataFrame) -> str:
         if worst is not None
         else ""
     )
-    return (
-        f"The paper's own table has CAM need {paper} of the tests to reach KMNC({PAPER_KMNC_K:,})'s maximum coverage, "
-        "so the max-coverage row judges every criterion of the table but KMNC. "
-        + (f"Ours needs {ours} (over the pairs, the notebook's seed)." if len(kmnc) else "")
-        + judged_words
-    )
+    out = [
+        f"The paper's own table has CAM need {paper} of the tests to reach KMNC({PAPER_KMNC_K})'s maximum coverage, "
+        "so the max-coverage row judges every criterion of the table but KMNC."
+    ]
+    if len(kmnc):
+        out.append(f"Ours needs {ours} (over the pairs, the notebook's seed).")
+    return " ".join(out) + judged_words
 
 
 def _margin(rule: object, ours: float) -> float:
@@ -570,15 +571,28 @@ def _picks_cause(picks: pd.DataFrame, pair: str, rival: str, percent: int, proto
     return unexplained(f"an ablation that matches the picks' make-up across methods ({seen})"), ""
 
 
-def _retraining_row(claim: object, diffs: pd.DataFrame, picks: pd.DataFrame, protocol: str, rival: str) -> dict:
+def _retraining_row(
+    claim: object, diffs: pd.DataFrame, picks: pd.DataFrame, protocol: str, rival: str, rivals: pd.DataFrame | None
+) -> dict:
     """DeepGini against the coverage rival (rival 'coverage') or random at the largest percentage under `protocol`,
-    the rule applied to every pair."""
+    the rule applied to every pair. Against coverage, a pair whose rival does not order the pool (`rivals`, column
+    orders_pool: its tie-break decides more of its top k than the register allows) is left out of the rule; where
+    no pair is left, the row is untestable (the register's overlap_max on the tie share)."""
     from .. import stats
     from ..verdict import judge
     from .retraining import CONTROL
 
     top = diffs[(diffs["percent"] == diffs["percent"].max()) & (diffs["protocol"] == protocol)]
     top = top[top["method"] == "random"] if rival == "random" else top[~top["method"].isin(["random", CONTROL])]
+    shares, left_out = {}, []
+    if rival == "coverage" and claim.overlap_max is not None:
+        if rivals is None:
+            raise ValueError(f"claim {claim.claim!r}: give the rivals' table (tie share of each chosen rival)")
+        chosen = rivals[rivals["chosen"]].set_index("pair")
+        shares = {p: float(chosen.loc[p, "tie_share"]) for p in top["pair"]}
+        left_out = [p for p in top["pair"] if not bool(chosen.loc[p, "orders_pool"])]
+        if len(left_out) < len(top):
+            top = top[~top["pair"].isin(left_out)]
     ivs = {r["pair"]: stats.Interval(r["difference"], r["ci_low"], r["ci_high"], r["test"]) for _, r in top.iterrows()}
     pair, iv, summary = every_pair(claim.rule, ivs)
     d = top[top["pair"] == pair].iloc[0]
@@ -587,7 +601,21 @@ def _retraining_row(claim: object, diffs: pd.DataFrame, picks: pd.DataFrame, pro
         f"deciding pair {pair}, vs {d['method']} ({protocol}); {summary}; 1 trained model per pair, "
         f"{int(d['seeds'])} retraining seeds (tie-breaks, extra training images, batch order vary): {d['test']}"
     )
-    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by=measured, narrow_by="seeds")
+    if not shares:
+        return judge(claim, iv.estimate, iv, test=test, why=why, measured_by=measured, narrow_by="seeds")
+    judged = [p for p in ivs if p not in left_out]  # empty when every pair's rival is degenerate
+    tie = max(shares[p] for p in judged) if judged else min(shares.values())
+    test += "; ties decide " + ", ".join(f"{shares[p]:.0%} of {p}'s rival's top k" for p in shares)
+    if left_out and len(left_out) < len(shares):
+        test += f"; left out (its rival does not order the pool): {', '.join(left_out)}"
+    row = judge(claim, iv.estimate, iv, test=test, why=why, measured_by=measured, narrow_by="seeds",
+                overlap=(tie, "retraining_rival"))  # fmt: skip
+    if row["decision"] == "untestable here":  # the core's words are about shared selections; say what is shared
+        row["why"] = (
+            f"ties decide {tie:.0%} of the top k of every pair's best coverage rival (register's limit "
+            f"{claim.overlap_max:.0%}): its picks are its tie-break's, not coverage's (table retraining_rival)"
+        )
+    return row
 
 
 def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str, n_models: int) -> dict:
@@ -693,6 +721,7 @@ def verdict_rows(
     bench: pd.DataFrame | None = None,
     replicas: dict | None = None,
     mixed: dict | None = None,
+    rivals: pd.DataFrame | None = None,
 ) -> list[dict]:
     """Apply every claim's rule to each pair (or unit) and decide the claim; a row not held names its cause and the
     published table that measures it (apfd, max_coverage, cam_implementations) with the column that varies it, or the
@@ -734,11 +763,11 @@ def verdict_rows(
         elif kind == "max_coverage":
             rows.append(_max_coverage_row(claim, maxcov))
         elif kind == "retraining":
-            rows.append(_retraining_row(claim, retrain_diffs, picks, "iterative", "coverage"))
+            rows.append(_retraining_row(claim, retrain_diffs, picks, "iterative", "coverage", rivals))
         elif kind == "retraining_oneshot":
-            rows.append(_retraining_row(claim, retrain_diffs, picks, "one-shot", "coverage"))
+            rows.append(_retraining_row(claim, retrain_diffs, picks, "one-shot", "coverage", rivals))
         elif kind == "retraining_random":
-            rows.append(_retraining_row(claim, retrain_diffs, picks, "iterative", "random"))
+            rows.append(_retraining_row(claim, retrain_diffs, picks, "iterative", "random", None))
         elif kind == "cost":
             rows.append(_cost_row(claim, timings, [m for m in timings["method"].unique() if m != "DeepGini"], n_boot,
                                   seed))  # fmt: skip
@@ -1345,20 +1374,30 @@ def ordered_by_coverage(items, seed: int, cam: bool) -> int:
 
 def retraining_rival(apfd_frame: pd.DataFrame, key: tuple[str, str, str], s: Subject, pool: np.ndarray, k: int,
                      seed: int, baselines: list[str]) -> tuple[str, pd.DataFrame]:  # fmt: skip
-    """The coverage baseline (of the paper's: `baselines`) of best normalized APFD on the pair's mixed set among
-    those that order at least the k tests the largest percentage retrains on; and every baseline's count of pool
-    tests it orders."""
-    sub = on_set(apfd_frame, key)
-    sub = sub[sub["method"].isin(baselines)].sort_values("apfd_normalized", ascending=False)
+    """The coverage rival of the retraining rows: among the paper's baselines with a retraining outcome in the
+    artifact's retrain.xlsx (claims.artifact_retraining: the pair's sheet, else Table 6's CIFAR-10 ResNet-20), in
+    the order of that outcome (10 %, best first), the first that orders the pool: at least k pool tests ranked by
+    coverage (ordered_by_coverage) and its tie-break deciding at most claims.RIVAL_TIE_SHARE_MAX of its top k
+    (coverage.tie_decided, on the original model's pool ranking). Where none does, the best by the artifact's
+    outcome, marked as not ordering the pool (its rows are untestable). Returns it and every candidate's row."""
+    from .claims import RIVAL_TIE_SHARE_MAX, artifact_retraining
+
+    outcome, sheet = artifact_retraining(key[:2])
+    apfd_by = on_set(apfd_frame, key).set_index("method")["apfd_normalized"]
+    candidates = sorted((m for m in baselines if m in outcome), key=lambda m: -outcome[m])
     on_pool = s.take(pool)
     rows = []
-    for name, value in zip(sub["method"], sub["apfd_normalized"]):
+    for name in candidates:
         criterion, _, arg = name.rsplit("-", 1)[0].partition("(")
         items = items_for(criterion, float(arg.rstrip(")") or 0), on_pool)
-        ordered = ordered_by_coverage(items, seed, cam=name.endswith("-CAM"))
-        rows.append({"method": name, "apfd_normalized": value, "pool_tests_ordered": ordered, "needed": k})
+        cam = name.endswith("-CAM")
+        ordered = ordered_by_coverage(items, seed, cam=cam)
+        share = float(cv.tie_decided(items, seed, k, cam=cam).mean())
+        rows.append({"method": name, "artifact_retraining": outcome[name], "artifact_sheet": " ".join(sheet),
+                     "apfd_normalized": float(apfd_by.get(name, np.nan)), "pool_tests_ordered": ordered, "needed": k,
+                     "tie_share": share, "orders_pool": ordered >= k and share <= RIVAL_TIE_SHARE_MAX})  # fmt: skip
     table = pd.DataFrame(rows)
-    able = table[table["pool_tests_ordered"] >= k]
+    able = table[table["orders_pool"]]
     return (able["method"].iloc[0] if len(able) else table["method"].iloc[0]), table
 
 
@@ -1546,21 +1585,54 @@ def differences_view(diffs: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index()
 
 
+def artifact_cam_words() -> str:
+    """What the artifact's retraining does with a CAM order (claims.ARTIFACT_CAM_ORDER_CODE), and what it means for
+    its table: the CAM and CTM ranges and DeepGini on Table 6's pair, and random from its CSVs (the register's)."""
+    from .claims import ARTIFACT_CAM_ORDER_CODE, ARTIFACT_RETRAINING, RETRAIN_TABLE_PAIR, artifact_retraining
+
+    outcome, _ = artifact_retraining(RETRAIN_TABLE_PAIR)
+    cam = [v for m, v in outcome.items() if m.endswith("-CAM")]
+    ctm = {m: v for m, v in outcome.items() if m.endswith("-CTM")}
+    best = max(ctm, key=ctm.get)
+    above = {m: v for m, v in ctm.items() if v > max(cam)}
+    below = ", ".join(f"{m} {v:.3f}" for m, v in ctm.items() if m not in above) or "none"
+    code = "; ".join(f"`{line}`" for line in ARTIFACT_CAM_ORDER_CODE)
+    random = ARTIFACT_RETRAINING["cifar ResNet-20"][10][1]
+    return (
+        f"The artifact's retraining script (`exp_retrain/exp_retrain.py`) reads a CAM order so: {code}. A CAM's "
+        "`rank_fast` returns only its greedy prefix, the tests that add coverage, so every other test keeps cam 0 and "
+        "the ascending sort puts those never-picked tests first, in whatever order pandas' quicksort leaves equal keys, "
+        "and the greedy picks last. DeepGini's ranking numbers every test (most uncertain first), and CTM's `rank_2` "
+        "too, so they are retrained on in their own order. The artifact's CAM rows are therefore retraining on tests "
+        "no coverage criterion chose: on CIFAR-10 ResNet-20 (retrain.xlsx, 10 %) all "
+        f"{len(cam)} CAM variants lie between {min(cam):.3f} and {max(cam):.3f}, below the artifact's random "
+        f"({random:.3f}, its CSVs), while {len(above)} of the {len(ctm)} CTM variants lie above every CAM variant, "
+        f"at {min(above.values()):.3f}–{max(ctm.values()):.3f} ({best} the best; below them: {below}), and DeepGini "
+        f"at {outcome['DeepGini']:.3f}. The paper's "
+        f"{min(cam):.3f}–{max(ctm.values()):.3f} range for coverage mixes the two: its lower end measures the script, "
+        "not CAM. This chapter orders each CAM as a CAM (greedy prefix first) and picks its rival by the artifact's "
+        "outcome among the methods that order the pool (table retraining_rival)."
+    )
+
+
 def rival_view(rivals: pd.DataFrame) -> pd.DataFrame:
-    """One row per pair: the chosen coverage rival, its APFD and pool tests ordered, and the better-APFD baselines
-    passed over because they order fewer pool tests than the largest percentage retrains on."""
+    """One row per pair: the chosen coverage rival, its retraining outcome in the artifact (the sheet read), the share
+    of its top k its tie-break decides, whether it orders the pool, and the candidates of better artifact outcome
+    passed over (in brackets: their tie share)."""
     rows = []
     for pair, sub in rivals.groupby("pair", sort=False):
         chosen = sub[sub["chosen"]].iloc[0]
-        better = sub[sub["apfd_normalized"] > chosen["apfd_normalized"]]
+        better = sub[sub["artifact_retraining"] > chosen["artifact_retraining"]]
         rows.append(
             {
                 "pair": pair,
                 "rival": chosen["method"],
-                "apfd_normalized": chosen["apfd_normalized"],
-                "pool_tests_ordered": chosen["pool_tests_ordered"],
-                "needed": chosen["needed"],
-                "passed_over": ", ".join(f"{m} ({n:,})" for m, n in zip(better["method"], better["pool_tests_ordered"]))
+                "artifact_10%": chosen["artifact_retraining"],
+                "artifact_sheet": chosen["artifact_sheet"],
+                "top_k": chosen["needed"],
+                "tie_share": round(chosen["tie_share"], 3),
+                "orders_pool": chosen["orders_pool"],
+                "passed_over": ", ".join(f"{m} ({t:.0%})" for m, t in zip(better["method"], better["tie_share"]))
                 or "none",
             }
         )
