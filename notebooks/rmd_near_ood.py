@@ -550,9 +550,9 @@ repro.publish(
     "covariance",
     cov.drop(columns="test"),
     view=cov.assign(abs_change=cov["change"].abs())
-    .groupby(["setting", "features", "estimator", "score"], sort=False)["abs_change"]
+    .groupby(["setting", "features", "estimator"], sort=False)["abs_change"]
     .max()
-    .unstack("score")
+    .unstack("estimator")
     .reset_index(),
 )
 text_rank = cov[cov["setting"].str.startswith("text")]
