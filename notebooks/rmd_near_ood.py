@@ -26,8 +26,9 @@
 # in-distribution labels ("pretrained") and with features fine-tuned on them, three trained models
 # per setting. One property of the estimator frames every result: with the authors' covariances,
 # RMD looks at a point only through $K-1$ numbers, where $K$ is the number of in-distribution
-# classes. The paper's near-OOD benchmarks have $K = 100$ and $150$ with near OOD classes. The
-# chapter builds one text setting that is near by construction (Wikipedia articles as classes,
+# classes. The paper's benchmarks have $K = 10$ (CIFAR-10 → CIFAR-100, and the genomics benchmark
+# of its largest gain, +15 % AUROC), $K = 100$ (CIFAR-100 → CIFAR-10) and $K = 150$ (CLINC150),
+# always with near OOD classes. The chapter builds one text setting that is near by construction (Wikipedia articles as classes,
 # questions about other articles as OOD), one with $K \ge 50$ real classes (BIG-bench tasks,
 # `task_classes` of them), labels a row the paper's regime only if both $K$ and the measured
 # nearness of its OOD classes say so, and measures how the gain moves with the number of real
@@ -91,10 +92,11 @@ P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
 # The claims, each with the rule that decides it, fixed here before any number is computed. The
 # near-OOD claims get one row per near direction. Each claim names the variable its effect depends
 # on: for RMD against MD that is $K$, the number of in-distribution classes (section 1 shows why).
-# The paper's near-OOD benchmarks have $K = 100$ (CIFAR-100 → CIFAR-10) and $K = 150$ (CLINC150),
-# and their OOD classes are *near*: they resemble the in-distribution classes. A direction with
-# $K \ge 50$ claims the paper's regime, and so does the upside-down image direction, whose
-# $K = 10$ is CIFAR-10's. The register writes the criterion now: $K$ in range
+# The paper's near-OOD benchmarks have $K = 10$ (CIFAR-10 → CIFAR-100; genomics, 10 bacteria
+# classes), $K = 100$ (CIFAR-100 → CIFAR-10) and $K = 150$ (CLINC150), and their OOD classes are
+# *near*: they resemble the in-distribution classes. What defines the regime is therefore
+# nearness at the benchmark's $K$. A text direction with $K \ge 50$ claims the regime of CLINC150,
+# and the upside-down image direction claims CIFAR-10's $K = 10$. The register writes the criterion now: $K$ in range
 # and the median confusion log probability (CLP, section 6) of its OOD classes at least $-2$, by
 # its 95 % lower bound over resamples of the OOD classes (a median that is near only by the luck
 # of the classes drawn does not count). The
@@ -383,6 +385,16 @@ page.say(
         f"MD's own AUROC by {r.MD_slope:+.3f} and RMD's by {r.RMD_slope:+.3f}."
         for r in trends.itertuples()
     )
+    + " The sweep fits Ledoit–Wolf at every K; the verdict rows use the maximum-likelihood estimate. At the full K "
+    + "the sweep's gain is "
+    + "; ".join(
+        f"{part.loc[part['K'].idxmax(), 'gain']:+.3f} in {st}, against the row's {row.delta:+.3f}"
+        for st, part in class_rows.groupby("setting", sort=False)
+        for row in gains[
+            (gains["setting"] == st) & (gains["features"] == "pretrained") & (gains["contrast"] == "RMD - MD")
+        ].itertuples()
+    )
+    + " (the row averages the seeds, the sweep reads the first): section 7 gives what the estimator moves."
 )
 
 # %% [markdown]
@@ -405,7 +417,26 @@ page.say(
         f"{st} at K = {k}: " + ", ".join(f"{r.score} {r.auroc:.3f}" for r in part.itertuples())
         for (st, k), part in external.groupby(["setting", "K"], sort=False)
     )
-    + "."
+    + ". "
+    + " ".join(
+        f"In {st}, RMD with the external background and every class merged (K = 1) scores {one:.3f}, "
+        f"{'above' if one > full else 'below'} the paper's RMD at K = {k} ({full:.3f}): "
+        + (
+            "most of the gain over MD does not need the K − 1 discriminant directions."
+            if one - md >= (full - md) / 2
+            else "the K − 1 discriminant directions carry most of the gain over MD."
+        )
+        for st, part in external.groupby("setting", sort=False)
+        for k in [part["K"].max()]
+        for one, full, md in [
+            (
+                part.query("K == 1 and score == 'RMD (external background)'")["auroc"].iloc[0],
+                part.query("K == @k and score == 'RMD (own background)'")["auroc"].iloc[0],
+                part.query("K == @k and score == 'MD'")["auroc"].iloc[0],
+            )
+        ]
+    )
+    + " One model and no interval: a reading, not a verdict."
 )
 
 # %% [markdown]
@@ -491,8 +522,12 @@ page.say(
 # own verdict rows; the image directions have 5 or 10 OOD classes, too few to split into two
 # sides of at least three, so their near classes stay in the table. The far classes get rows of
 # our own in the task setting, both image-near directions and the far pair (Fashion-MNIST →
-# digits): there RMD should not lose what MD does well. Each such row resamples the OOD classes
-# (tasks in the task setting).
+# digits): there RMD should not lose what MD does well. In the task setting such a row resamples
+# the OOD tasks; an image direction has too few OOD classes to resample, so its row resamples the
+# images of its fixed classes and speaks for those classes only. Table `md_below_chance` counts
+# the OOD classes on which MD ranks OOD rows below the in-distribution ones. There the shared
+# covariance misfits the classes: a gain there repairs a failure of MD and says nothing about RMD
+# against MSP.
 
 # %%
 by_class = ex.per_ood_class(inputs, feats, scored, SEEDS, P.clp_members, P.clp_per_class, P.seed)
@@ -505,7 +540,8 @@ repro.publish(
         index=["setting", "in_dist", "classes", "ood_classes"], columns="features", values="delta", sort=False
     ).reset_index(),
 )
-repro.publish("clp_distribution", ex.clp_distribution(by_class))
+repro.publish("clp_distribution", ex.clp_distribution(by_class, inputs))
+below = repro.publish("md_below_chance", ex.md_below_chance(by_class))
 rho = ex.clp_gain_correlation(by_class, P.n_boot, P.seed)
 
 # %%
@@ -529,12 +565,24 @@ ax.set(
 ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
 page.say(
     f"Within the near directions, Spearman's ρ between CLP and the gain is {rho.estimate:+.2f} "
-    f"(95 % interval {rho.low:+.2f} to {rho.high:+.2f}; {rho.method}). RMD − MD is "
+    f"(95 % interval {rho.low:+.2f} to {rho.high:+.2f}; {rho.method}). With label-free features RMD − MD is "
     + "; ".join(
-        f"{r.delta:+.3f} on the {r.ood_classes} {r.classes} OOD classes ({r.setting}, {r.in_dist[:24]}, {r.features})"
-        for r in sides.itertuples()
+        f"{r.delta:+.3f} on the {r.ood_classes} {r.classes} OOD classes ({r.setting}, {r.in_dist[:24]})"
+        for r in sides[sides["features"] == "pretrained"].itertuples()
     )
-    + "."
+    + ". The largest losses to MD on single OOD classes: "
+    + "; ".join(
+        f"{r.ood_class} {r.gain:+.3f} ({r.in_dist[:24]})"
+        for r in by_class[by_class["features"] == "pretrained"].nsmallest(4, "gain").itertuples()
+    )
+    + ". "
+    + " ".join(
+        f"In {r.setting} ({r.features}), MD ranks the OOD rows below the in-distribution ones (AUROC under 0.5) on "
+        f"{r.md_below_half} of {r.ood_classes} OOD classes; there MD averages {r.MD_there:.3f}, RMD {r.RMD_there:.3f} "
+        f"and MSP {r.MSP_there:.3f}, and RMD − MD averages {r.gain_there:+.3f} against {r.gain_elsewhere:+.3f} on "
+        "the other classes."
+        for r in below[below["md_below_half"] >= 3].itertuples()
+    )
 )
 
 # %% [markdown]
@@ -635,8 +683,9 @@ repro.publish("paper_comparison", ex.paper_table(aurocs))
 #   paper's regime for it when it is at least 50 (the paper's 100 and 150), and the row is
 #   labelled `paper` only if its OOD tasks are also near (the median CLP's 95 % lower bound at
 #   least $-2$, table
-#   `regime_checks`). The upside-down direction has CIFAR-10's $K = 10$ and is labelled `paper`
-#   by the same nearness test. The article setting is built to be near but has fewer than 50
+#   `regime_checks`). The upside-down direction has CIFAR-10's $K = 10$ and would be labelled
+#   `paper` only by the same nearness test. Its OOD classes differ from the in-distribution ones
+#   by a transformation (a covariate shift), not by meaning as CIFAR-100's classes do. The article setting is built to be near but has fewer than 50
 #   classes; the other near splits have $K = 5$ (image) and $K = 3$ (text domains). Their rows
 #   are `miniature`, and section 5's sweep of real classes measures how the gain moves with $K$.
 # - **Test rows are drawn once, training rows per seed.** Which classes are in-distribution and
@@ -663,5 +712,7 @@ repro.publish("paper_comparison", ex.paper_table(aurocs))
 
 # %%
 contrasts = {f"{d.in_dist} → {d.ood}": ex.feature_contrast(d, scored, P.n_boot, P.seed) for d in ex.near(inputs)}
-results = ex.Results(gains, contrasts, class_slopes, by_class, sides, rho, eig_summary, ranges, cov, P.n_boot, P.seed)
+results = ex.Results(
+    gains, contrasts, class_slopes, by_class, sides, rho, eig_summary, ranges, cov, P.n_boot, P.seed, accuracy
+)
 verdict.conclude(ex.verdict_rows(CLAIMS, results))

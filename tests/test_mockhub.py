@@ -301,8 +301,9 @@ def check_rmd_near_ood(result: dict) -> None:
     )  # CIFAR-10 <-> CIFAR-100 is measured
     verdict = rows(result, "verdict")
     assert {r["decision"] for r in verdict} <= {"held", "not held", "inconclusive", "untestable here"}
-    untestable = [r["why"] for r in verdict if r["decision"] == "untestable here"]  # too few classes, or no detector
-    assert all("fewer than 3" in why or "no score detects" in why for why in untestable)
+    # too few classes, no detector, or a fine-tuned arm that classifies worse than the label-free probe
+    untestable = [r["why"] for r in verdict if r["decision"] == "untestable here"]
+    assert all(any(w in why for w in ("fewer than 3", "no score detects", "under-trained")) for why in untestable)
     # at `paper` the near rows are planned at the paper's own K: CLINC150's 150 intents, CIFAR's 10 and 100 classes;
     # each is labelled `paper` only where its computed nearness criterion passed on the (mock) data
     near_md = {r["regime"] for r in rows(result, "verdict") if r["claim"].startswith("RMD improves on MD")}
@@ -325,8 +326,9 @@ def check_crt_canary_exposure(result: dict) -> None:
     )
     verdict = rows(result, "verdict")
     assert {r["decision"] for r in verdict} <= {"held", "not held", "inconclusive", "untestable here"}
-    untestable = [r["why"] for r in verdict if r["decision"] == "untestable here"]  # too few classes, or no detector
-    assert all("fewer than 3" in why or "no score detects" in why for why in untestable)
+    # too few classes, no detector, or a fine-tuned arm that classifies worse than the label-free probe
+    untestable = [r["why"] for r in verdict if r["decision"] == "untestable here"]
+    assert all(any(w in why for w in ("fewer than 3", "no score detects", "under-trained")) for why in untestable)
 
 
 def check_mink_contamination(result: dict) -> None:

@@ -96,9 +96,12 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     tables = smoke_results["rmd_near_ood"]["tables"]
     params = {r["parameter"]: r["value"] for r in tables["params"]}
     auroc = tables["auroc"]
-    assert {r["setting"] for r in auroc} == {"image-near", "image-far", "text-articles", "text-tasks", "text-domain"}
+    settings = {"image-near", "image-flip", "image-far", "text-articles", "text-tasks", "text-domain"}
+    assert {r["setting"] for r in auroc} == settings
     directions = {(r["setting"], r["in_dist"]): r for r in tables["directions"]}
     assert {r["K"] for (s, _), r in directions.items() if s == "image-near"} == {5}  # the look-alike split
+    (flip,) = [r for (s, _), r in directions.items() if s == "image-flip"]  # every class, each one upside down as OOD
+    assert flip["K"] == 10 and flip["test_ood"] == flip["test_in"] == 10 * params["n_test_per_class"]
     (tasks,) = [r for (s, _), r in directions.items() if s == "text-tasks"]
     k = params["task_classes"]
     assert tasks["K"] == k and tasks["train"] == k * params["train_per_class"]
@@ -160,6 +163,13 @@ def test_rmd_chapter_tables(smoke_results) -> None:
         r["near_by_criterion"] == (r["median_low"] >= -2.0) and r["median_low"] <= r["median"] for r in clp.values()
     )
     assert clp[wiki["in_dist"]]["ood_classes"] == wiki["test_ood"] // params["test_per_class"]
+    k_of = {r["in_dist"]: r["K"] for r in tables["directions"]}
+    assert all(abs(r["chance_clp"] - np.log(k_of[i] / (k_of[i] + r["ood_classes"]))) < 1e-12 for i, r in clp.items())
+    for r in tables["md_below_chance"]:  # the count and the means read from the per-class table
+        mine = by_class[(by_class["in_dist"] == r["in_dist"]) & (by_class["features"] == r["features"])]
+        low = mine["MD"] < 0.5
+        assert r["md_below_half"] == int(low.sum()) and r["ood_classes"] == len(mine)
+        assert not low.any() or abs(r["gain_there"] - mine.loc[low, "gain"].mean()) < 1e-12
     # the estimator comparison covers a ridge and Ledoit-Wolf for MD and RMD
     assert {(r["estimator"], r["score"]) for r in tables["covariance"]} >= {
         ("ledoit-wolf", "MD"),
@@ -167,20 +177,23 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     }
     verdict = tables["verdict"]
     text = 2  # the article and task settings (the domain splits are tables only)
-    # per-direction rows (no label-free contrast on the local images), near rows (tasks and images, both feature
-    # types), far rows, eigen rows, then the class trends, CLP, PC and covariance rows
-    assert len(verdict) == 4 * text + 3 * 2 + 3 * 2 + 3 + 2 + 5 <= 30
+    # per-direction rows (no label-free contrast on the local images: the two look-alike directions and the
+    # upside-down one), near rows (tasks, both feature types), far rows (tasks, both image-near directions, the far
+    # pair), eigen rows, then the class trends, CLP, PC and covariance rows
+    assert len(verdict) == 4 * text + 3 * 2 + 3 + 2 + 4 + 2 + 2 + 3 <= 30
     assert all(r["ci_low"] <= r["ci_high"] for r in verdict if r["ci_low"] is not None)
     assert all(r["why"] for r in verdict if r["decision"] != "held")
-    assert [r["origin"] for r in verdict].count("ours") == 3 + 2 + 1  # far checks, class trends, covariance
+    assert [r["origin"] for r in verdict].count("ours") == 4 + 2 + 1  # far checks, class trends, covariance
     near_md = {r["regime"] for r in verdict if r["claim"].startswith("RMD improves on MD for near-OOD")}
-    assert near_md == {
+    flip = near_md & {"paper: classes K = 10 (paper 10)", "miniature: classes K = 10 (paper 10)"}  # by its CLP
+    assert len(flip) == 1 and near_md - flip == {
         f"miniature: classes K = {ka} (paper 150)",
         f"miniature: classes K = {k} (paper 150)",
         "miniature: classes K = 5 (paper 10 / 100)",
     }
     assert all(
-        r["measured_by"] in ("", "class_sweep", "regimes", "covariance", "per_ood_class", "auroc") for r in verdict
+        r["measured_by"] in ("", "class_sweep", "regimes", "covariance", "per_ood_class", "auroc", "near_far")
+        for r in verdict
     )
     assert not any("would tell would tell" in r["why"] for r in verdict)
 

@@ -23,6 +23,7 @@ from .experiment import (
     NEARNESS,
     PAPER_VALUES,
     SPEC,
+    TABLE_ONLY,
     article_groups,
     domain_groups,
     task_groups,
@@ -73,7 +74,7 @@ EIGEN = (
 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: K in the sweep
 # of real classes (subsets of a setting's classes), the covariance estimator in the covariance ablation.
-MEASURES = {"class_sweep": "K", "covariance": "estimator"}
+MEASURES = {"class_sweep": "K", "covariance": "estimator", "near_far": "classes"}
 
 
 @dataclass(frozen=True)
@@ -100,11 +101,6 @@ class Near:
         return {"text-tasks": "tasks", "text-domain": "articles", "text-articles": "articles"}.get(
             self.setting, "items"
         )
-
-    @property
-    def class_units(self) -> str:
-        """What a near or far row (a subset of OOD classes) resamples: the text clusters, or the OOD classes."""
-        return "OOD classes" if self.units == "items" else self.units
 
     @property
     def many(self) -> bool:
@@ -196,12 +192,6 @@ def _against(colab: tuple[dict[str, float], bool], other: str, fallback: str) ->
     }
 
 
-# Settings shown in tables but given no verdict rows: the squad_shifts domain split, where no score detects the held-out
-# domain at `default` (best AUROC 0.58 of MSP, MD and RMD on 2026-11-29, against a floor of 0.6), so its rows compared
-# detectors at chance; the article setting is the near text benchmark now.
-TABLE_ONLY = ("text-domain",)
-
-
 def _our_check(claim: str, source: str, paper: str, rule: Rule, units: str) -> Claim:
     """A check of our own on one near direction's test rows (clustered as the direction's are)."""
     return Claim(claim, source, paper, rule, ours=True, units=units)
@@ -235,6 +225,8 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 comparator="the same MD→RMD gain with the model fine-tuned on the in-distribution classes",
                 regime=n.regime(),
                 units=n.units,
+                fitness="in-distribution accuracy (fine-tuned model against the label-free probe)",
+                fitness_margin=0.0,
             )
         out[f"rmd_vs_msp|{n.tag}"] = Claim(
             f"{TEXT['rmd_vs_msp']}: {n.tag}",
@@ -259,7 +251,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                     quote=INTRO_NEAR,
                     comparator=f"MD on the same {kind} features and the same test rows",
                     regime=n.regime(),
-                    units=n.class_units,
+                    units=n.units,
                     paper="MD fails on near OOD",
                 )
         if n.setting in ("image-near", "text-tasks", "image-far"):  # the far pair: one direction, fixed here
@@ -268,7 +260,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 "our check of §1 (MD is 'highly effective' on far OOD: RMD should not give that up)",
                 "(MD good on far OOD)",
                 Rule.above(-0.01, "AUROC(RMD) − AUROC(MD) on the far OOD classes"),
-                n.class_units,
+                n.units,
             )
     for n in [m for m in near if m.setting in ("text-tasks", "text-near")] + [
         m for m in near if m.setting == "image-near"

@@ -11,29 +11,37 @@ import pandas as pd
 import seaborn as sns
 
 from ..page import FIGURE_WIDTH
-from ..plots import interval_points, log_axis
+from ..plots import log_axis
 from .experiment import KINDS
 
 
 def _wrap(text: str, width: int) -> str:
-    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False)) or text
+    return "\n".join(textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)) or text
 
 
 def auroc_panels(aurocs: pd.DataFrame, colors: dict) -> plt.Figure:
-    """AUROC of each score per direction (in-distribution set named), one panel per feature type, 95 % bars."""
-    labels = aurocs["in_dist"] + " in"
-    cats = list(dict.fromkeys(labels))
-    width = max(9, int((FIGURE_WIDTH - 1.2) * 72 / len(cats) / 5.6))  # characters of an 8-pt label a category holds
-    panels = aurocs.assign(direction=labels.map(lambda s: _wrap(s, width)))
-    fig, axes = plt.subplots(2, 1, figsize=(FIGURE_WIDTH, 6.6), sharey=True)
+    """AUROC of each score per direction (in-distribution set named, one line each), one panel per feature type side
+    by side, 95 % bars: the directions on the y axis, so that their names read in full."""
+    labels = aurocs["setting"] + ": " + aurocs["in_dist"] + " in"
+    cats = list(dict.fromkeys(labels))[::-1]  # the first direction on top
+    frame = aurocs.assign(direction=labels)
+    levels = list(dict.fromkeys(frame["score"]))
+    offsets = np.linspace(0.25, -0.25, len(levels)) if len(levels) > 1 else np.zeros(1)
+    fig, axes = plt.subplots(1, 2, figsize=(FIGURE_WIDTH, 0.9 + 0.42 * len(cats)), sharey=True)
     for ax, kind in zip(axes, KINDS):
-        interval_points(
-            ax, panels[panels["features"] == kind], "direction", "auroc", "ci_low", "ci_high", "score", colors
-        )
-        ax.set(ylabel="AUROC", title=f"{kind} features", xlabel="")
-        ax.tick_params(axis="x", labelsize=8)
-    axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
-    fig.tight_layout()
+        panel = frame[frame["features"] == kind]
+        for off, level in zip(offsets, levels):
+            sub = panel[panel["score"] == level]
+            pos = np.array([cats.index(c) for c in sub["direction"]]) + off
+            err = np.vstack([sub["auroc"] - sub["ci_low"], sub["ci_high"] - sub["auroc"]])
+            ax.errorbar(sub["auroc"], pos, xerr=err, fmt="o", color=colors.get(level), label=level, capsize=2, ms=4)
+        ax.axvline(0.5, color="grey", lw=0.8, ls=":")  # chance
+        ax.set(xlabel="AUROC", title=f"{kind} features")
+        ax.set_yticks(range(len(cats)), cats)
+        ax.tick_params(labelsize=8)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="upper center", ncol=len(names), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
     return fig
 
 
