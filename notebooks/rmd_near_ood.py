@@ -64,8 +64,10 @@ cnn_epochs = None  # epochs of the fine-tuned CNNs
 ae_epochs = None  # epochs of the denoising auto-encoder (label-free image features)
 text_train_per_domain = None  # training questions per squad_shifts domain
 text_test_per_domain = None  # test questions per squad_shifts domain
-text_ood_domains = None  # squad_shifts domains held out as OOD, one direction each
+text_ood_domains = None  # squad_shifts domains held out as OOD, one direction each (none at default)
 text_epochs = None  # epochs of encoder fine-tuning on the in-distribution classes (3, the paper's)
+text_train_top = None  # last encoder layers fine-tuning trains, the lower ones frozen (0 = all, the paper's)
+text_lr = None  # Adam learning rate of text fine-tuning
 article_classes = None  # Wikipedia articles used as in-distribution classes; the other articles are OOD
 task_classes = None  # BIG-bench tasks used as in-distribution classes; every other task is OOD
 train_per_class = None  # training inputs per task and per article

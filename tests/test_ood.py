@@ -409,3 +409,33 @@ def test_each_seed_draws_its_own_training_rows_on_the_same_test_rows() -> None:
     for domain in split[0]:
         (tr0, te0, art0), (tr1, te1, art1) = split[0][domain], split[1][domain]
         assert te0 == te1 and art0 == art1 and tr0 != tr1 and not set(tr0 + tr1) & set(te0)
+
+
+@pytest.mark.trains
+def test_a_frozen_trunk_gives_the_whole_encoders_outputs_and_trains_only_the_top_layers() -> None:
+    import torch
+
+    from repro import pretrained
+
+    path = pretrained.minilm_path(n_layers=2)
+    torch.manual_seed(0)
+    whole = pretrained.EncoderClassifier(path, 3).eval()
+    top = pretrained.EncoderClassifier(path, 3, train_top=1)
+    top.load_state_dict(whole.state_dict())
+    top.eval()
+    texts = ["a short one", "a much longer question about the rivers of a country far away", "word " * 90, "hi"]
+    with torch.no_grad():
+        for a, b in zip(whole(texts), top(texts)):  # features, then logits; padding differs, the masks hide it
+            assert torch.allclose(a, b, atol=1e-5)
+    key = (str(path), 1, 64)
+    assert set(pretrained._TRUNK_STATES[key]) >= set(texts)  # each text's trunk states computed once
+    assert len(pretrained._TRUNK_STATES[key]["hi"]) == 3  # [CLS] hi [SEP]: unpadded
+    top.train()
+    assert not top.encoder.encoder.layer[0].training and top.encoder.encoder.layer[1].training
+    top(texts)[1].sum().backward()
+    assert top.encoder.embeddings.word_embeddings.weight.grad is None
+    assert all(p.grad is None for p in top.encoder.encoder.layer[0].parameters())
+    assert all(p.grad is not None for p in top.encoder.encoder.layer[1].parameters())
+    assert top.head.weight.grad is not None
+    with pytest.raises(ValueError, match="has 2 layers"):
+        pretrained.EncoderClassifier(path, 3, train_top=3)

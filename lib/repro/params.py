@@ -35,6 +35,7 @@ class Param:
     help: str = ""
     items: type | None = None
     item_choices: tuple[Any, ...] | None = None
+    may_be_empty: bool = False  # a list parameter whose empty value means "none of them"
 
     def profile_value(self, profile: str) -> Any:
         """The value this parameter takes under `profile` (falls back to the default profile)."""
@@ -80,8 +81,9 @@ def check_value(name: str, value: Any, spec: Param) -> Any:
     if spec.items is not None:
         if isinstance(value, tuple):
             value = list(value)
-        if not isinstance(value, list) or not value:
-            raise ParameterError(f"parameter {name!r}: got {value!r}, expected a non-empty {spec.allowed()}")
+        if not isinstance(value, list) or not (value or spec.may_be_empty):
+            kind = spec.allowed() if spec.may_be_empty else f"non-empty {spec.allowed()}"
+            raise ParameterError(f"parameter {name!r}: got {value!r}, expected a {kind}")
         value = [_coerce_scalar(name, v, spec.items, spec) for v in value]
         unknown = [v for v in value if spec.item_choices is not None and v not in spec.item_choices]
         if unknown:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -170,15 +171,51 @@ VIT_IN21K_HUB = "google/vit-base-patch16-224-in21k"
 BERT_HUB = "bert-base-uncased"
 
 
-class EncoderClassifier:
-    """A transformers encoder (text: mean-pooled tokens; image: [CLS]) with a linear head: (features, logits)."""
+_TRUNK_STATES: dict[tuple[str, int, int], dict[str, torch.Tensor]] = {}  # (encoder, frozen layers, max_length)
 
-    def __new__(cls, name: str | Path, n_classes: int, modality: str = "text", max_length: int = 64) -> Any:
+
+def frozen_trunk_states(encoder: Any, tokenizer: Any, key: tuple[str, int, int], texts: Sequence[str]) -> list:
+    """Each text's hidden states (tokens x width) after the embeddings and the first key[1] layers of a BERT-family
+    `encoder`, in eval mode without gradients, remembered per text for the process: those layers are frozen at their
+    pretrained weights, so every model and seed that shares them reads the same states (no dropout there)."""
+    import torch
+    from transformers.masking_utils import create_bidirectional_mask
+
+    memo = _TRUNK_STATES.setdefault(key, {})
+    todo = sorted({t for t in texts if t not in memo}, key=lambda t: (len(t), t))
+    for s in range(0, len(todo), 64):
+        chunk = todo[s : s + 64]
+        tokens = tokenizer(chunk, padding=True, truncation=True, max_length=key[2], return_tensors="pt")
+        with torch.no_grad():
+            hidden = encoder.embeddings(input_ids=tokens["input_ids"], token_type_ids=tokens.get("token_type_ids"))
+            mask = create_bidirectional_mask(
+                config=encoder.config, inputs_embeds=hidden, attention_mask=tokens["attention_mask"]
+            )
+            for layer in encoder.encoder.layer[: key[1]]:
+                hidden = layer(hidden, mask)
+        for text, h, m in zip(chunk, hidden, tokens["attention_mask"].bool()):
+            memo[text] = h[m].clone()
+    return [memo[t] for t in texts]
+
+
+class EncoderClassifier:
+    """A transformers encoder (text: mean-pooled tokens; image: [CLS]) with a linear head: (features, logits).
+    `train_top` k > 0 (text): only the last k layers and the head learn; the embeddings and the layers below stay at
+    their pretrained weights, and their outputs are computed once per text (frozen_trunk_states), which makes a
+    fine-tuning step about L / k times cheaper. 0 trains every layer."""
+
+    def __new__(
+        cls, name: str | Path, n_classes: int, modality: str = "text", max_length: int = 64, train_top: int = 0
+    ) -> Any:
+        import torch
         from torch import nn
         from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+        from transformers.masking_utils import create_bidirectional_mask
 
         if modality not in ("text", "image"):
             raise ValueError(f"modality must be 'text' or 'image', got {modality!r}")
+        if train_top and modality != "text":
+            raise ValueError("train_top freezes the lower layers of a text encoder only")
 
         class _Encoder(nn.Module):
             def __init__(self) -> None:
@@ -186,19 +223,47 @@ class EncoderClassifier:
                 self.encoder = AutoModel.from_pretrained(str(name))
                 self.prep = (AutoTokenizer if modality == "text" else AutoImageProcessor).from_pretrained(str(name))
                 self.head = nn.Linear(self.encoder.config.hidden_size, n_classes)
+                n_layers = len(self.encoder.encoder.layer) if train_top else 0
+                if train_top > n_layers:
+                    raise ValueError(f"train_top is {train_top}, but {name} has {n_layers} layers")
+                self.frozen = n_layers - train_top if train_top else 0
+                if train_top:
+                    for module in [self.encoder.embeddings, *self.encoder.encoder.layer[: self.frozen]]:
+                        module.requires_grad_(False)
+
+            def train(self, mode: bool = True) -> _Encoder:
+                super().train(mode)
+                if self.frozen:  # the frozen trunk never drops out: its states are computed once
+                    self.encoder.embeddings.eval()
+                    for layer in self.encoder.encoder.layer[: self.frozen]:
+                        layer.eval()
+                return self
 
             def forward(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
                 where = self.head.weight.device
                 if modality == "image":
                     hidden = self.encoder(**self.prep(list(batch), return_tensors="pt").to(where)).last_hidden_state
                     feats = hidden[:, 0]
+                    return feats, self.head(feats)
+                if self.frozen:
+                    key = (str(name), self.frozen, max_length)
+                    states = frozen_trunk_states(self.encoder, self.prep, key, list(batch))
+                    hidden = nn.utils.rnn.pad_sequence(states, batch_first=True).to(where)
+                    lengths = torch.tensor([len(h) for h in states], device=where)
+                    attention = (torch.arange(hidden.shape[1], device=where)[None] < lengths[:, None]).long()
+                    extended = create_bidirectional_mask(
+                        config=self.encoder.config, inputs_embeds=hidden, attention_mask=attention
+                    )
+                    for layer in self.encoder.encoder.layer[self.frozen :]:
+                        hidden = layer(hidden, extended)
                 else:
                     tokens = self.prep(
                         list(batch), padding=True, truncation=True, max_length=max_length, return_tensors="pt"
                     ).to(where)
                     hidden = self.encoder(**tokens).last_hidden_state
-                    mask = tokens["attention_mask"][..., None].to(hidden.dtype)
-                    feats = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
+                    attention = tokens["attention_mask"]
+                mask = attention[..., None].to(hidden.dtype)
+                feats = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1.0)
                 return feats, self.head(feats)
 
         return _Encoder()

@@ -29,7 +29,7 @@ SPEC = {
     "n_per_class": Param(int, 2000, smoke=120, paper=5000, low=20, high=6000, help="training images per class"),
     "n_test_per_class": Param(int, 1000, smoke=50, low=10, high=1000, help="test images per class"),
     "feat_dim": Param(int, 64, smoke=32, low=8, high=512, help="feature width of the small image networks"),
-    "cnn_epochs": Param(int, 3, smoke=1, paper=3, low=1, high=50, help="epochs of each fine-tuned image model"),
+    "cnn_epochs": Param(int, 8, smoke=1, paper=3, low=1, high=50, help="epochs of each fine-tuned image model"),
     "ae_epochs": Param(int, 4, smoke=1, low=1, high=50, help="epochs of the denoising auto-encoder"),
     "text_train_per_domain": Param(
         int, 400, smoke=60, low=20, high=5000, help="training questions per squad_shifts domain"
@@ -37,14 +37,26 @@ SPEC = {
     "text_test_per_domain": Param(int, 400, smoke=40, low=10, high=2000, help="test questions per squad_shifts domain"),
     "text_ood_domains": Param(
         list,
-        ["amazon_reviews"],
+        [],
+        smoke=["amazon_reviews"],
         items=str,
         item_choices=tuple(data.SQUAD_DOMAINS),
-        help="squad_shifts domains held out as OOD",
+        may_be_empty=True,
+        help="squad_shifts domains held out as OOD, one direction each (none: no domain direction)",
     ),
     "text_epochs": Param(
         int, 3, smoke=1, paper=3, low=1, high=20, help="epochs of text-encoder fine-tuning (3: the paper's)"
     ),
+    "text_train_top": Param(
+        int,
+        2,
+        smoke=1,
+        paper=0,
+        low=0,
+        high=24,
+        help="last layers of the text encoder that fine-tuning trains, the rest frozen (0 = all, the paper's)",
+    ),
+    "text_lr": Param(float, 2e-4, paper=5e-5, low=1e-6, high=1e-2, help="Adam learning rate of text fine-tuning"),
     "article_classes": Param(
         int, 32, smoke=6, low=2, high=47, help="Wikipedia articles used as in-distribution classes (the rest are OOD)"
     ),
@@ -393,7 +405,14 @@ def budget(params: Any) -> Budget:
         pretrained.minilm_path(n_layers=params.text_layers) if params.text_source == "local" else pretrained.BERT_HUB
     )
     return Budget(
-        params.feat_dim, params.cnn_epochs, params.ae_epochs, params.text_epochs, params.image_source, encoder
+        params.feat_dim,
+        params.cnn_epochs,
+        params.ae_epochs,
+        params.text_epochs,
+        params.image_source,
+        encoder,
+        params.text_train_top,
+        params.text_lr,
     )
 
 

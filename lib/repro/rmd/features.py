@@ -99,6 +99,8 @@ class Budget:
     text_epochs: int
     image_source: str
     text_encoder: str | Path
+    text_train_top: int = 0  # the text encoder's last layers trained in fine-tuning (0: all)
+    text_lr: float = 5e-5
 
 
 @dataclass
@@ -169,18 +171,22 @@ def finetuned_model(d: Direction, budget: Budget, seed: int) -> Any:
         )[0]
     name = budget.text_encoder if d.modality == "text" else pretrained.VIT_IN21K_HUB
     epochs = budget.text_epochs if d.modality == "text" else budget.cnn_epochs
+    top, lr = (budget.text_train_top, budget.text_lr) if d.modality == "text" else (0, 5e-5)
+    variant = ([f"top {top} layers"] if top else []) + (
+        [f"lr {lr:g}"] if lr != 5e-5 else []
+    )  # keys of old entries kept
     inputs = list(d.train_x) if d.modality == "text" else d.train_x
     lengths = [len(x) for x in inputs] if d.modality == "text" else None  # batches of similar length pad little
     return cache.weights(
         f"{d.modality}-encoder",
-        seeded_init(lambda: pretrained.EncoderClassifier(name, d.n_classes, d.modality), seed),
+        seeded_init(lambda: pretrained.EncoderClassifier(name, d.n_classes, d.modality, train_top=top), seed),
         lambda m: training.fit(
             m,
             d.train_x,
             y,
             training.classification_loss,
             epochs,
-            lr=5e-5,
+            lr=lr,
             batch_size=32,
             seed=seed,
             desc=desc,
@@ -192,6 +198,7 @@ def finetuned_model(d: Direction, budget: Budget, seed: int) -> Any:
         epochs,
         seed,
         "length-batches",
+        *variant,
     )[0]
 
 
