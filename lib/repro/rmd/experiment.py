@@ -642,6 +642,37 @@ def gain_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+def estimator_gains(
+    inputs: Inputs, feats: dict, scored: dict, seed_list: Sequence[int], claim_set: dict, n_boot: int, seed: int
+) -> pd.DataFrame:
+    """Each judged RMD > MD row again with the Ledoit-Wolf covariance (the class sweep's estimator) beside the
+    maximum-likelihood one the row uses: RMD - MD paired over test rows and seeds, and the same claim's rule applied to
+    each (the rows' decisions under either estimator)."""
+    rows = []
+    for d in [d for d in near(inputs) if d.setting not in TABLE_ONLY]:
+        lw = score_all(Inputs([d], inputs.unlabeled_images), feats, seed_list, ridge=CLASS_SWEEP_ESTIMATOR)
+        for kind in KINDS:
+            claim = claim_set.get(f"rmd_beats_md|{d.in_dist} → {d.ood}|{kind}")
+            if claim is None:
+                continue
+            for estimator, sc in (
+                ("maximum likelihood", scored[(d.setting, d.in_dist, kind)]),
+                ("ledoit-wolf", lw[(d.setting, d.in_dist, kind)]),
+            ):
+                iv = auc_contrast(d, [(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MD"])], n_boot, seed)
+                rows.append(
+                    {
+                        **_keys(d, kind),
+                        "estimator": estimator,
+                        "delta": iv.estimate,
+                        "ci_low": iv.low,
+                        "ci_high": iv.high,
+                        "decision": claim.rule.decide(iv.estimate, iv.low, iv.high),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
 def feature_contrast(d: Direction, scored: dict, n_boot: int, seed: int) -> stats.Interval:
     """(RMD - MD) with label-free features minus (RMD - MD) fine-tuned, paired over the same test rows and seeds."""
     pre, fine = scored[(d.setting, d.in_dist, "pretrained")], scored[(d.setting, d.in_dist, "finetuned")]
@@ -779,6 +810,69 @@ def class_trends(rows: pd.DataFrame, slopes: dict[str, stats.Interval]) -> pd.Da
                 "ci_high": iv.high,
                 "MD_slope": float(np.polyfit(x, means["MD"], 1)[0]) if len(x) > 1 else float("nan"),
                 "RMD_slope": float(np.polyfit(x, means["RMD"], 1)[0]) if len(x) > 1 else float("nan"),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def fixed_rows_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int) -> pd.DataFrame:
+    """The class sweep's confound undone: class_sweep keeps the training rows per class, so its total grows with K.
+    Here every K is also fitted on half of each class's training rows (same estimator, same random
+    class subsets drawn afresh), so K classes with half the rows hold about as many rows as K/2 classes with all of
+    them. One row per setting and K: the mean gain with all rows and with half, and the total rows of each fit."""
+    rng = np.random.default_rng(seed + 7)
+    rows = []
+    for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
+        f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # the sweep's own features
+        counts = [d.n_classes // 2**i for i in range(8) if d.n_classes // 2**i >= 2]
+        for k in counts:
+            gains = {"all": [], "half": []}
+            totals = {"all": 0, "half": 0}
+            for _ in range(1 if k == d.n_classes else CLASS_SWEEP_DRAWS):
+                chosen = np.sort(rng.choice(d.n_classes, k, replace=False))
+                keep = np.r_[np.isin(d.test_in_y, chosen), np.ones(len(d.test_ood_class), bool)]
+                every = np.flatnonzero(np.isin(f.train_y, chosen))
+                half = np.concatenate(
+                    [
+                        rng.permutation(rows_c)[: len(rows_c) // 2]
+                        for c in chosen
+                        for rows_c in [every[f.train_y[every] == c]]
+                    ]
+                )
+                for name, train in (("all", every), ("half", np.sort(half))):
+                    labels = np.searchsorted(chosen, f.train_y[train])
+                    sc = metrics.mahalanobis_scores(f.train[train], labels, f.test[keep], ridge=CLASS_SWEEP_ESTIMATOR)
+                    gains[name].append(metrics.auroc(d.is_ood[keep], sc.rmd) - metrics.auroc(d.is_ood[keep], sc.md))
+                    totals[name] = len(train)
+            rows.append(
+                {
+                    "setting": d.setting,
+                    "K": k,
+                    "rows_all": totals["all"],
+                    "gain_all": float(np.mean(gains["all"])),
+                    "rows_half": totals["half"],
+                    "gain_half": float(np.mean(gains["half"])),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def fixed_rows_effect(table: pd.DataFrame) -> pd.DataFrame:
+    """Per setting, the mean change of the gain when K doubles at a (nearly) fixed total of training rows: K classes
+    with half their rows against K/2 classes with all of theirs (fixed_rows_sweep), next to the sweep's change when
+    the rows per class are fixed instead, over the same pairs of K."""
+    out = []
+    for setting, part in table.groupby("setting", sort=False):
+        part = part.sort_values("K")
+        pairs = [(lo, hi) for lo, hi in zip(part.iloc[:-1].itertuples(), part.iloc[1:].itertuples())]
+        if not pairs:
+            continue
+        out.append(
+            {
+                "setting": setting,
+                "doublings": len(pairs),
+                "per_doubling_fixed_total": float(np.mean([hi.gain_half - lo.gain_all for lo, hi in pairs])),
+                "per_doubling_fixed_per_class": float(np.mean([hi.gain_all - lo.gain_all for lo, hi in pairs])),
             }
         )
     return pd.DataFrame(out)
