@@ -439,3 +439,44 @@ def test_a_frozen_trunk_gives_the_whole_encoders_outputs_and_trains_only_the_top
     assert top.head.weight.grad is not None
     with pytest.raises(ValueError, match="has 2 layers"):
         pretrained.EncoderClassifier(path, 3, train_top=3)
+
+
+def test_per_class_gaussian_score_is_the_nearest_class_log_likelihood() -> None:
+    from scipy.stats import multivariate_normal
+    from sklearn.covariance import LedoitWolf
+
+    from repro.rmd.experiment import per_class_gaussian_score
+
+    rng = np.random.default_rng(0)
+    train = np.r_[rng.normal(0, 1, (40, 3)), rng.normal(4, 0.2, (40, 3))]
+    y = np.repeat([0, 1], 40)
+    test = rng.normal(2, 2, (25, 3))
+    fits = [LedoitWolf().fit(train[y == c]) for c in (0, 1)]
+    # -2 log N(x; mu_c, S_c) = maha + logdet + d log(2 pi): the constant drops out of the minimum
+    direct = np.min(
+        [-2 * multivariate_normal(f.location_, f.covariance_).logpdf(test) - 3 * np.log(2 * np.pi) for f in fits],
+        axis=0,
+    )
+    assert np.allclose(per_class_gaussian_score(train, y, test), direct, rtol=1e-9)
+
+
+def test_fixed_rows_effect_pairs_k_with_half_rows_against_half_k_with_all_rows() -> None:
+    import pandas as pd
+
+    from repro.rmd.experiment import fixed_rows_effect
+
+    table = pd.DataFrame(
+        {
+            "setting": ["s"] * 3,
+            "K": [8, 4, 2],
+            "rows_all": [192, 96, 48],
+            "gain_all": [0.30, 0.20, 0.05],
+            "rows_half": [96, 48, 24],
+            "gain_half": [0.25, 0.10, 0.00],
+        }
+    )
+    (row,) = fixed_rows_effect(table).itertuples()
+    assert row.doublings == 2
+    # (K 4 half - K 2 all) = 0.05, (K 8 half - K 4 all) = 0.05; per class fixed: 0.15 and 0.10
+    assert row.per_doubling_fixed_total == pytest.approx(0.05)
+    assert row.per_doubling_fixed_per_class == pytest.approx(0.125)
