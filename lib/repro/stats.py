@@ -20,6 +20,7 @@ __all__ = [
     "Interval",
     "attack_null",
     "bootstrap",
+    "bootstrap_interval",
     "cluster_counts",
     "clustered_interval",
     "delong",
@@ -30,6 +31,7 @@ __all__ = [
     "grouped_seeds_auc_contrast",
     "hanley_mcneil_se",
     "hierarchical_interval",
+    "items_first",
     "max_null",
     "null_band",
     "null_p_value",
@@ -37,6 +39,7 @@ __all__ = [
     "paired_bootstrap_diff",
     "paired_seed_diff",
     "permutation_null",
+    "resample_weights",
     "seed_summary",
     "seeds_and_items_auc",
     "seeds_and_items_contrast",
@@ -153,30 +156,52 @@ def _is_rank_auc(metric: Callable[..., float]) -> bool:
 
 
 class WeightedAuc:
-    """AUC of bootstrap resamples given as per-item multiplicities: no sort per resample (ties count one half)."""
+    """AUC of bootstrap resamples given as per-item multiplicities: no sort per resample (ties count one half).
+
+    The Mann-Whitney count of resample r is sum over positives i of w_ri (N_r(below s_i) + N_r(at s_i) / 2), N_r the
+    resample's negative weight: one cumulative sum of the negatives' weights in score order, read at each positive's
+    place. With whole-number multiplicities every sum is exact, so the AUC is the same number however it is summed."""
 
     def __init__(self, labels: ArrayLike, scores: ArrayLike) -> None:
-        """Group tied scores once and remember which items are positive."""
+        """Order the negatives by score once and find each positive's place among them (below, and through ties)."""
         s = _finite_1d(scores, "scores")
-        self.positive = _binary_labels(labels, s.size).astype(np.float64)
-        _, groups = np.unique(s, return_inverse=True)
-        self.order = np.argsort(groups, kind="stable")  # items by tied group, each group's items in index order
-        self.starts = np.r_[0, np.flatnonzero(np.diff(groups[self.order])) + 1]
-        self.untied = len(self.starts) == s.size  # every group one item: no sums within groups needed
-        self.positive_sorted = self.positive[self.order]
+        y = _binary_labels(labels, s.size)
+        self.size = s.size
+        self.positives = np.flatnonzero(y)
+        negatives = np.flatnonzero(~y)
+        order = np.argsort(s[negatives], kind="stable")
+        self.negatives = negatives[order]  # negatives by ascending score
+        ranked = s[self.negatives]
+        self.below = np.searchsorted(ranked, s[self.positives], side="left")  # negatives strictly below positive i
+        through = np.searchsorted(ranked, s[self.positives], side="right")  # ... and those tied with it
+        self.tied = np.flatnonzero(through > self.below)  # positives tied with some negative
+        self.through = through[self.tied]
 
     def many(self, weights: np.ndarray) -> np.ndarray:
         """The AUC of every row of `weights` (resamples x items; item i appears weights[r, i] times in resample r).
         With whole-number multiplicities every sum is exact, whatever the order of summation."""
-        w = weights[:, self.order]
-        pos = w * self.positive_sorted
-        if self.untied:
-            neg = w - pos
-        else:
-            pos = np.add.reduceat(pos, self.starts, axis=1)
-            neg = np.add.reduceat(w, self.starts, axis=1) - pos
-        below = np.cumsum(neg, axis=1) - neg
-        return np.einsum("rg,rg->r", pos, below + 0.5 * neg) / (pos.sum(axis=1) * neg.sum(axis=1))
+        return self.many_by_item(items_first(weights))
+
+    def many_by_item(self, by_item: np.ndarray) -> np.ndarray:
+        """many() of multiplicities laid out items x resamples (items_first(weights)): several AUCs of the same
+        resamples share one transposition, and every row read below is contiguous."""
+        w = np.asarray(by_item, dtype=np.float64)
+        if w.ndim != 2 or w.shape[0] != self.size:
+            raise ValueError(f"multiplicities need shape ({self.size} items, resamples), got {w.shape}")
+        cum = np.empty((self.negatives.size + 1, w.shape[1]))
+        cum[0] = 0.0
+        np.cumsum(w[self.negatives], axis=0, out=cum[1:])  # cum[k]: weight of the k lowest-scored negatives
+        pos = w[self.positives]
+        count = np.einsum("ir,ir->r", pos, cum[self.below])
+        if self.tied.size:  # a tie with a negative counts one half
+            count = count + 0.5 * np.einsum("ir,ir->r", pos[self.tied], cum[self.through] - cum[self.below[self.tied]])
+        return count / (pos.sum(axis=0) * cum[-1])
+
+
+def items_first(weights: np.ndarray) -> np.ndarray:
+    """Resample multiplicities (resamples x items) as a contiguous items x resamples array, the layout
+    WeightedAuc.many_by_item reads fastest."""
+    return np.ascontiguousarray(np.asarray(weights, dtype=np.float64).T)
 
 
 def hanley_mcneil_se(auc: float, n_pos: int, n_neg: int) -> float:
@@ -265,6 +290,19 @@ def _count_blocks(draws: Iterator[np.ndarray], n: int, n_resamples: int) -> Iter
         yield block
 
 
+def resample_weights(n: int, strata: object | None = None, *, n_resamples: int, seed: int = 0) -> np.ndarray:
+    """The multiplicities (resamples x items) of the resamples bootstrap(), paired_bootstrap_diff() and
+    seeds_and_items_contrast() draw from `seed` (items drawn with replacement within each stratum of `strata`, e.g.
+    the 0/1 labels): computed once, they serve every statistic of the same items (WeightedAuc.many)."""
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    strata_arr = None if strata is None else np.asarray(strata)
+    if strata_arr is not None and strata_arr.shape != (n,):
+        raise ValueError(f"strata needs one label per item, got shape {strata_arr.shape} for {n} items")
+    draws = _resamples(n, strata_arr, n_resamples, np.random.default_rng(seed))
+    return np.concatenate(list(_count_blocks(draws, n, n_resamples)))
+
+
 def _bootstrap_setup(
     arrays: Sequence[object], n_resamples: int, level: float, strata: object | None
 ) -> tuple[list[np.ndarray], int, np.ndarray | None]:
@@ -305,6 +343,25 @@ def _finish(estimate: float, dist: np.ndarray, level: float, method: str) -> Int
         )
     low, high = _percentiles(dist, level)
     return Interval(float(estimate), low, high, method)
+
+
+def bootstrap_interval(
+    estimate: float,
+    draws: ArrayLike,
+    *,
+    n_items: int,
+    n_resamples: int,
+    strata: object | None = None,
+    paired: bool = False,
+    unit: str = "items",
+    level: float = 0.95,
+) -> Interval:
+    """The percentile interval and words bootstrap() (paired=False) and paired_bootstrap_diff() (paired=True) return,
+    from the statistic's draws computed elsewhere (e.g. on resample_weights shared by several statistics)."""
+    _check_level(level)
+    strata_arr = None if strata is None else np.asarray(strata)
+    method = _describe(n_items, n_resamples, paired, strata_arr, unit)
+    return _finish(estimate, np.asarray(draws, dtype=np.float64), level, method)
 
 
 def bootstrap(
@@ -349,7 +406,8 @@ def paired_bootstrap_diff(
     draws = _resamples(n, strata, n_resamples, rng)
     if _is_rank_auc(metric):
         auc_a, auc_b = WeightedAuc(y, a), WeightedAuc(y, b)
-        dist = np.concatenate([auc_a.many(w) - auc_b.many(w) for w in _count_blocks(draws, n, n_resamples)])
+        blocks = map(items_first, _count_blocks(draws, n, n_resamples))
+        dist = np.concatenate([auc_a.many_by_item(w) - auc_b.many_by_item(w) for w in blocks])
     else:
         dist = np.array([metric(y[idx], a[idx]) - metric(y[idx], b[idx]) for idx in draws], dtype=np.float64)
     estimate = metric(y, a) - metric(y, b)
@@ -640,7 +698,8 @@ def seeds_and_items_contrast(
 
     def per_seed(weights: np.ndarray) -> np.ndarray:
         """The statistic of every seed (columns) on each resample of items (rows of weights)."""
-        return np.stack([sum(w * auc.many(weights) for w, auc in seed_terms) for seed_terms in aucs], axis=1)
+        by_item = items_first(weights)  # one transposition for every seed and term
+        return np.stack([sum(w * auc.many_by_item(by_item) for w, auc in seed_terms) for seed_terms in aucs], axis=1)
 
     blocks = _count_blocks(_resamples(n, y, n_resamples, rng), n, n_resamples)
     draws = np.concatenate([per_seed(block) for block in blocks])
@@ -691,10 +750,17 @@ def _grouped_seed_draws(groups: Sequence[tuple], n_resamples: int, seed: int) ->
     def per_seed(weights: Sequence[np.ndarray]) -> np.ndarray:
         """The statistic of every seed (columns) on each resample (rows) when group g's item i appears
         weights[g][r, i] times in resample r: the mean over groups of each group's weighted sum of AUCs."""
+        by_item = [items_first(wg) for wg in weights]  # one transposition per group for every seed and term
         return np.stack(
             [
                 np.mean(
-                    np.stack([sum(w * auc.many(m * wg) for w, auc, m in g[k]) for g, wg in zip(per_group, weights)], 1),
+                    np.stack(
+                        [
+                            sum(w * auc.many_by_item(m[:, None] * wg) for w, auc, m in g[k])
+                            for g, wg in zip(per_group, by_item)
+                        ],
+                        1,
+                    ),
                     axis=1,
                 )
                 for k in range(seeds)
