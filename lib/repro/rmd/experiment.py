@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -266,14 +268,19 @@ def article_groups(k: int) -> tuple[str, str]:
     return f"{k} {ARTICLES_IN}", ARTICLES_OUT
 
 
+@functools.lru_cache(maxsize=4)
+def _tokenizer(encoder: Any) -> Any:
+    """The encoder's tokenizer, loaded once per process."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(encoder)
+
+
 def distinct_to_encoder(texts: Sequence[str], encoder: Any) -> list[str]:
     """The texts whose first TEXT_MAX_TOKENS tokens differ (the first of each group kept): an encoder that reads
     only those tokens maps the others onto one point (a task whose inputs share a long prefix; emoji mapped to
     [UNK])."""
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(encoder)
-    ids = tok(list(texts), truncation=True, max_length=TEXT_MAX_TOKENS)["input_ids"]
+    ids = _tokenizer(encoder)(list(texts), truncation=True, max_length=TEXT_MAX_TOKENS)["input_ids"]
     seen: set[tuple[int, ...]] = set()
     out = []
     for text, key in zip(texts, map(tuple, ids)):
@@ -331,14 +338,20 @@ def class_direction(
     )[0]
 
 
+@functools.lru_cache(maxsize=4)
+def _task_pool(min_inputs: int, encoder: Any) -> dict[str, list[str]]:
+    """The inputs of every BIG-bench task data.bigbench_tasks keeps, distinct to `encoder` where one is given: read
+    and tokenized once per process (the caller copies the dict; the lists are not changed)."""
+    tasks = {n: t["inputs"] for n, t in data.bigbench_tasks(min_inputs).items()}
+    return tasks if encoder is None else {n: distinct_to_encoder(x, encoder) for n, x in tasks.items()}
+
+
 def task_direction(
     k: int, n_train: int, n_test: int, seed: int, n_ood: int = 0, encoder: Any = None, train_seed: int | None = None
 ) -> Direction:
     """BIG-bench tasks as K real classes (the offline stand-in for CLINC150's intents): English-prose tasks only
     (data.is_english_prose), each task's inputs distinct to the encoder (distinct_to_encoder)."""
-    tasks = {n: t["inputs"] for n, t in data.bigbench_tasks(n_train + n_test).items()}
-    if encoder is not None:
-        tasks = {n: distinct_to_encoder(x, encoder) for n, x in tasks.items()}
+    tasks = dict(_task_pool(n_train + n_test, encoder))  # every seed's draw reads the one pool
     return class_direction("text-tasks", tasks, task_groups(k), k, n_train, n_test, seed, "tasks", n_ood, train_seed)
 
 
@@ -528,14 +541,74 @@ def accuracy_table(inputs: Inputs, feats: dict, seed_list: Sequence[int]) -> pd.
     return pd.DataFrame(rows)
 
 
+# AUC draws are computed once per process for each score row and resampling: the tables and contrasts that read the
+# same scores on the same resamples (auroc, gains, the feature contrast, the covariance base) share them.
+_AUC_DRAWS: dict[str, tuple[np.float64, np.ndarray]] = {}  # resampling + row digest: (AUC, AUC per resample)
+_AUC_DRAWS_KEPT = 4096  # entries kept (each n_boot floats); the oldest go first
+_WEIGHTS: dict[str, np.ndarray] = {}  # the last resampling's multiplicities, items x resamples
+
+
+def _resampling(y: np.ndarray, clusters: np.ndarray | None, n_boot: int, seed: int) -> str:
+    """The digest of one resampling of test rows: within class (stats.resample_weights, the resamples of
+    seeds_and_items_contrast and paired_bootstrap_diff) or clusters within class, then rows (stats.unit_weights)."""
+    units = None if clusters is None else (clusters.tolist() if clusters.dtype == object else clusters)
+    return cache.digest("within class" if clusters is None else "clusters, then rows", y, units, n_boot, seed)
+
+
+def _by_item(key: str, y: np.ndarray, clusters: np.ndarray | None, n_boot: int, seed: int) -> np.ndarray:
+    """The multiplicities (items x resamples) of resampling `key`, drawn once while it is the latest asked for."""
+    if key not in _WEIGHTS:
+        _WEIGHTS.clear()
+        weights = (
+            stats.resample_weights(y.size, y, n_resamples=n_boot, seed=seed)
+            if clusters is None
+            else stats.unit_weights(clusters, y, n_resamples=n_boot, seed=seed)
+        )
+        _WEIGHTS[key] = stats.items_first(weights)
+    return _WEIGHTS[key]
+
+
+def auc_draws(
+    y: np.ndarray, rows: np.ndarray, n_boot: int, seed: int, clusters: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's AUC (scores of shape (seeds, items)) on the test rows, shape (seeds,), and on every resample of them,
+    shape (resamples, seeds): rows resampled within class, or their clusters within class and then the rows (with
+    `clusters`), from `seed`; each row's draws computed once per process (stats.WeightedAuc)."""
+    y = np.asarray(y)
+    key = _resampling(y.astype(bool), clusters, n_boot, seed)  # 0/1 or False/True labels: the same resamples
+    per_seed, draws = [], []
+    for row in np.atleast_2d(np.asarray(rows, dtype=np.float64)):
+        entry = key + cache.digest(row)
+        if entry not in _AUC_DRAWS:
+            auc = stats.WeightedAuc(y, row)
+            found = (
+                auc.many_by_item(np.ones((y.size, 1)))[0],
+                auc.many_by_item(_by_item(key, y, clusters, n_boot, seed)),
+            )
+            while len(_AUC_DRAWS) >= _AUC_DRAWS_KEPT:
+                del _AUC_DRAWS[next(iter(_AUC_DRAWS))]
+            _AUC_DRAWS[entry] = found
+        per_seed.append(_AUC_DRAWS[entry][0])
+        draws.append(_AUC_DRAWS[entry][1])
+    return np.asarray(per_seed), np.stack(draws, axis=1)
+
+
+def _combine(parts: Sequence[tuple[float, tuple[np.ndarray, np.ndarray]]]) -> tuple[np.ndarray, np.ndarray]:
+    """sum_j w_j (AUC per seed, AUC draws) of the terms' auc_draws, summed in the terms' order."""
+    return sum(w * p[0] for w, p in parts), sum(w * p[1] for w, p in parts)
+
+
 def auroc_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataFrame:
-    """AUROC of each score, averaged over seeds, with its bootstrap interval over test rows and seeds."""
+    """AUROC of each score, averaged over seeds, with its bootstrap interval over test rows and seeds (the test rows
+    resampled within class: stats.seeds_and_items_auc)."""
     rows = []
     for d in inputs.directions:
         for kind in KINDS:
             sc = scored[(d.setting, d.in_dist, kind)]
             for name in SCORES:
-                iv = stats.seeds_and_items_auc(sc.is_ood, sc.by_score[name], n_resamples=n_boot, seed=seed)
+                per, draws = auc_draws(sc.is_ood, sc.by_score[name], n_boot, seed)
+                words = f"AUC over {sc.is_ood.size:,} test items (resampled within class)"
+                iv = stats.hierarchical_interval(per, draws, words=words)
                 per_seed = [metrics.auroc(sc.is_ood, row) for row in sc.by_score[name]]
                 rows.append(
                     {
@@ -557,11 +630,12 @@ def _weighted_auc_draws(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(sum_j w_j AUC_j per seed, the same on every resample of `weights` (resamples x items), (resamples, seeds))."""
     arrays = [(w, np.atleast_2d(np.asarray(a, dtype=np.float64))) for w, a in terms]
+    by_item, ones = stats.items_first(weights), np.ones((labels.size, 1))
     per_seed, draws = [], []
     for s in range(arrays[0][1].shape[0]):
         aucs = [(w, stats.WeightedAuc(labels, a[s])) for w, a in arrays]
-        per_seed.append(sum(w * auc.many(np.ones((1, labels.size)))[0] for w, auc in aucs))
-        draws.append(sum(w * auc.many(weights) for w, auc in aucs))
+        per_seed.append(sum(w * auc.many_by_item(ones)[0] for w, auc in aucs))
+        draws.append(sum(w * auc.many_by_item(by_item) for w, auc in aucs))
     return np.asarray(per_seed), np.stack(draws, axis=1)
 
 
@@ -570,15 +644,17 @@ def auc_contrast(
 ) -> stats.Interval:
     """Mean over seeds of sum_j w_j AUROC(scores_j) on d's test rows (those in `keep`), paired over the same rows:
     where the rows come in clusters (tasks, articles) the clusters are resampled within class, then the rows within
-    them (stats.unit_weights, stats.clustered_interval); else the rows within class (seeds_and_items_contrast)."""
+    them (stats.unit_weights, stats.clustered_interval); else the rows within class (seeds_and_items_contrast). The
+    AUC draws of a score row are computed once (auc_draws)."""
     keep = np.ones(len(d.is_ood), bool) if keep is None else keep
     y = d.is_ood[keep]
-    terms = [(w, np.atleast_2d(a)[:, keep]) for w, a in terms]
-    if d.test_units is None:
-        return stats.seeds_and_items_contrast(y, terms, n_resamples=n_boot, seed=seed)
-    clusters = d.test_units[keep]
-    weights = stats.unit_weights(clusters, y, n_resamples=n_boot, seed=seed)
-    per_seed, draws = _weighted_auc_draws(y, terms, weights)
+    clusters = None if d.test_units is None else d.test_units[keep]
+    if len(terms) == 0 or n_boot < 2:
+        raise ValueError(f"need at least one term and n_boot >= 2, got {len(terms)} and {n_boot}")
+    per_seed, draws = _combine([(w, auc_draws(y, np.atleast_2d(a)[:, keep], n_boot, seed, clusters)) for w, a in terms])
+    if clusters is None:
+        words = f"{'paired ' if len(terms) > 1 else ''}AUC over {y.size:,} test items (resampled within class)"
+        return stats.hierarchical_interval(per_seed, draws, words=words)
     g = int(np.unique(clusters).size)
     words = f"paired AUC over {y.size:,} test rows in {g:,} {d.unit} (within class)"
     return stats.clustered_interval(
@@ -948,6 +1024,23 @@ def direction_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], count
     return pd.DataFrame(rows)
 
 
+def _inlier_mass(
+    x: np.ndarray, y: np.ndarray, k: int, ood: np.ndarray, members: int, per_class: int, seed: int
+) -> np.ndarray:
+    """scores.inlier_mass with inlier classes 0..k-1, kept in the cache by everything it depends on: its inputs, the
+    source of the functions that compute it and the versions of the libraries they call (NumPy's draws, scikit-learn's
+    probes)."""
+    import sklearn
+
+    code = [inspect.getsource(fn) for fn in (scores.inlier_mass, scores.balanced_bootstrap, scores.linear_probe)]
+    versions = (np.__version__, sklearn.__version__)
+    where = cache.entry_path(
+        "features", "rmd-clp", x, y, k, ood, members, per_class, seed, code, versions, suffix=".npz"
+    )
+    build = lambda: {"mass": scores.inlier_mass(x, y, range(k), ood, members, per_class, seed)}
+    return cache.arrays_entry(where, build)[0]["mass"]
+
+
 def per_ood_class(
     inputs: Inputs, feats: dict, scored: dict, seed_list: Sequence[int], members: int, per_class: int, seed: int
 ) -> pd.DataFrame:
@@ -957,7 +1050,7 @@ def per_ood_class(
         f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]
         both_x = np.concatenate([f.train, f.ood_train])
         both_y = np.concatenate([f.train_y, f.ood_train_y + d.n_classes])
-        mass = scores.inlier_mass(both_x, both_y, range(d.n_classes), f.test[d.is_ood == 1], members, per_class, seed)
+        mass = _inlier_mass(both_x, both_y, d.n_classes, f.test[d.is_ood == 1], members, per_class, seed)
         n_in = len(d.test_in_y)
         classes = list(dict.fromkeys(d.test_ood_class))
         clps = {cls: float(np.log(mass[d.test_ood_class == cls].mean())) for cls in classes}
@@ -1189,13 +1282,14 @@ def covariance_table(inputs: Inputs, feats: dict, seed: int, ridges: Sequence[fl
             for est in [*ridges, *ESTIMATORS]:
                 other = metrics.mahalanobis_scores(f.train, f.train_y, f.test, ridge=est)
                 for name in ("MD", "RMD"):
-                    iv = stats.paired_bootstrap_diff(
-                        metrics.auroc,
-                        d.is_ood,
-                        getattr(other, name.lower()),
-                        getattr(base, name.lower()),
+                    a, b = getattr(other, name.lower()), getattr(base, name.lower())
+                    iv = stats.bootstrap_interval(  # stats.paired_bootstrap_diff(metrics.auroc, ...), draws shared
+                        metrics.auroc(d.is_ood, a) - metrics.auroc(d.is_ood, b),
+                        auc_draws(d.is_ood, a, n_boot, seed)[1][:, 0] - auc_draws(d.is_ood, b, n_boot, seed)[1][:, 0],
+                        n_items=d.is_ood.size,
                         n_resamples=n_boot,
-                        seed=seed,
+                        strata=d.is_ood,
+                        paired=True,
                     )
                     rows.append(
                         {

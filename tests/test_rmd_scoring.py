@@ -1,0 +1,159 @@
+"""The RMD chapter's shared AUC draws against the direct calls they replaced: the same intervals, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from repro import cache, metrics, stats
+from repro.rmd import experiment as ex
+from repro.rmd import scores
+from repro.rmd.features import Direction, Feats
+
+
+def _direction(rng: np.random.Generator, clustered: bool, n_in: int = 120, n_ood: int = 80) -> Direction:
+    """A direction of 3 classes with synthetic test rows; text-like clusters of 10 rows when `clustered`."""
+    units = np.r_[np.arange(n_in) // 10, 100 + np.arange(n_ood) // 10] if clustered else None
+    return Direction(
+        "text-tasks" if clustered else "image-near",
+        "text" if clustered else "image",
+        "A",
+        "B",
+        None,
+        np.arange(90) % 3,
+        None,
+        np.arange(30) % 2,
+        None,
+        np.arange(n_in) % 3,
+        None,
+        np.repeat(["x", "y"], n_ood // 2),
+        ("a", "b", "c"),
+        units,
+        "tasks" if clustered else "items",
+    )
+
+
+def _scored(rng: np.random.Generator, d: Direction, seeds: int = 3) -> dict:
+    """Scores of both feature types, with ties (MSP saturates) in one of them."""
+    out = {}
+    for kind in ex.KINDS:
+        by = {name: rng.normal(size=(seeds, d.is_ood.size)) + 0.8 * d.is_ood for name in ex.SCORES}
+        by["MSP"] = np.round(by["MSP"], 1)
+        out[(d.setting, d.in_dist, kind)] = ex.Scored(d.is_ood, by)
+    return out
+
+
+def _old_auc_contrast(d: Direction, terms: list, n_boot: int, seed: int, keep: np.ndarray | None = None):
+    """auc_contrast as first written: the library's direct calls, nothing shared."""
+    keep = np.ones(len(d.is_ood), bool) if keep is None else keep
+    y = d.is_ood[keep]
+    terms = [(w, np.atleast_2d(a)[:, keep]) for w, a in terms]
+    if d.test_units is None:
+        return stats.seeds_and_items_contrast(y, terms, n_resamples=n_boot, seed=seed)
+    clusters = d.test_units[keep]
+    weights = stats.unit_weights(clusters, y, n_resamples=n_boot, seed=seed)
+    per_seed, draws = [], []
+    for s in range(terms[0][1].shape[0]):
+        aucs = [(w, stats.WeightedAuc(y, a[s])) for w, a in terms]
+        per_seed.append(sum(w * auc.many(np.ones((1, y.size)))[0] for w, auc in aucs))
+        draws.append(sum(w * auc.many(weights) for w, auc in aucs))
+    g = int(np.unique(clusters).size)
+    words = f"paired AUC over {y.size:,} test rows in {g:,} {d.unit} (within class)"
+    return stats.clustered_interval(
+        np.asarray(per_seed), np.stack(draws, axis=1), clusters=clusters, strata=y, unit=d.unit, words=words
+    )
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+def test_auc_contrast_and_tables_equal_the_direct_calls(clustered: bool) -> None:
+    rng = np.random.default_rng(0)
+    d = _direction(rng, clustered)
+    scored = _scored(rng, d)
+    inputs = ex.Inputs([d], None)
+    sc = scored[(d.setting, d.in_dist, "finetuned")]
+    keep = np.r_[np.ones(120, bool), d.test_ood_class == "x"]
+    for terms, cut in (
+        ([(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MD"])], None),
+        ([(1.0, sc.by_score["MSP"])], None),
+        ([(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MSP"]), (0.5, sc.by_score["MD"])], keep),
+    ):
+        for _ in range(2):  # computed, then read back from the shared draws
+            assert ex.auc_contrast(d, terms, 200, 4, cut) == _old_auc_contrast(d, terms, 200, 4, cut)
+    table = ex.auroc_table(inputs, scored, 200, 4)
+    for row in table.itertuples():
+        rows = scored[(d.setting, d.in_dist, row.features)].by_score[row.score]
+        iv = stats.seeds_and_items_auc(d.is_ood, rows, n_resamples=200, seed=4)
+        assert (row.auroc, row.ci_low, row.ci_high) == (iv.estimate, iv.low, iv.high)
+        assert row.seed_min == min(metrics.auroc(d.is_ood, r) for r in rows)
+    gains = ex.gain_table(inputs, scored, 200, 4)
+    rmd_md = gains[(gains["features"] == "pretrained") & (gains["contrast"] == "RMD - MD")].iloc[0]
+    pre = scored[(d.setting, d.in_dist, "pretrained")].by_score
+    old = _old_auc_contrast(d, [(1.0, pre["RMD"]), (-1.0, pre["MD"])], 200, 4)
+    assert (rmd_md["delta"], rmd_md["ci_low"], rmd_md["ci_high"]) == (old.estimate, old.low, old.high)
+    assert rmd_md["test"].startswith(old.method)
+
+
+def test_auc_draws_are_keyed_by_everything_they_depend_on() -> None:
+    rng = np.random.default_rng(1)
+    y = np.r_[np.zeros(50, int), np.ones(40, int)]
+    rows = rng.normal(size=(2, 90)) + y
+    first = ex.auc_draws(y, rows, 100, 0)
+    assert np.array_equal(first[1], ex.auc_draws(y.astype(bool), rows, 100, 0)[1])  # the same resamples
+    assert not np.array_equal(first[1], ex.auc_draws(y, rows, 100, 1)[1])  # another seed
+    assert not np.array_equal(first[1], ex.auc_draws(y, rows + rng.normal(size=90) * 0.1, 100, 0)[1])
+    clusters = np.arange(90) // 5
+    assert not np.array_equal(first[1], ex.auc_draws(y, rows, 100, 0, clusters)[1])
+    assert ex.auc_draws(y, rows, 150, 0)[1].shape == (150, 2)
+
+
+def _feats(rng: np.random.Generator, d: Direction, dims: int = 6) -> Feats:
+    means = rng.normal(size=(3, dims)) * 2
+    train = means[d.train_y] + rng.normal(size=(d.train_y.size, dims))
+    test = np.r_[means[d.test_in_y] + rng.normal(size=(d.test_in_y.size, dims)),
+                 rng.normal(size=(d.test_ood_class.size, dims)) * 2]  # fmt: skip
+    ood_train = rng.normal(size=(d.ood_train_y.size, dims)) * 2
+    logits = rng.normal(size=(d.is_ood.size, 3))
+    return Feats(train, ood_train, test, logits, 0.9, d.train_y, d.ood_train_y)
+
+
+def test_covariance_table_equals_the_paired_bootstrap_of_each_change() -> None:
+    rng = np.random.default_rng(2)
+    d = _direction(rng, False)
+    feats = {(d.setting, d.in_dist, kind, 7): _feats(rng, d) for kind in ex.KINDS}
+    table = ex.covariance_table(ex.Inputs([d], None), feats, 7, [1e-2], 150)
+    assert len(table) == 2 * 2 * 2  # kinds x (ridge, Ledoit-Wolf) x (MD, RMD)
+    for row in table.itertuples():
+        f = feats[(d.setting, d.in_dist, row.features, 7)]
+        est = float(row.estimator) if row.estimator != "ledoit-wolf" else row.estimator
+        other = metrics.mahalanobis_scores(f.train, f.train_y, f.test, ridge=est)
+        base = metrics.mahalanobis_scores(f.train, f.train_y, f.test)
+        name = row.score.lower()
+        iv = stats.paired_bootstrap_diff(
+            metrics.auroc, d.is_ood, getattr(other, name), getattr(base, name), n_resamples=150, seed=7
+        )
+        assert (row.change, row.ci_low, row.ci_high, row.test) == (iv.estimate, iv.low, iv.high, iv.method)
+
+
+def test_clp_is_cached_by_its_inputs(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(60, 4)) + np.repeat(np.arange(3), 20)[:, None], np.repeat(np.arange(3), 20)
+    ood = rng.normal(size=(10, 4))
+    direct = scores.inlier_mass(x, y, range(2), ood, 2, 15, 5)
+    assert np.array_equal(ex._inlier_mass(x, y, 2, ood, 2, 15, 5), direct)
+    assert len(list((tmp_path / "features").glob("rmd-clp-*.npz"))) == 1
+    assert np.array_equal(ex._inlier_mass(x, y, 2, ood, 2, 15, 5), direct)  # read back
+    ex._inlier_mass(x, y, 2, ood, 2, 15, 6)  # another seed: another entry
+    assert len(list((tmp_path / "features").glob("rmd-clp-*.npz"))) == 2
+    assert cache.store("features") == tmp_path / "features"
+
+
+def test_the_task_pool_is_read_once_per_encoder(monkeypatch) -> None:
+    calls = []
+    pool = {"t1": {"inputs": ["a", "b"]}, "t2": {"inputs": ["c", "d"]}}
+    monkeypatch.setattr(ex.data, "bigbench_tasks", lambda n: calls.append(n) or pool)
+    ex._task_pool.cache_clear()
+    first = ex._task_pool(2, None)
+    assert ex._task_pool(2, None) is first and calls == [2]
+    assert first == {"t1": ["a", "b"], "t2": ["c", "d"]}
+    ex._task_pool.cache_clear()
