@@ -157,3 +157,65 @@ def test_the_task_pool_is_read_once_per_encoder(monkeypatch) -> None:
     assert ex._task_pool(2, None) is first and calls == [2]
     assert first == {"t1": ["a", "b"], "t2": ["c", "d"]}
     ex._task_pool.cache_clear()
+
+
+def _old_eigen_terms(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The whitened offsets as first computed: every (test row, class) difference projected on its own."""
+    means, cov = scores.shared_covariance(x, y)
+    vals, vecs = np.linalg.eigh(cov)
+    order = np.argsort(vals)[::-1]
+    vals, vecs = vals[order], vecs[:, order]
+    keep = vals > vals[0] * 1e-10
+    vals, vecs = vals[keep], vecs[:, keep]
+    return vals, ((z[:, None, :] - means[None]) @ vecs / np.sqrt(vals)) ** 2
+
+
+def _old_discriminant_terms(x: np.ndarray, y: np.ndarray, z: np.ndarray, m: int) -> np.ndarray:
+    from scipy.linalg import eigh
+
+    means, cov = scores.shared_covariance(x, y)
+    ratios, vecs = eigh(np.cov(x, rowvar=False, bias=True), cov)
+    keep = np.argsort(ratios)[::-1][:m]
+    betas, vecs = ratios[keep] - 1.0, vecs[:, keep]
+    to_class = ((z[:, None, :] - means[None]) @ vecs) ** 2
+    to_all = ((z - x.mean(axis=0)) @ vecs) ** 2 / (1.0 + betas)
+    return to_class - to_all[:, None, :]
+
+
+@pytest.fixture
+def wide_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """12 classes in 40 dimensions with a large common offset (as mean-pooled text features have), 600 test rows
+    (more than one chunk of eigen terms), the last 200 OOD."""
+    rng = np.random.default_rng(4)
+    means = rng.normal(size=(12, 40)) + 5.0
+    y = np.arange(480) % 12
+    x = means[y] + rng.normal(size=(480, 40))
+    z = np.r_[means[np.arange(400) % 12] + rng.normal(size=(400, 40)), rng.normal(size=(200, 40)) * 1.5 + 5.0]
+    return x, y, z, np.r_[np.zeros(400, int), np.ones(200, int)]
+
+
+def test_eigen_analysis_equals_the_per_class_projection(wide_data) -> None:
+    x, y, z, is_ood = wide_data
+    vals, terms = _old_eigen_terms(x, y, z)
+    new_vals, nearest_terms, (lead, trail) = scores.eigen_analysis(x, y, z)
+    assert np.array_equal(new_vals, vals)
+    half = len(vals) // 2
+    old_lead, old_trail = terms[:, :, :half].sum(2).min(1), terms[:, :, half:].sum(2).min(1)
+    np.testing.assert_allclose(lead, old_lead, rtol=1e-11)
+    np.testing.assert_allclose(trail, old_trail, rtol=1e-11)
+    np.testing.assert_allclose(nearest_terms, terms[np.arange(600), terms.sum(2).argmin(1)], rtol=1e-9, atol=1e-12)
+    for new, old in ((lead, old_lead), (trail, old_trail)):  # the same ranking, so the same AUROC to the bit
+        assert metrics.auroc(is_ood, new) == metrics.auroc(is_ood, old)
+    assert np.array_equal(scores.half_distances(x, y, z)[0], lead)
+    assert np.array_equal(scores.eigen_contributions(x, y, z)[1], nearest_terms)
+
+
+def test_rmd_by_directions_equals_the_per_class_projection(wide_data) -> None:
+    x, y, z, is_ood = wide_data
+    counts = [1, 3, 11]
+    new = scores.rmd_by_directions(x, y, z, counts)
+    old_terms = np.cumsum(_old_discriminant_terms(*scores.within_range(x, y, z), 11), axis=2)
+    for m in counts:
+        old = old_terms[:, :, m - 1].min(axis=1)
+        np.testing.assert_allclose(new[m], old, rtol=1e-9, atol=1e-9 * np.abs(old).max())
+        assert metrics.auroc(is_ood, new[m]) == metrics.auroc(is_ood, old)

@@ -483,6 +483,27 @@ class Scored:
     by_score: dict[str, np.ndarray]
 
 
+_FITS: list[tuple[np.ndarray, np.ndarray, np.ndarray, Any, metrics.MahalanobisScores]] = []
+_FITS_KEPT = 256  # fits remembered (two score arrays each); the oldest go first
+
+
+def mahalanobis(
+    train: np.ndarray, labels: np.ndarray, test: np.ndarray, ridge: float | str = 0.0
+) -> metrics.MahalanobisScores:
+    """metrics.mahalanobis_scores, remembered for the same training and test arrays (the same objects: the cached
+    features every table reads), labels and ridge, so the tables that refit one model's features (scores, covariance,
+    sweeps) fit it once. The entry holds the arrays, so no other array can take their place."""
+    labels = np.asarray(labels)
+    for x, y, z, r, fit in _FITS:
+        if x is train and z is test and r == ridge and type(r) is type(ridge) and np.array_equal(y, labels):
+            return fit
+    fit = metrics.mahalanobis_scores(train, labels, test, ridge=ridge)
+    if len(_FITS) >= _FITS_KEPT:
+        _FITS.pop(0)
+    _FITS.append((train, labels.copy(), test, ridge, fit))
+    return fit
+
+
 def score_all(
     inputs: Inputs, feats: dict, seed_list: Sequence[int], ridge: float | str = 0.0
 ) -> dict[tuple[str, str, str], Scored]:
@@ -493,7 +514,7 @@ def score_all(
             rows = {name: [] for name in SCORES}
             for seed in seed_list:
                 f = feats[(d.setting, d.in_dist, kind, seed)]
-                s = metrics.mahalanobis_scores(f.train, f.train_y, f.test, ridge=ridge)
+                s = mahalanobis(f.train, f.train_y, f.test, ridge=ridge)
                 for name, v in zip(SCORES, (scores.msp(f.logits), s.md, s.rmd)):
                     rows[name].append(v)
             out[(d.setting, d.in_dist, kind)] = Scored(d.is_ood, {k: np.stack(v) for k, v in rows.items()})
@@ -1014,7 +1035,7 @@ def direction_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], count
                 f = feats[(d.setting, d.in_dist, kind, s)]
                 if len(f.train) <= f.train.shape[1]:
                     continue
-                md = metrics.auroc(d.is_ood, metrics.mahalanobis_scores(f.train, f.train_y, f.test).md)
+                md = metrics.auroc(d.is_ood, mahalanobis(f.train, f.train_y, f.test).md)
                 for m, rmd in scores.rmd_by_directions(f.train, f.train_y, f.test, counts).items():
                     auc = metrics.auroc(d.is_ood, rmd)
                     rows.append(
@@ -1160,7 +1181,7 @@ def external_background(
             f = feats[(d.setting, d.in_dist, "pretrained", s)]
             md_ext = metrics.gaussian_distance(ext, f.test)
             for k, labels in ((d.n_classes, f.train_y), (1, np.zeros_like(f.train_y))):
-                sc = metrics.mahalanobis_scores(f.train, labels, f.test)
+                sc = mahalanobis(f.train, labels, f.test)
                 for name, v in (("MD", sc.md), ("RMD (own background)", sc.rmd), (EXTERNAL, sc.md - md_ext)):
                     per.setdefault((k, name), []).append(v)
         stacked = {key: np.stack(v) for key, v in per.items()}
@@ -1275,12 +1296,12 @@ def covariance_table(inputs: Inputs, feats: dict, seed: int, ridges: Sequence[fl
     for d in inputs.directions:
         for kind in KINDS:
             f = feats[(d.setting, d.in_dist, kind, seed)]
-            base = metrics.mahalanobis_scores(f.train, f.train_y, f.test)
+            base = mahalanobis(f.train, f.train_y, f.test)
             means, within = scores.shared_covariance(f.train, f.train_y)
             rank = np.linalg.matrix_rank(within)
             residuals = f.train - means[np.unique(f.train_y, return_inverse=True)[1]]
             for est in [*ridges, *ESTIMATORS]:
-                other = metrics.mahalanobis_scores(f.train, f.train_y, f.test, ridge=est)
+                other = mahalanobis(f.train, f.train_y, f.test, ridge=est)
                 for name in ("MD", "RMD"):
                     a, b = getattr(other, name.lower()), getattr(base, name.lower())
                     iv = stats.bootstrap_interval(  # stats.paired_bootstrap_diff(metrics.auroc, ...), draws shared
@@ -1321,10 +1342,11 @@ def eigen_tables(
             halves = []
             for s in seed_list:
                 f = feats[(d.setting, d.in_dist, kind, s)]
-                halves.append(scores.half_distances(f.train, f.train_y, f.test))  # each half its own nearest class
                 if s != seed_list[0]:
+                    halves.append(scores.half_distances(f.train, f.train_y, f.test))  # each half its own nearest class
                     continue
-                vals, md_terms = scores.eigen_contributions(f.train, f.train_y, f.test)
+                vals, md_terms, half = scores.eigen_analysis(f.train, f.train_y, f.test)
+                halves.append(half)
                 betas, rmd_terms = scores.discriminant_contributions(*scores.within_range(f.train, f.train_y, f.test))
                 for label, mask in (("in-distribution", d.is_ood == 0), ("OOD", d.is_ood == 1)):
                     for score, terms in (("MD", md_terms), ("RMD", rmd_terms)):

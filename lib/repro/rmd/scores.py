@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -80,27 +80,54 @@ def mahalanobis_batch_matrix(train_feats: np.ndarray, train_labels: np.ndarray, 
     return np.min(per_class, axis=0)
 
 
-def _eigen_terms(
+_CHUNK = 256  # test rows whose (rows, K, d') terms are held at once
+
+
+def _eigen_projection(
     train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues of the shared covariance (descending, numerically zero ones dropped) and every test point's squared
-    whitened offset from every class mean along each eigendirection: (n, K, d') terms that sum to MD_k."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Eigenvalues of the shared covariance (descending, numerically zero ones dropped), and the test points and class
+    means in its whitened eigenbasis, (n, d') and (K, d'): their differences are the whitened offsets."""
     means, cov = shared_covariance(train_feats, train_labels)
     vals, vecs = np.linalg.eigh(cov)
     order = np.argsort(vals)[::-1]
     vals, vecs = vals[order], vecs[:, order]
     keep = vals > vals[0] * 1e-10
     vals, vecs = vals[keep], vecs[:, keep]
-    return vals, ((test_feats[:, None, :] - means[None]) @ vecs / np.sqrt(vals)) ** 2
+    return vals, test_feats @ vecs / np.sqrt(vals), means @ vecs / np.sqrt(vals)
+
+
+def _eigen_chunks(points: np.ndarray, means: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+    """(rows, terms) over chunks of test rows: every row's squared whitened offset from every class mean along each
+    eigendirection, (rows, K, d') terms that sum to MD_k, a chunk at a time (K n d' floats at once would not fit)."""
+    for start in range(0, len(points), _CHUNK):
+        rows = slice(start, start + _CHUNK)
+        yield rows, (points[rows, None, :] - means[None]) ** 2
+
+
+def eigen_analysis(
+    train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """eigen_contributions and half_distances from one pass over the terms: the eigenvalues, each test point's terms
+    for its nearest class, and the MD of the leading and of the trailing half of the eigendirections."""
+    vals, points, means = _eigen_projection(train_feats, train_labels, test_feats)
+    half = len(vals) // 2
+    nearest_terms = np.empty_like(points)
+    lead, trail = np.empty(len(points)), np.empty(len(points))
+    for rows, terms in _eigen_chunks(points, means):
+        nearest = terms.sum(axis=2).argmin(axis=1)
+        nearest_terms[rows] = terms[np.arange(len(terms)), nearest]
+        lead[rows] = terms[:, :, :half].sum(axis=2).min(axis=1)
+        trail[rows] = terms[:, :, half:].sum(axis=2).min(axis=1)
+    return vals, nearest_terms, (lead, trail)
 
 
 def eigen_contributions(
     train_feats: np.ndarray, train_labels: np.ndarray, test_feats: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues of the shared covariance (descending) and each test point's MD to its nearest class per eigendirection."""
-    vals, terms = _eigen_terms(train_feats, train_labels, test_feats)
-    nearest = terms.sum(axis=2).argmin(axis=1)
-    return vals, terms[np.arange(len(test_feats)), nearest]
+    vals, nearest_terms, _ = eigen_analysis(train_feats, train_labels, test_feats)
+    return vals, nearest_terms
 
 
 def half_distances(
@@ -108,9 +135,7 @@ def half_distances(
 ) -> tuple[np.ndarray, np.ndarray]:
     """MD computed from the leading half of the shared covariance's eigendirections alone, and from the trailing half
     alone: each the minimum over classes of that half's terms, so each half picks its own nearest class."""
-    vals, terms = _eigen_terms(train_feats, train_labels, test_feats)
-    half = len(vals) // 2
-    return terms[:, :, :half].sum(axis=2).min(axis=1), terms[:, :, half:].sum(axis=2).min(axis=1)
+    return eigen_analysis(train_feats, train_labels, test_feats)[2]
 
 
 def leading_eigenvectors(train_feats: np.ndarray, train_labels: np.ndarray) -> np.ndarray:
@@ -194,7 +219,7 @@ def _discriminant_terms(
     ratios, vecs = eigh(np.cov(train_feats, rowvar=False, bias=True), cov)
     keep = np.argsort(ratios)[::-1][: len(means) - 1 if m is None else m]
     betas, vecs = ratios[keep] - 1.0, vecs[:, keep]
-    to_class = ((test_feats[:, None, :] - means[None]) @ vecs) ** 2  # (n, K, m)
+    to_class = ((test_feats @ vecs)[:, None, :] - (means @ vecs)[None]) ** 2  # (n, K, m), projected before differencing
     to_all = ((test_feats - train_feats.mean(axis=0)) @ vecs) ** 2 / (1.0 + betas)  # (n, m)
     return betas, to_class - to_all[:, None, :]
 
