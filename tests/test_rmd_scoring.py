@@ -146,6 +146,9 @@ def test_clp_is_cached_by_its_inputs(tmp_path, monkeypatch) -> None:
     ex._inlier_mass(x, y, 2, ood, 2, 15, 6)  # another seed: another entry
     assert len(list((tmp_path / "features").glob("rmd-clp-*.npz"))) == 2
     assert cache.store("features") == tmp_path / "features"
+    own = ex.stored("rmd-per-class", ex.per_class_gaussian_score, [ex.per_class_gaussian_score], x, y, ood)
+    assert np.array_equal(own, ex.per_class_gaussian_score(x, y, ood))
+    assert len(list((tmp_path / "features").glob("rmd-per-class-*.npz"))) == 1
 
 
 def test_the_task_pool_is_read_once_per_encoder(monkeypatch) -> None:

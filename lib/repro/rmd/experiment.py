@@ -797,7 +797,9 @@ def per_class_covariance(
         sc = scored[(d.setting, d.in_dist, "pretrained")]
         own = np.stack(
             [
-                per_class_gaussian_score(f.train, f.train_y, f.test)
+                stored(
+                    "rmd-per-class", per_class_gaussian_score, [per_class_gaussian_score], f.train, f.train_y, f.test
+                )
                 for f in (feats[(d.setting, d.in_dist, "pretrained", s)] for s in seed_list)
             ]
         )
@@ -1045,21 +1047,24 @@ def direction_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], count
     return pd.DataFrame(rows)
 
 
+def stored(name: str, fn: Any, code: Sequence[Any], *args: Any) -> np.ndarray:
+    """fn(*args), an array, kept in the cache under `name` by everything it depends on: the arguments, the source of
+    `code` (fn and the functions it calls that may change) and the versions of NumPy and scikit-learn (their draws,
+    fits and linear algebra): for a computation that cannot be made faster, a cached re-run reads it back."""
+    import sklearn
+
+    sources = [inspect.getsource(c) for c in code]
+    where = cache.entry_path("features", name, *args, sources, (np.__version__, sklearn.__version__), suffix=".npz")
+    return cache.arrays_entry(where, lambda: {"value": np.asarray(fn(*args))})[0]["value"]
+
+
 def _inlier_mass(
     x: np.ndarray, y: np.ndarray, k: int, ood: np.ndarray, members: int, per_class: int, seed: int
 ) -> np.ndarray:
-    """scores.inlier_mass with inlier classes 0..k-1, kept in the cache by everything it depends on: its inputs, the
-    source of the functions that compute it and the versions of the libraries they call (NumPy's draws, scikit-learn's
-    probes)."""
-    import sklearn
-
-    code = [inspect.getsource(fn) for fn in (scores.inlier_mass, scores.balanced_bootstrap, scores.linear_probe)]
-    versions = (np.__version__, sklearn.__version__)
-    where = cache.entry_path(
-        "features", "rmd-clp", x, y, k, ood, members, per_class, seed, code, versions, suffix=".npz"
-    )
-    build = lambda: {"mass": scores.inlier_mass(x, y, range(k), ood, members, per_class, seed)}
-    return cache.arrays_entry(where, build)[0]["mass"]
+    """scores.inlier_mass with inlier classes 0..k-1, cached (stored)."""
+    code = (scores.inlier_mass, scores.balanced_bootstrap, scores.linear_probe)
+    mass = lambda *a: scores.inlier_mass(a[0], a[1], range(a[2]), *a[3:])
+    return stored("rmd-clp", mass, code, x, y, k, ood, members, per_class, seed)
 
 
 def per_ood_class(
