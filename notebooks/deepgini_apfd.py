@@ -111,9 +111,12 @@ P = repro.start(globals(), checks=[dg.local_pairs], **dg.SPEC)
 # same test images), then the tests of each drawn image with its misclassified count fixed, and
 # the interval is taken over source images and models. Retraining differences are paired over
 # retraining seeds on one fixed held-out half (its inputs are not resampled). The cost ratio is a
-# ratio of minimum timings. A row is labelled with the paper's regime only when the run's models
-# are within 0.02 test accuracy of the artifact's (and, for cost, track about as many neurons as
-# the artifact's Fashion-MNIST LeNet-1); table `regime_checks` gives the computed values.
+# ratio of minimum timings. A row is labelled with the paper's regime only when the register's
+# criterion, computed on the run's data, passes: for the APFD rows, every pair's model trained on
+# a training split of the paper's size (50,000 to 73,257 images) and within 0.02 test accuracy of
+# the artifact's model (table `accuracy` checks each pair); for cost, a mixed set built from the
+# paper's 10,000 test images and about as many neurons as the artifact's Fashion-MNIST LeNet-1.
+# Table `regime_checks` gives the computed values.
 
 # %%
 from repro import verdict
@@ -513,7 +516,8 @@ page.say(dg.artifact_cam_words())
 #
 # * **Data and models.** `default` runs Fashion-MNIST and a 5,000-image MNIST sample with
 #   LeNet-1 and LeNet-5 (the paper pairs Fashion-MNIST with LeNet-1 and ResNet-20, and adds
-#   CIFAR-10 and SVHN). The MNIST models train on 4,000 images, not 60,000.
+#   CIFAR-10 and SVHN). The MNIST models train on 4,000 images, not 60,000, so by the register's
+#   criterion the APFD rows are not in the paper's regime whatever the models' accuracy.
 # * **Attacks.** ART instead of foolbox 1.7. The artifact's BIM is foolbox's L1 variant with a
 #   binary search, ours is L∞ BIM over an ε grid, each image stopped at its first successful
 #   step. JSMA and C&W attack the first `jsma_images` and

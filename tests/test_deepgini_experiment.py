@@ -463,3 +463,23 @@ def test_the_retraining_rival_is_the_artifacts_best_that_orders_the_pool() -> No
     rivals["tie_share"], rivals["orders_pool"] = 0.9, False
     row = dg._retraining_row(claim, diffs, picks, "one-shot", "coverage", rivals)
     assert row["decision"] == "untestable here" and row["why"].startswith("ties decide 90% of the top k")
+
+
+def test_the_paper_pairs_criterion_needs_the_papers_training_size_and_accuracy() -> None:
+    from repro.deepgini import claims
+    from repro.params import resolve
+
+    c = claims.PAIRS_CRITERION
+    assert c.variable_range == (50_000, 73_257)  # CIFAR-10's 50,000 to SVHN's 73,257 training images
+    assert c.passes(60_000, 0.0072) and not c.passes(60_000, 0.049) and not c.passes(4_000, 0.0)
+    # the default run's MNIST pairs: 4,000 training images of the local sample, 0.94 against the artifact's 0.9894
+    rows = [
+        {"train_images": 60_000, "test_accuracy": 0.89, "artifact_accuracy": 0.8972},
+        {"train_images": 4_000, "test_accuracy": 0.94, "artifact_accuracy": 0.9894},
+        {"train_images": 60_000, "test_accuracy": 0.99, "artifact_accuracy": float("nan")},
+    ]
+    assert [dg.pair_criterion(r) for r in rows] == [True, False, None]
+    register = claims.claims(resolve({"profile": "default"}, dg.SPEC))
+    regime = register["beats_coverage|original"].regime
+    assert regime.kind == "paper" and regime.criterion is c  # planned: the paper's pairs; labelled by the criterion
+    assert "4,000 training" in regime.ours and "50,000-73,257 training" in regime.paper

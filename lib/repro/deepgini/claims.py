@@ -416,20 +416,37 @@ def images(p: Mapping[str, Any], dataset: str) -> tuple[int, int]:
     return (min(n_train, held[0]), min(n_test, held[1])) if held else (n_train, n_test)
 
 
+# The paper's models train on their dataset's whole training split: 50,000 (CIFAR-10) to 73,257 (SVHN) images.
+PAPER_TRAIN_RANGE = (min(v[0] for v in PAPER_IMAGES.values()), max(v[0] for v in PAPER_IMAGES.values()))
+TRAIN_VARIABLE = "training images of the pair trained on fewest"
+# What makes the APFD rows' pairs the paper's, written before any number and computed on the run's data
+# (experiment.check_regimes): every pair's model trained on a training split of the paper's size, and within
+# ACCURACY_SHORTFALL test accuracy of the artifact's model of that pair. The local MNIST sample's 4,000 training
+# images fail it, whatever the accuracy.
+PAIRS_CRITERION = Criterion(PAPER_TRAIN_RANGE, PAPER_SHORTFALL_PROP, (-1, ACCURACY_SHORTFALL))
+
+
 def pairs_regime(p: Mapping[str, Any], mixed: bool) -> Regime:
-    """The dataset-model pairs and their test images, beside the paper's eight pairs."""
+    """The dataset-model pairs, their training and test images, beside the paper's eight pairs: planned `paper` when
+    every pair is one of the paper's, then labelled so only if PAIRS_CRITERION passes on the run's data."""
     sizes = {pair: images(p, pair.split(":")[0]) for pair in p["pairs"]}
     datasets = dict.fromkeys(pair.split(":")[0] for pair in sizes)
+    trains = " / ".join(f"{n:,}" for n in dict.fromkeys(tr for tr, _ in sizes.values()))
     tests = " / ".join(f"{n:,}" for n in dict.fromkeys(te for _, te in sizes.values()))
-    ours = f"{len(sizes)} pairs on {', '.join(datasets)}; {tests} test images"
-    paper = "8 pairs on MNIST, CIFAR-10, Fashion-MNIST, SVHN; 10,000-26,032 test images"
+    ours = f"{len(sizes)} pairs on {', '.join(datasets)}; {trains} training, {tests} test images"
+    paper = (
+        f"8 pairs on MNIST, CIFAR-10, Fashion-MNIST, SVHN; {PAPER_TRAIN_RANGE[0]:,}-{PAPER_TRAIN_RANGE[1]:,} "
+        "training, 10,000-26,032 test images"
+    )
     if mixed:
         ours += f"; JSMA on {p['jsma_images']:,}, C&W on {p['cw_images']:,} images"
         paper += "; every attack on every image"
-    at_paper = set(sizes) <= set(PAPER_PAIRS) and all(tr >= 4_000 and te >= 1_000 for tr, te in sizes.values())
+    at_paper = set(sizes) <= set(PAPER_PAIRS)
     tolerance = (
-        "the paper's datasets and architectures, every model trained on at least 4,000 images and tested on at "
-        "least 1,000: normalized APFD is a per-test rate, so the set's size widens the interval but does not move it"
+        "the paper's datasets and architectures, every model trained on a training split of the paper's size and "
+        f"within {ACCURACY_SHORTFALL} test accuracy of the artifact's model (what a model misclassifies, and so what "
+        "APFD can find, moves with how well it is trained); normalized APFD is a per-test rate, so the test set's "
+        "size widens the interval but does not move it"
     )
     if mixed:
         tolerance += (
@@ -437,26 +454,13 @@ def pairs_regime(p: Mapping[str, Any], mixed: bool) -> Regime:
             "than its 80 % (Fashion LeNet-1), and the paper makes the claim at 0 % (original) and at 80 %"
         )
     return Regime(
-        "dataset–model pairs",
+        TRAIN_VARIABLE,
         paper,
         ours,
         "paper" if at_paper else "miniature",
         tolerance if at_paper else "",
-        # the variable: the share of our pairs that are the paper's, trained and tested at the sizes above
-        Criterion((1, 1), PAPER_SHORTFALL_PROP, (-1, ACCURACY_SHORTFALL)) if at_paper else None,
+        PAIRS_CRITERION if at_paper else None,
     )
-
-
-def pairs_at_paper(p: Mapping[str, Any], pairs: list[str] | None = None) -> float:
-    """The share of the pairs (all of the run's by default) that are the paper's, trained on at least 4,000 images
-    and tested on at least 1,000: pairs_regime's criterion variable."""
-    chosen = list(p["pairs"]) if pairs is None else pairs
-    ok = [
-        pair in PAPER_PAIRS
-        and min(images(p, pair.split(":")[0])[0] / 4_000, images(p, pair.split(":")[0])[1] / 1_000) >= 1
-        for pair in chosen
-    ]
-    return sum(ok) / len(ok) if ok else float("nan")
 
 
 PAPER_KMNC_K = 1_000  # the KMNC of the paper's tables; KMNC(10000) timed out (no claim on it)

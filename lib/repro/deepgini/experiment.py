@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -677,12 +678,13 @@ def _shortfall(accuracy: pd.DataFrame, pairs: list[str]) -> float:
 def check_regimes(claim_set: dict, accuracy: pd.DataFrame, test_sets: pd.DataFrame, timings: pd.DataFrame,
                   params: object) -> None:  # fmt: skip
     """Compute every paper regime's criterion on this run (verdict.check_regime), from what the run measured: the
-    pairs' test accuracy against the artifact's models (the APFD and max-coverage rows), and for the cost rows the
+    fewest training images any pair's model was trained on and the pairs' test accuracy against the artifact's models
+    (the APFD rows; the max-coverage row's test images and accuracy), and for the cost rows the
     tests timed and the neurons the coverage methods track against the artifact's Fashion-MNIST LeNet-1. A property
     the run cannot compute (no artifact accuracy for any pair judged, a timed pair the artifact does not count
     neurons for) leaves the criterion uncomputed: the row then reads miniature."""
     from ..verdict import check_regime
-    from .claims import PAPER_NEURONS, images, max_coverage_scope, pairs_at_paper
+    from .claims import PAPER_NEURONS, images, max_coverage_scope
 
     for key, claim in claim_set.items():
         regime = claim.regime
@@ -690,7 +692,8 @@ def check_regimes(claim_set: dict, accuracy: pd.DataFrame, test_sets: pd.DataFra
             continue
         kind = key.split("|")[0]
         if kind in ("beats_coverage", "softmax_match", "beats_surprise"):
-            variable, prop = pairs_at_paper(params), _shortfall(accuracy, list(params.pairs))
+            # the fewest training images any pair's model was trained on, as the run loaded them
+            variable, prop = float(accuracy["train_images"].min()), _shortfall(accuracy, list(params.pairs))
         elif kind == "max_coverage":
             judged, _ = max_coverage_scope(params)
             variable = min(images(params, pair.split(":")[0])[1] for pair in judged)
@@ -908,7 +911,8 @@ def train_pairs(pairs: list[tuple[str, str]], params: object) -> dict[tuple[str,
 
 
 def accuracy_table(models: dict[tuple[str, str], Pair]) -> pd.DataFrame:
-    """Test accuracy of every model, beside the artifact's where it reports one."""
+    """Test accuracy of every model, beside the artifact's where it reports one, and whether the pair passes the
+    register's criterion for the paper's pairs (pair_criterion)."""
     from . import nets
 
     rows = []
@@ -924,7 +928,18 @@ def accuracy_table(models: dict[tuple[str, str], Pair]) -> pd.DataFrame:
                 "artifact_accuracy": PAPER_ACCURACY.get((ds, arch), np.nan),
             }
         )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    return frame.assign(paper_criterion=[pair_criterion(r) for r in frame.to_dict("records")])
+
+
+def pair_criterion(row: Mapping) -> bool | None:
+    """Whether one pair passes the register's criterion for the paper's pairs (claims.PAIRS_CRITERION: training images
+    in the paper's range, test accuracy within the shortfall of the artifact's model): None where the artifact reports
+    no accuracy for the pair."""
+    from .claims import PAIRS_CRITERION
+
+    gap = row["artifact_accuracy"] - row["test_accuracy"]
+    return None if not math.isfinite(gap) else PAIRS_CRITERION.passes(row["train_images"], gap)
 
 
 def attack_caps(params: object) -> dict[str, int]:
