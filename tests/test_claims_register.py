@@ -65,7 +65,8 @@ def test_deepgini_plans_the_iterative_claims_only_when_a_pair_runs_that_protocol
     assert {"retraining", "retraining_random", "retraining_oneshot"} <= set(planned)
     assert "on each of the 1 pairs run so (1 per dataset)" in planned["retraining"].claim
     without = dg_claims.claims(resolve({"profile": "smoke", "iterative_pairs": 0}, SPEC))
-    assert set(planned) - set(without) == {"retraining", "retraining_random"}  # the one-shot claim stays
+    # the one-shot claim stays; the held-out, pool-accuracy and random rows of the iterative protocol go
+    assert set(planned) - set(without) == {"retraining", "retraining_pool", "retraining_random"}
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

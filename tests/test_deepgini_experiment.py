@@ -465,6 +465,147 @@ def test_the_retraining_rival_is_the_artifacts_best_that_orders_the_pool() -> No
     assert row["decision"] == "untestable here" and row["why"].startswith("ties decide 90% of the top k")
 
 
+def _rounds_by_hand(labels: list) -> list[int]:
+    """source_rounds by its definition: sort positions by (place among the label's items, position)."""
+    seen: dict = {}
+    keys = []
+    for i, label in enumerate(labels):
+        keys.append((seen.get(label, 0), i))
+        seen[label] = seen.get(label, 0) + 1
+    return [i for _, i in sorted(keys)]
+
+
+def test_source_rounds_take_one_item_per_label_a_round() -> None:
+    # a a b a c b: round 1 takes positions 0, 2, 4 (a, b, c), round 2 positions 1, 5, round 3 position 3
+    assert retraining.source_rounds(np.array(["a", "a", "b", "a", "c", "b"])).tolist() == [0, 2, 4, 1, 5, 3]
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        labels = rng.integers(0, 7, size=int(rng.integers(1, 40)))
+        order = retraining.source_rounds(labels)
+        assert order.tolist() == _rounds_by_hand(labels.tolist())
+        k = len(np.unique(labels))  # the first k hold every label once
+        assert len(np.unique(labels[order[:k]])) == k
+
+
+def test_proportional_keeps_every_prefix_at_the_lists_shares() -> None:
+    # A A A B: A's items sit at 1/6, 3/6, 5/6, B's at 1/2; the tie at 1/2 goes in rank order (A's second first)
+    assert retraining.proportional(np.array(["A", "A", "A", "B"])).tolist() == [0, 1, 3, 2]
+    rng = np.random.default_rng(1)
+    labels = rng.choice(["FGSM", "BIM", "JSMA", "CW-L2"], p=[0.5, 0.3, 0.15, 0.05], size=400)
+    order = retraining.proportional(labels)
+    assert sorted(order.tolist()) == list(range(400))
+    for label in np.unique(labels):
+        share = (labels == label).mean()
+        taken = np.cumsum(labels[order] == label)
+        assert np.all(np.abs(taken - share * np.arange(1, 401)) <= 1)  # every prefix within one item of its share
+        assert (np.diff(np.flatnonzero(labels == label)) > 0).all()
+        mine = order[labels[order] == label]
+        assert (np.diff(mine) > 0).all()  # each label's items keep their rank order
+
+
+def test_ablation_order_reorders_deepginis_rows_by_source_and_by_attack() -> None:
+    m = _mixed([0, 1, 0, 0, 1, 2, 2], ["original", "original", "FGSM", "BIM", "FGSM", "BIM", "FGSM"])
+    ranked = np.array([2, 3, 4, 5, 6])  # sources 0 0 1 2 2; attacks F B F B F
+    assert retraining.ablation_order(retraining.ONE_PER_SOURCE, ranked, m).tolist() == [2, 4, 5, 3, 6]
+    # FGSM 3 items at 1/6, 3/6, 5/6, BIM 2 at 1/4, 3/4: rows 2 (F), 3 (B), 4 (F), 5 (B), 6 (F)
+    assert retraining.ablation_order(retraining.BY_ATTACK, ranked, m).tolist() == [2, 3, 4, 5, 6]
+    with pytest.raises(ValueError, match="unknown ablation"):
+        retraining.ablation_order("DeepGini, by luck", ranked, m)
+
+
+def _ablation_runs() -> tuple[pd.DataFrame, pd.DataFrame]:
+    accs = {
+        "DeepGini": (0.80, 0.82, 0.84),
+        retraining.ONE_PER_SOURCE: (0.85, 0.875, 0.885),
+        retraining.BY_ATTACK: (0.79, 0.83, 0.83),
+        "NBC(1)-CTM": (0.86, 0.87, 0.88),
+        "random": (0.84, 0.85, 0.83),
+    }
+    frame = pd.DataFrame(
+        [{"protocol": "one-shot", "method": m, "percent": 10, "seed": s, "held_out_accuracy": a, "pool_accuracy": a}
+         for m, v in accs.items() for s, a in zip((0, 1, 2), v)]
+        + [{"protocol": "one-shot", "method": "none", "percent": 0, "seed": -1, "held_out_accuracy": 0.5,
+            "pool_accuracy": 0.5}]
+    )  # fmt: skip
+    made = pd.DataFrame(
+        [{"protocol": "one-shot", "method": m, "percent": 10, "seed": s, "inputs": 200, "source_images": n + s,
+          "share FGSM": 0.5,
+          "share BIM": 0.5} for m, n in (("DeepGini", 100), (retraining.ONE_PER_SOURCE, 150),
+                                         (retraining.BY_ATTACK, 110), ("NBC(1)-CTM", 140)) for s in (0, 1, 2)]
+    )  # fmt: skip
+    return frame, made
+
+
+def test_ablation_differences_pair_each_selection_with_deepgini_the_rival_and_random() -> None:
+    frame, made = _ablation_runs()
+    table = retraining.ablation_differences(frame, made, "NBC(1)-CTM")
+    at = table[table["metric"] == "held_out_accuracy"].set_index(["selection", "against"])
+    # DeepGini against the rival and random; each ablation also against DeepGini; no ablation against the other
+    assert set(at.index) == {
+        ("DeepGini", "NBC(1)-CTM"),
+        ("DeepGini", "random"),
+        *((a, b) for a in retraining.ABLATIONS for b in ("DeepGini", "NBC(1)-CTM", "random")),
+    }
+    d = np.array([0.05, 0.055, 0.045])  # one per source − DeepGini, per seed
+    half = 4.302652729911275 * d.std(ddof=1) / np.sqrt(3)
+    row = at.loc[(retraining.ONE_PER_SOURCE, "DeepGini")]
+    assert (row["difference"], row["ci_low"], row["ci_high"]) == pytest.approx((d.mean(), d.mean() - half,
+                                                                               d.mean() + half))  # fmt: skip
+    assert row["source_images"] == 151 and at.loc[("DeepGini", "random"), "source_images"] == 101  # mean of seeds
+    assert at.loc[("DeepGini", "NBC(1)-CTM"), "difference"] == pytest.approx(-0.05)
+    assert (table["percent"] == 10).all() and set(table["metric"]) == {"held_out_accuracy", "pool_accuracy"}
+
+
+def test_the_ablation_decides_a_retraining_rows_cause() -> None:
+    frame, made = _ablation_runs()
+    picks = made.drop(columns="seed").groupby(["protocol", "method", "percent"], as_index=False).mean()
+    picks = picks.assign(pair="a b")
+    ablation = retraining.ablation_differences(frame, made, "NBC(1)-CTM").assign(pair="a b")
+    # one per source: +0.050 against DeepGini (interval above 0) and +0.000 against the rival (interval holds 0)
+    (cause, sentence), table = dg._picks_cause(picks, "a b", "NBC(1)-CTM", 10, "one-shot", ablation)
+    assert (cause, table) == ("finding", "retraining_ablation") and sentence.startswith("source diversity")
+    assert "DeepGini's picks come from 101 source images, NBC(1)-CTM's from 141" in sentence
+    assert "one per source image (151 sources): +0.050 [+0.038, +0.062] against DeepGini" in sentence
+    # only the attack stratification closes it: setup (the pool's attack mix is our construction's)
+    swapped = frame.replace({retraining.ONE_PER_SOURCE: "x", retraining.BY_ATTACK: retraining.ONE_PER_SOURCE})
+    swapped = swapped.replace({"x": retraining.BY_ATTACK})
+    ablation = retraining.ablation_differences(swapped, made, "NBC(1)-CTM").assign(pair="a b")
+    (cause, sentence), table = dg._picks_cause(picks, "a b", "NBC(1)-CTM", 10, "one-shot", ablation)
+    assert (cause, table) == ("setup", "retraining_ablation") and "attack mix" in sentence
+    # both ablations still below the rival: the make-up is not the cause, a finding about DeepGini's inputs
+    low = frame.copy()
+    low.loc[low["method"].isin(retraining.ABLATIONS), "held_out_accuracy"] -= 0.06
+    ablation = retraining.ablation_differences(low, made, "NBC(1)-CTM").assign(pair="a b")
+    (cause, sentence), table = dg._picks_cause(picks, "a b", "NBC(1)-CTM", 10, "one-shot", ablation)
+    assert (cause, table) == ("finding", "retraining_ablation") and "still loses" in sentence
+    # the pool metric reads its own rows: there the ablations were not lowered, so one per source closes the gap
+    (cause, _), _ = dg._picks_cause(picks, "a b", "NBC(1)-CTM", 10, "one-shot", ablation, "pool_accuracy")
+    assert cause == "finding"
+    # an ablation neither closing the gap nor below the rival: unknown, more seeds would tell
+    mid = frame.copy()
+    mid.loc[mid["method"] == retraining.ONE_PER_SOURCE, "held_out_accuracy"] = [0.80, 0.90, 0.84]
+    mid.loc[mid["method"] == retraining.BY_ATTACK, "held_out_accuracy"] = [0.80, 0.90, 0.84]
+    ablation = retraining.ablation_differences(mid, made, "NBC(1)-CTM").assign(pair="a b")
+    (cause, sentence), table = dg._picks_cause(picks, "a b", "NBC(1)-CTM", 10, "one-shot", ablation)
+    assert (cause, table) == ("unknown", "") and sentence.startswith("the ablation does not decide it at 3 seeds")
+
+
+def test_the_curve_is_each_methods_mean_pool_accuracy_with_deepgini_minus_it() -> None:
+    curve = pd.DataFrame(
+        [{"protocol": "iterative", "method": "none", "percent": 0, "seed": -1, "pool_accuracy": 0.5}]
+        + [{"protocol": "iterative", "method": m, "percent": p, "seed": s, "pool_accuracy": a + 0.01 * s + 0.1 * p}
+           for m, a in (("DeepGini", 0.6), ("random", 0.55)) for p in (1, 2) for s in (0, 1)]
+    )  # fmt: skip
+    table = retraining.curve_table(curve).set_index(["method", "percent"])
+    assert table.loc[("none", 0), "pool_accuracy"] == 0.5 and np.isnan(table.loc[("none", 0), "difference"])
+    assert table.loc[("DeepGini", 2), "pool_accuracy"] == pytest.approx(0.805)
+    assert table.loc[("random", 1), "difference"] == pytest.approx(0.05)  # the same gap at both seeds
+    assert table.loc[("random", 1), "ci_low"] == pytest.approx(0.05) and np.isnan(table.loc[("DeepGini", 1), "ci_low"])
+    view = dg.curve_view(table.reset_index().assign(pair="a b"))
+    assert view.columns.tolist() == ["pair", "method", "before", "1 %", "2 %"]
+    assert view.set_index("method").loc["random", "2 %"] == 0.755 and (view["before"] == 0.5).all()
+
+
 def test_the_paper_pairs_criterion_needs_the_papers_training_size_and_accuracy() -> None:
     from repro.deepgini import claims
     from repro.params import resolve

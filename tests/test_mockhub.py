@@ -289,6 +289,10 @@ def check_deepgini_apfd(result: dict) -> None:
         for r in coverage_rows
     )
     assert all(r["paper_criterion"] in (False, None) for r in accuracy)
+    # no pair runs the iterative protocol here: the ablation of DeepGini's picks is one-shot only, and no curve
+    ablation = rows(result, "retraining_ablation")
+    assert {r["protocol"] for r in ablation} == {"one-shot"} and len({r["pair"] for r in ablation}) == 4
+    assert rows(result, "retraining_curve") == []
 
 
 def check_rmd_near_ood(result: dict) -> None:

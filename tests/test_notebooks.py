@@ -372,7 +372,8 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     rivals = {r["pair"]: r for r in table(smoke_results, "deepgini_apfd", "retraining_rival") if r["chosen"]}
     for model in ("lenet1", "lenet5"):
         methods = {r["method"] for r in retraining if r["model"] == model}
-        # DeepGini, the coverage rival, random and the control (training images only), and the model before
+        # DeepGini, the coverage rival, random and the control (training images only), and the model before; the
+        # ablations of DeepGini's picks stay in their own table
         assert methods == {"none", "DeepGini", "random", "training images only", rivals[f"digits {model}"]["method"]}
         # the rival orders at least the tests of the largest percentage by coverage, not by its tie-break
         assert rivals[f"digits {model}"]["pool_tests_ordered"] >= rivals[f"digits {model}"]["needed"]
@@ -392,15 +393,52 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     assert all(r["inputs"] >= r["source_images"] > 0 and r["mean_loss"] > 0 for r in pool_picks)
     assert all(abs(sum(v for k, v in r.items() if k.startswith("share ")) - 1) < 1e-9 for r in pool_picks)
     assert all(r["inputs"] == 0 for r in picks if r["method"] == "training images only")
+    # the ablation of DeepGini's picks at each protocol's largest percentage: one per source image takes as many
+    # source images as inputs (the pool has more source images than its top 10 %), the stratified one the pool's
+    # attack shares within one input
+    ablation = table(smoke_results, "deepgini_apfd", "retraining_ablation")
+    one, strat = "DeepGini, one per source image", "DeepGini, stratified by attack"
+    assert {(r["pair"], r["protocol"]) for r in ablation} == {
+        ("digits lenet1", "one-shot"),
+        ("digits lenet1", "iterative"),
+        ("digits lenet5", "one-shot"),
+    }
+    assert {r["selection"] for r in ablation} == {"DeepGini", one, strat} and {r["percent"] for r in ablation} == {10}
+    assert all(r["source_images"] == r["inputs"] for r in ablation if r["selection"] == one)
+    whole = {r["pair"]: r for r in picks if r["method"] == "whole pool"}
+    for r in (r for r in ablation if r["selection"] == strat):
+        assert all(abs(r[c] - whole[r["pair"]][c]) <= 1 / r["inputs"] + 1e-9 for c in r if c.startswith("share ")), r
+    gini = {(r["pair"], r["protocol"]): r["source_images"] for r in ablation if r["selection"] == "DeepGini"}
+    assert all(r["source_images"] >= gini[r["pair"], r["protocol"]] for r in ablation if r["selection"] == one)
+    assert all(r["ci_low"] <= r["difference"] <= r["ci_high"] and r["seeds"] == 2 for r in ablation)
+    # the artifact's metric at every 1 % step of the iterative protocol, equal to the runs' pool accuracy where
+    # both are scored
+    curve = table(smoke_results, "deepgini_apfd", "retraining_curve")
+    assert {r["percent"] for r in curve} == set(range(11)) and {r["pair"] for r in curve} == {"digits lenet1"}
+    scored = [r for r in retraining if r["protocol"] == "iterative" and r["percent"] == 10]
+    for method in {r["method"] for r in scored}:
+        mean = np.mean([r["pool_accuracy"] for r in scored if r["method"] == method])
+        (point,) = [r for r in curve if r["method"] == method and r["percent"] == 10]
+        assert point["pool_accuracy"] == pytest.approx(mean)
+        assert (point["difference"] is None) == (method == "DeepGini")
+    # every pair's regime criterion is computed per pair on the data: digits has no artifact model to compare
+    assert all(r["paper_criterion"] is None for r in table(smoke_results, "deepgini_apfd", "accuracy"))
     cost = table(smoke_results, "deepgini_apfd", "cost")
     assert all(abs(r["seconds"] - r["forward_s"] - r["method_s"]) < 1e-12 and r["forward_s"] > 0 for r in cost)
     assert not any(r["method"].startswith("KMNC(") and int(r["method"][5:-5]) > 1000 for r in cost)
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
     # per set: coverage, softmax, surprise (ours); then saturation, retraining iterative vs coverage (the paper's),
     # one-shot vs coverage and iterative vs random (ours), and the two cost claims
-    assert len(verdict) == 3 * 2 + 1 + 3 + 2
+    assert len(verdict) == 3 * 2 + 1 + 4 + 2
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
     assert [r["origin"] for r in verdict].count("ours") == 4
+    # the retraining rows: held-out accuracy and the artifact's pool accuracy; a row not held is measured by the
+    # ablation of DeepGini's picks, or says that more seeds would tell
+    retrain_rows = [r for r in verdict if "retrain" in r["claim"] or "top 10 %" in r["claim"]]
+    assert [r["statistic"].split(",")[0] for r in retrain_rows] == ["held-out accuracy", "pool accuracy",
+                                                                   "held-out accuracy", "held-out accuracy"]  # fmt: skip
+    for r in (r for r in retrain_rows if r["decision"] == "not held"):
+        assert (r["measured_by"] == "retraining_ablation" and r["varies"] == "selection") or "seeds" in r["why"], r
     # APFD rows cover the training run: 2 models per pair at smoke, t over models with each model's item bootstrap
     apfd_rows = [r for r in verdict if "APFD(" in r["rule"]]
     assert apfd_rows and all("2 trained models per pair" in r["test"] for r in apfd_rows)

@@ -400,7 +400,14 @@ COVERAGE = "the existing coverage-based techniques: NAC, NBC, SNAC (CTM and CAM)
 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: the method in
 # the APFD and maximum-coverage tables (the rival that wins), the implementation in the CAM benchmark.
-MEASURES = {"apfd": "method", "max_coverage": "method", "cam_implementations": "implementation"}
+# The ablation of DeepGini's retraining picks varies their make-up (one pick per source image, the pool's attack
+# shares) with DeepGini's ranking held fixed: its column selection.
+MEASURES = {
+    "apfd": "method",
+    "max_coverage": "method",
+    "cam_implementations": "implementation",
+    "retraining_ablation": "selection",
+}
 
 
 def paper_baselines(methods: Mapping[str, str]) -> list[str]:
@@ -569,6 +576,27 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
         "comparison with the coverage-based techniques."
     )
     artifact = "; ".join(f"{pair} {v[10][0]:.3f} vs random {v[10][1]:.3f}" for pair, v in ARTIFACT_RETRAINING.items())
+    comparator = (
+        "the coverage-based techniques (here the one of best retraining outcome in the artifact's retrain.xlsx, the "
+        f"pair's sheet or else CIFAR-10 ResNet-20's, among those whose tie-break decides at most "
+        f"{RIVAL_TIE_SHARE_MAX:.0%} of their top {top} %)"
+    )
+    on_pool = Regime(
+        "retraining protocol",
+        iterative.paper,
+        iterative.ours.replace("scored on a held-out half", "scored on the pool"),
+    )
+    against_coverage = {  # the paper's two retraining rows, on a held-out half and on the pool
+        "quote": quote,
+        "comparator": comparator,
+        "paper_values": PAPER_RETRAINING,
+        "paper_estimate": round(PAPER_RETRAINING["DeepGini"] - PAPER_RETRAINING["coverage, best"], 3),
+        # the held-out half's inputs come several to a source image, but the interval is over retraining seeds on
+        # one fixed held-out half (or the fixed pool): the items are not resampled (see the chapter's report)
+        "units": "items",
+        # a rival whose top k its tie-break decides beyond this share is no rival (untestable here)
+        "overlap_max": RIVAL_TIE_SHARE_MAX,
+    }
     planned = {
         "retraining": Claim(
             f"retraining on DeepGini's top {top} % beats the best coverage method's, re-ranked every 1 % (the "
@@ -576,18 +604,17 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
             "abstract; RQ3, Table 6; artifact exp_retrain.py",
             "0.978 vs 0.916–0.935 (CIFAR ResNet-20, 10 %)",
             Rule.above(0, "held-out accuracy, DeepGini − the coverage rival, on each pair"),
-            quote=quote,
-            comparator="the coverage-based techniques (here the one of best retraining outcome in the artifact's "
-            "retrain.xlsx, the pair's sheet or else CIFAR-10 ResNet-20's, among those whose tie-break decides at most "
-            f"{RIVAL_TIE_SHARE_MAX:.0%} of their top {top} %)",
             regime=iterative,
-            paper_values=PAPER_RETRAINING,
-            paper_estimate=round(PAPER_RETRAINING["DeepGini"] - PAPER_RETRAINING["coverage, best"], 3),
-            # the held-out half's inputs come several to a source image, but the interval is over retraining seeds
-            # on one fixed held-out half: the items are not resampled (see the chapter's report)
-            units="items",
-            # a rival whose top k its tie-break decides beyond this share is no rival (untestable here)
-            overlap_max=RIVAL_TIE_SHARE_MAX,
+            **against_coverage,
+        ),
+        "retraining_pool": Claim(
+            f"DeepGini's top {top} % beats the best coverage method's in pool accuracy (the artifact's metric), "
+            f"re-ranked every 1 %, on {each_it}",
+            "RQ3, Table 6 (artifact exp_retrain.py scores the pool)",
+            "0.978 vs 0.916–0.935 (CIFAR ResNet-20, 10 %)",
+            Rule.above(0, "pool accuracy, DeepGini − the coverage rival, on each pair"),
+            regime=on_pool,
+            **against_coverage,
         ),
         "retraining_oneshot": Claim(
             f"ranked once by the original model, DeepGini's top {top} % beats the coverage rival's, on {each}",
@@ -606,7 +633,7 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
         ),
     }
     if n_iterative == 0:  # iterative_pairs 0: no pair runs the iterative protocol, so its two claims are not planned
-        del planned["retraining"], planned["retraining_random"]
+        del planned["retraining"], planned["retraining_pool"], planned["retraining_random"]
     return planned
 
 

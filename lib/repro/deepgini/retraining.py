@@ -9,8 +9,11 @@ Two protocols, paired across methods within a seed (same extra training images, 
 
 Every method's picks come with their make-up (share per attack, distinct source images, the original model's mean
 loss on them). The control "training images only" fine-tunes on the extra training images alone (no pool input).
-Each tuned model is scored on the held-out half of the adversarial inputs (in total and per attack), on the pool,
-on the clean test images, and against a fresh FGSM attack on the held-out source images.
+Two ablations of DeepGini vary that make-up with its ranking held fixed, at the largest percentage only: its order
+taken one pick per source image at a time (`source_rounds`), and stratified to the pool's attack shares
+(`proportional`). Each tuned model is scored on the held-out half of the adversarial inputs (in total and per attack),
+on the pool, on the clean test images, and against a fresh FGSM attack on the held-out source images; under the
+iterative protocol the pool accuracy (the artifact's metric) is also kept at every 1 % step (the curve).
 """
 
 from __future__ import annotations
@@ -30,6 +33,42 @@ from .testsets import MixedSet
 
 POOL_ATTACKS = tuple(ARTIFACT)  # the attacks of the artifact-style mixed set, whose adversarial inputs form the pool
 CONTROL = "training images only"  # fine-tunes on the extra training images alone: what the pool inputs add
+ONE_PER_SOURCE = "DeepGini, one per source image"  # DeepGini's order, at most one pick per source image per round
+BY_ATTACK = "DeepGini, stratified by attack"  # DeepGini's order within each attack, the pool's attack shares
+ABLATIONS = (ONE_PER_SOURCE, BY_ATTACK)
+
+
+def _occurrence(labels: np.ndarray) -> np.ndarray:
+    """Each item's place among the items of its label, in the given order (0 for a label's first item)."""
+    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    by_label = np.argsort(inverse, kind="stable")
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    out = np.empty(len(labels), dtype=int)
+    out[by_label] = np.arange(len(labels)) - starts
+    return out
+
+
+def source_rounds(labels: np.ndarray) -> np.ndarray:
+    """Positions of a ranked list reordered in rounds: every label's first item (in rank order), then every label's
+    second, and so on. A top k then holds at most one item per label while k is at most the number of labels."""
+    return np.lexsort((np.arange(len(labels)), _occurrence(labels)))
+
+
+def proportional(labels: np.ndarray) -> np.ndarray:
+    """Positions of a ranked list reordered so that every prefix holds each label in about its share of the whole
+    list, each label's items in rank order: the j-th item (from 0) of a label with n items sits at (j + 1/2) / n,
+    ties in rank order."""
+    _, inverse, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    return np.lexsort((np.arange(len(labels)), (_occurrence(labels) + 0.5) / counts[inverse]))
+
+
+def ablation_order(name: str, ranked: np.ndarray, mixed: MixedSet) -> np.ndarray:
+    """`ranked` (rows of the mixed set in DeepGini's order) reordered as the ablation `name` takes them."""
+    if name == ONE_PER_SOURCE:
+        return ranked[source_rounds(mixed.source[ranked])]
+    if name == BY_ATTACK:
+        return ranked[proportional(mixed.kind[ranked])]
+    raise ValueError(f"unknown ablation {name!r}; one of {', '.join(ABLATIONS)}")
 
 
 def method_seed(seed: int, method: str) -> int:
@@ -121,20 +160,24 @@ def run(
     seeds: Sequence[int],
     epochs: int,
     loss: np.ndarray,
+    ablations: Sequence[str] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One-shot: per seed and percentage, every method (and the control) fine-tunes the original model on its top
-    tests of the pool, ranked once by the original model, plus the same random training images. Returns the scores
-    and the make-up of every method's picks (see `picks`), the whole pool's first."""
+    tests of the pool, ranked once by the original model, plus the same random training images; the `ablations` of
+    DeepGini's order (ABLATIONS; DeepGini among `methods`) at the largest percentage only, after the others (whose
+    runs they leave as they were). Returns the scores and the make-up of every method's picks (see `picks`), the
+    whole pool's first."""
     mixed, pool = sc.mixed, sc.pool
     made = [{"protocol": "one-shot", "method": "whole pool", "percent": 100, "seed": -1, **picks(mixed, pool, loss)}]
     rows = [{"protocol": "one-shot", "method": "none", "percent": 0, "seed": -1, **sc.score(model)}]
     for seed in tqdm(seeds, desc="retraining seeds (one-shot)", leave=False):
         rng = np.random.default_rng(seed)
         ranked = {m: pool[order(m, pool, method_seed(seed, m))] for m in methods}
+        ranked.update({a: ablation_order(a, ranked["DeepGini"], mixed) for a in ablations})
         for pct in percents:
             k = _size(pool, pct)
             extra = rng.choice(len(train[1]), k, replace=False)  # shared by every method of this seed and percentage
-            for m in [*methods, CONTROL]:
+            for m in [*methods, CONTROL, *(ablations if pct == max(percents) else ())]:
                 top = ranked[m][:k] if m != CONTROL else pool[:0]
                 made.append(
                     {"protocol": "one-shot", "method": m, "percent": pct, "seed": seed, **picks(mixed, top, loss)}
@@ -155,28 +198,46 @@ def run_iterative(
     seeds: Sequence[int],
     epochs: int,
     loss: np.ndarray,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+    ablations: Sequence[str] = (),
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The artifact's protocol: at each step p = 1 .. top_percent %, every method re-ranks the whole pool with its
     model of step p - 1 (`rank(method, model, pool, seed)` gives the order of the pool), takes the top p %, and
     trains that model further on them plus p % as many fresh random training images (shared by the methods of a
-    seed and step); the models are chained. Scores at the steps in `scored`; picks' make-up at every scored step."""
+    seed and step); the models are chained. An ablation of DeepGini (ABLATIONS) re-ranks with DeepGini's score and
+    tie-break through its own chain and re-takes that order. Scores and picks' make-up at the steps in `scored` (the
+    ablations at the last step only); and the curve: every method's pool accuracy (the artifact's metric) at every
+    step, the model before retraining at step 0."""
     mixed, pool = sc.mixed, sc.pool
     rows, made = [], []
+    curve = [{"protocol": "iterative", "method": "none", "percent": 0, "seed": -1,
+              "pool_accuracy": accuracy(model, mixed, pool)}]  # fmt: skip
     for seed in tqdm(seeds, desc="retraining seeds (iterative)", leave=False):
         rng = np.random.default_rng([seed, 1])
-        current = dict.fromkeys([*methods, CONTROL], model)
+        current = dict.fromkeys([*methods, CONTROL, *ablations], model)
         for pct in range(1, top_percent + 1):
             k = _size(pool, pct)
             extra = rng.choice(len(train[1]), k, replace=False)
             for m in current:
-                top = pool[:0] if m == CONTROL else pool[rank(m, current[m], pool, method_seed(seed, m))][:k]
+                if m == CONTROL:
+                    top = pool[:0]
+                elif m in ablations:
+                    gini = pool[rank("DeepGini", current[m], pool, method_seed(seed, "DeepGini"))]
+                    top = ablation_order(m, gini, mixed)[:k]
+                else:
+                    top = pool[rank(m, current[m], pool, method_seed(seed, m))][:k]
                 current[m] = nets.fine_tune(current[m], *_fit_set(mixed, top, train, extra, m == CONTROL), epochs, seed)
-                if pct in scored:
+                score = None
+                reported = pct == top_percent if m in ablations else pct in scored
+                if reported:
+                    score = sc.score(current[m])
                     made.append({"protocol": "iterative", "method": m, "percent": pct, "seed": seed,
                                  **picks(mixed, top, loss)})  # fmt: skip
-                    rows.append({"protocol": "iterative", "method": m, "percent": pct, "seed": seed,
-                                 **sc.score(current[m])})  # fmt: skip
-    return pd.DataFrame(rows), pd.DataFrame(made)
+                    rows.append({"protocol": "iterative", "method": m, "percent": pct, "seed": seed, **score})
+                if m not in ablations:
+                    pool_acc = score["pool_accuracy"] if score else accuracy(current[m], mixed, pool)
+                    curve.append({"protocol": "iterative", "method": m, "percent": pct, "seed": seed,
+                                  "pool_accuracy": pool_acc})  # fmt: skip
+    return pd.DataFrame(rows), pd.DataFrame(made), pd.DataFrame(curve)
 
 
 def picks(mixed: MixedSet, rows: np.ndarray, loss: np.ndarray | None = None) -> dict[str, float]:
@@ -219,3 +280,46 @@ def paired_differences(
             }
         )
     return pd.DataFrame(rows)
+
+
+def ablation_differences(
+    frame: pd.DataFrame, made: pd.DataFrame, rival: str, metrics: Sequence[str] = ("held_out_accuracy", "pool_accuracy")
+) -> pd.DataFrame:
+    """At each protocol's largest percentage: DeepGini and each of its ablations (column `selection`, what varies the
+    picks' make-up with DeepGini's ranking held fixed) minus DeepGini, the coverage `rival` and random, in each
+    metric, paired by seed (t interval); beside the make-up of the selection's picks (mean over seeds)."""
+    rows = []
+    runs = frame[frame["method"] != "none"]
+    for protocol, sub in runs.groupby("protocol", sort=False):
+        pct = int(sub["percent"].max())
+        top = sub[sub["percent"] == pct]
+        compared = top[top["method"].isin(["DeepGini", *ABLATIONS, rival, "random"])]
+        for selection in [s for s in ("DeepGini", *ABLATIONS) if s in set(top["method"])]:
+            arms = compared[compared["method"].isin([selection, "DeepGini", rival, "random"])]
+            for metric in metrics:
+                for d in paired_differences(arms, selection, metric).to_dict("records"):
+                    rows.append({"protocol": protocol, "percent": pct, "selection": selection, "metric": metric,
+                                 "against": d["method"], **{c: d[c] for c in
+                                 ("difference", "ci_low", "ci_high", "seeds", "test")}})  # fmt: skip
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    shares = [c for c in made.columns if c.startswith("share ")]
+    mine = made[made["method"].isin(["DeepGini", *ABLATIONS])]
+    makeup = (
+        mine.groupby(["protocol", "method", "percent"], as_index=False, sort=False)[
+            ["inputs", "source_images", *shares]
+        ]
+        .mean()
+        .rename(columns={"method": "selection"})
+    )
+    return table.merge(makeup, on=["protocol", "selection", "percent"], how="left")
+
+
+def curve_table(curve: pd.DataFrame) -> pd.DataFrame:
+    """The iterative protocol's curve (run_iterative's third frame): each method's mean pool accuracy at every step
+    (the model before retraining at 0 %), and DeepGini − method paired by seed with a t interval (none for DeepGini
+    and the model before)."""
+    means = curve.groupby(["protocol", "method", "percent"], as_index=False, sort=False)["pool_accuracy"].mean()
+    diffs = paired_differences(curve, column="pool_accuracy")
+    return means.merge(diffs, on=["protocol", "method", "percent"], how="left")
