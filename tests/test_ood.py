@@ -451,13 +451,22 @@ def test_per_class_gaussian_score_is_the_nearest_class_log_likelihood() -> None:
     train = np.r_[rng.normal(0, 1, (40, 3)), rng.normal(4, 0.2, (40, 3))]
     y = np.repeat([0, 1], 40)
     test = rng.normal(2, 2, (25, 3))
+    from repro.rmd.experiment import PER_CLASS_FLOOR
+
     fits = [LedoitWolf().fit(train[y == c]) for c in (0, 1)]
+    floor = PER_CLASS_FLOOR * np.var(train, axis=0).mean() * np.eye(3)
     # -2 log N(x; mu_c, S_c) = maha + logdet + d log(2 pi): the constant drops out of the minimum
     direct = np.min(
-        [-2 * multivariate_normal(f.location_, f.covariance_).logpdf(test) - 3 * np.log(2 * np.pi) for f in fits],
+        [
+            -2 * multivariate_normal(f.location_, f.covariance_ + floor).logpdf(test) - 3 * np.log(2 * np.pi)
+            for f in fits
+        ],
         axis=0,
     )
     assert np.allclose(per_class_gaussian_score(train, y, test), direct, rtol=1e-9)
+    # a class of one row, or a feature constant within a class, stays finite
+    one = np.r_[train, [[9.0, 9.0, 9.0]]]
+    assert np.isfinite(per_class_gaussian_score(one, np.r_[y, 2], test)).all()
 
 
 def test_fixed_rows_effect_pairs_k_with_half_rows_against_half_k_with_all_rows() -> None:

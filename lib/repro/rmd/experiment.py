@@ -770,18 +770,24 @@ def estimator_gains(
     return pd.DataFrame(rows)
 
 
+PER_CLASS_FLOOR = 1e-6  # added to each class covariance's diagonal, relative to the features' mean variance
+
+
 def per_class_gaussian_score(train: np.ndarray, train_y: np.ndarray, test: np.ndarray) -> np.ndarray:
     """OOD score of class-conditional Gaussians, each with its own Ledoit-Wolf covariance: min over classes of the
     squared Mahalanobis distance plus the log-determinant (minus twice the best class log-likelihood, constants
-    dropped). MD and RMD share one covariance across classes; this drops that assumption."""
+    dropped). MD and RMD share one covariance across classes; this drops that assumption. A floor of PER_CLASS_FLOOR
+    times the features' mean variance on every diagonal keeps a class whose rows span fewer dimensions (one row, a
+    feature constant within it) finite."""
     from sklearn.covariance import LedoitWolf
 
+    floor = PER_CLASS_FLOOR * max(float(np.var(train, axis=0).mean()), np.finfo(float).tiny)
     out = np.full(len(test), np.inf)
     for c in np.unique(train_y):
         fit = LedoitWolf().fit(train[train_y == c])
+        cov = fit.covariance_ + floor * np.eye(train.shape[1])
         diff = test - fit.location_
-        logdet = np.linalg.slogdet(fit.covariance_)[1]
-        out = np.minimum(out, ((diff @ fit.precision_) * diff).sum(axis=1) + logdet)
+        out = np.minimum(out, (np.linalg.solve(cov, diff.T).T * diff).sum(axis=1) + np.linalg.slogdet(cov)[1])
     return out
 
 
