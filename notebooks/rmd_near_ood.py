@@ -431,7 +431,7 @@ repro.publish(
     external,
     view=external.pivot_table(index=["setting", "K"], columns="score", values="auroc", sort=False).reset_index(),
 )
-repro.publish("external_contrasts", external_gain)
+repro.publish("external_contrasts", external_gain, view=external_gain.drop(columns="test"))
 page.say(
     " ".join(
         f"In {st}, "
@@ -696,7 +696,7 @@ page.say(
 
 # %%
 own_cov = ex.per_class_covariance(inputs, feats, scored, SEEDS, P.n_boot, P.seed)
-repro.publish("per_class_covariance", own_cov)
+repro.publish("per_class_covariance", own_cov, view=own_cov.drop(columns=["ood", "features", "test"]))
 page.say(
     "; ".join(
         f"{r.in_dist} → {r.ood}: MD {r.MD:.3f}, per-class Gaussians {r.per_class:.3f}, RMD {r.RMD:.3f} "
