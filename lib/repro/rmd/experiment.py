@@ -1683,6 +1683,8 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
             cause = _far_loss(in_dist, features, res) if kind == "rmd_beats_md" else None
             cause = cause or _contrast_cause(claim, kind, features, r, res)
             test = r["test"] + (f"; against {MSP_FROM[r['msp_from']]}" if kind == "rmd_vs_msp" else "")
+            if str(r["setting"]).startswith("image"):  # the OOD group is a fixed set of classes, not a draw of them
+                test += "; the OOD classes are fixed: the interval covers new images of them, not new classes"
             row = judge(claim, r["delta"], (r["ci_low"], r["ci_high"]), test, narrow_by=items, **cause)
             rows.append(row if r["best_auroc"] >= DETECTABLE_AUROC else _blind(row, r["best_auroc"]))
         elif kind in ("near", "far"):
