@@ -521,6 +521,16 @@ def score_all(
     return out
 
 
+def _mean_auroc(d: Direction, per_seed: np.ndarray) -> float:
+    """AUROC of one score on d's test rows, averaged over the seeds (one row of `per_seed` each)."""
+    return float(np.mean([metrics.auroc(d.is_ood, row) for row in per_seed]))
+
+
+def _halvings(k: int) -> list[int]:
+    """K, K/2, K/4, ... down to 2: the class counts of the sweep of real classes."""
+    return [k // 2**i for i in range(8) if k // 2**i >= 2]
+
+
 def _keys(d: Direction, kind: str) -> dict[str, Any]:
     """The identifying columns of a direction's rows."""
     return {"setting": d.setting, "in_dist": d.in_dist, "ood": d.ood, "features": kind}
@@ -699,10 +709,7 @@ STRONGER_MSP = "RMD - stronger MSP"
 def stronger_msp(d: Direction, scored: dict) -> str:
     """The feature type whose MSP detects d's OOD rows better (seed-mean AUROC): the fine-tuned classifier's, or the
     linear probe's on label-free features; RMD with fine-tuned features is judged against it."""
-    auc = {
-        kind: np.mean([metrics.auroc(d.is_ood, row) for row in scored[(d.setting, d.in_dist, kind)].by_score["MSP"]])
-        for kind in KINDS
-    }
+    auc = {kind: _mean_auroc(d, scored[(d.setting, d.in_dist, kind)].by_score["MSP"]) for kind in KINDS}
     return max(KINDS[::-1], key=auc.get)  # a tie goes to the fine-tuned classifier's
 
 
@@ -720,7 +727,7 @@ def gain_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataF
                     (1.0, sc.by_score["RMD"]),
                     (-1.0, scored[(d.setting, d.in_dist, msp_from)].by_score["MSP"]),
                 ]
-            best = max(np.mean([metrics.auroc(d.is_ood, row) for row in sc.by_score[name]]) for name in SCORES)
+            best = max(_mean_auroc(d, sc.by_score[name]) for name in SCORES)
             for name, terms in pairs.items():
                 iv = auc_contrast(d, terms, n_boot, seed)
                 rows.append(
@@ -809,15 +816,14 @@ def per_class_covariance(
                 for f in (feats[(d.setting, d.in_dist, "pretrained", s)] for s in seed_list)
             ]
         )
-        mean_auc = lambda v: float(np.mean([metrics.auroc(d.is_ood, row) for row in v]))
         iv = auc_contrast(d, [(1.0, sc.by_score["RMD"]), (-1.0, own)], n_boot, seed)
         rows.append(
             {
                 **_keys(d, "pretrained"),
                 "K": d.n_classes,
-                "MD": mean_auc(sc.by_score["MD"]),
-                "per_class": mean_auc(own),
-                "RMD": mean_auc(sc.by_score["RMD"]),
+                "MD": _mean_auroc(d, sc.by_score["MD"]),
+                "per_class": _mean_auroc(d, own),
+                "RMD": _mean_auroc(d, sc.by_score["RMD"]),
                 "RMD_minus_per_class": iv.estimate,
                 "ci_low": iv.low,
                 "ci_high": iv.high,
@@ -886,7 +892,7 @@ def class_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int
     for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
         f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # the first seed's training draw
         fits = []
-        counts = [d.n_classes // 2**i for i in range(8) if d.n_classes // 2**i >= 2]
+        counts = _halvings(d.n_classes)
         for k in counts:
             for draw in range(1 if k == d.n_classes else CLASS_SWEEP_DRAWS):
                 chosen = np.sort(rng.choice(d.n_classes, k, replace=False))
@@ -978,7 +984,7 @@ def fixed_rows_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed
     rows = []
     for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
         f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]  # the sweep's own features
-        counts = [d.n_classes // 2**i for i in range(8) if d.n_classes // 2**i >= 2]
+        counts = _halvings(d.n_classes)
         for k in counts:
             gains = {"all": [], "half": []}
             totals = {"all": 0, "half": 0}
@@ -1198,7 +1204,7 @@ def external_background(
                     per.setdefault((k, name), []).append(v)
         stacked = {key: np.stack(v) for key, v in per.items()}
         for (k, name), v in stacked.items():
-            auroc = float(np.mean([metrics.auroc(d.is_ood, row) for row in v]))
+            auroc = _mean_auroc(d, v)
             rows.append({"setting": d.setting, "in_dist": d.in_dist, "K": k, "score": name, "auroc": auroc})
         full = d.n_classes
         for name, terms in (
