@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -786,3 +787,18 @@ def test_a_null_parameter_is_refused_in_one_line(runs: Path, in_process, name: s
         assert code == 2 and out == "", err
         assert err == f"error: parameter {name!r}: null is not a value; leave {name} out for the profile's value\n"
     assert stored.read_text() == '{"notebook": "earlier"}\n' and not (runs / ".scratch").exists()
+
+
+def test_a_signal_while_the_kernels_module_is_importing_still_unwinds(monkeypatch) -> None:
+    """The CI race: SIGINT landed while `repro.kernels` was half imported (in sys.modules, no `kill_all` yet)."""
+    import types
+
+    from repro import runner
+
+    monkeypatch.setitem(sys.modules, "repro.kernels", types.ModuleType("repro.kernels"))
+    monkeypatch.setattr(signal, "signal", lambda *a: None)
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    with pytest.raises(runner.Interrupted) as stopped:
+        runner._interrupt(signal.SIGINT, None)
+    assert stopped.value.code == 130
+    logging.disable(logging.NOTSET)

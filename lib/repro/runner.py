@@ -778,8 +778,9 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     """First SIGINT/SIGTERM: ignore further ones, kill the kernel at once, silence teardown noise, then unwind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    if "repro.kernels" in sys.modules:
-        sys.modules["repro.kernels"].kill_all()
+    kill_all = getattr(sys.modules.get("repro.kernels"), "kill_all", None)  # None while the module is importing
+    if kill_all is not None:
+        kill_all()
     # nbclient's "kernel died" and asyncio's reports on the abandoned cell task are teardown noise, not news.
     logging.disable(logging.CRITICAL)
     sys.unraisablehook = lambda unraisable: None
