@@ -489,3 +489,68 @@ def test_fixed_rows_effect_pairs_k_with_half_rows_against_half_k_with_all_rows()
     # (K 4 half - K 2 all) = 0.05, (K 8 half - K 4 all) = 0.05; per class fixed: 0.15 and 0.10
     assert row.per_doubling_fixed_total == pytest.approx(0.05)
     assert row.per_doubling_fixed_per_class == pytest.approx(0.125)
+
+
+def test_validation_split_holds_out_a_share_of_every_class_and_never_a_whole_class() -> None:
+    from repro.rmd.features import validation_split
+
+    y = np.repeat(np.arange(4), [10, 5, 2, 1])
+    kept, held = validation_split(y, 0.2, seed=3)
+    assert np.array_equal(np.sort(np.r_[kept, held]), np.arange(len(y)))
+    assert [int((y[held] == c).sum()) for c in range(4)] == [2, 1, 1, 0]  # round(0.2 n), at least 1, never all
+    assert set(y[kept]) == {0, 1, 2, 3}
+    again, other = validation_split(y, 0.2, seed=3), validation_split(y, 0.2, seed=4)
+    assert np.array_equal(again[1], held) and not np.array_equal(other[1], held)
+
+
+def test_the_rate_walk_steps_past_an_end_until_the_best_is_interior(monkeypatch) -> None:
+    """A validation accuracy peaked at 1e-3: the grid [1e-5, 1e-4] walks up twice (1e-3, 1e-2), stops interior."""
+    from repro.rmd import features
+
+    calls = []
+
+    def accuracy(d, budget, seed) -> float:
+        calls.append(budget.cnn_lr)
+        return 1.0 - abs(np.log10(budget.cnn_lr) + 3.0) / 10
+
+    monkeypatch.setattr(features, "validation_accuracy", accuracy)
+    monkeypatch.setattr(features, "rate_field", lambda d, b: "cnn_lr")
+    plan = features.Budget(8, 1, 1, 1, "local", "x")
+    tried = features.tuned_rates(None, plan, 0, [1e-4, 1e-5])
+    assert np.allclose(list(tried), [1e-5, 1e-4, 1e-3, 1e-2]) and np.isclose(features.best_rate(tried), 1e-3)
+    assert len(calls) == 4
+    calls.clear()  # peaked far above the grid: the walk stops after two steps, the best still at the end
+    monkeypatch.setattr(features, "validation_accuracy", lambda d, b, s: calls.append(b.cnn_lr) or b.cnn_lr)
+    tried = features.tuned_rates(None, plan, 0, [1e-5, 1e-4], walk=2)
+    assert np.isclose(max(tried), 1e-2) and np.isclose(features.best_rate(tried), max(tried)) and len(calls) == 4
+    assert features.tuned_rates(None, plan, 0, [3e-4]) == {3e-4: pytest.approx(np.nan, nan_ok=True)}
+    assert features.best_rate({1e-3: 0.5, 1e-4: 0.5, 1e-2: 0.4}) == 1e-4  # a tie goes to the smaller rate
+
+
+def test_format_leakage_counts_shared_openings_and_scores_a_character_detector() -> None:
+    import pandas as pd
+
+    from repro.rmd.experiment import Inputs, format_leakage
+    from repro.rmd.features import Direction
+
+    train = ["What is the capital of France?", "What is a prime number?", "Name the largest ocean."]
+    test_in = ["What is the tallest tree?", "Name the longest river.", "Which planet is red?"]
+    test_ood = ["((([]))) balanced?", "7 3 9 1 sort these digits", "What is 12 times 4?"]
+    d = Direction(
+        "text-tasks", "text", "A", "B", train, np.array([0, 0, 1]), [], np.array([]), test_in, np.array([0, 1, 0]),
+        test_ood, np.array(["x", "y", "z"]),
+    )  # fmt: skip
+    aurocs = pd.DataFrame(
+        [{"setting": "text-tasks", "in_dist": "A", "features": "pretrained", "score": "RMD", "auroc": 0.7}]
+    )
+    row = format_leakage(Inputs([d], torch.zeros(0)), aurocs).iloc[0]
+    assert row["id_opening_seen"] == pytest.approx(2 / 3) and row["ood_opening_seen"] == pytest.approx(1 / 3)
+    assert row["rmd_auroc"] == 0.7
+    # the detector by hand: 1 - the highest cosine similarity to a training row, ranked by metrics.auroc
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 3), sublinear_tf=True).fit(train)
+    a, b = vec.transform(test_in + test_ood).toarray(), vec.transform(train).toarray()
+    direct = [1 - max(float(u @ v) for v in b) for u in a]
+    assert row["surface_auroc"] == pytest.approx(metrics.auroc(np.r_[0, 0, 0, 1, 1, 1], np.array(direct)))
+    assert row["surface_auroc"] > 0.5  # the digit and bracket rows share few character n-grams with the training rows

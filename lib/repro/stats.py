@@ -607,6 +607,7 @@ def clustered_interval(
     sharing: str = "items",
     level: float = 0.95,
     words: str = "",
+    seeds_words: str = "",
 ) -> Interval:
     """Interval of the mean over trained models (seeds) of a statistic whose items come in clusters.
 
@@ -621,7 +622,8 @@ def clustered_interval(
     it); the seeds' spread over n seeds adds n - 1 (Welch-Satterthwaite). With one seed: estimate +- t * SE, training
     randomness not covered. Under FEW_CLUSTERS effective clusters the df are at most G_eff - 1 and the method says
     so; a stratum of one cluster gives no interval. Neither clusters nor n_clusters: items are independent
-    (hierarchical_interval)."""
+    (hierarchical_interval). seeds_words: what the seeds are, where the one "seed" is a statistic of several
+    models (seed means) rather than one trained model."""
     if clusters is None and n_clusters is None:
         return hierarchical_interval(per_seed, draws, level=level, shared_items=sharing != "none", words=words)
     _check_level(level)
@@ -641,7 +643,7 @@ def clustered_interval(
     estimate = float(theta.mean())
     lead = f"{words}: " if words else ""
     where = " in the smallest stratum" if counts["strata"] > 1 else ""
-    seeds = "1 trained model, training randomness not covered" if n == 1 else f"{n:,} seeds"
+    seeds = seeds_words or ("1 trained model, training randomness not covered" if n == 1 else f"{n:,} seeds")
     head = f"{lead}{counts['total']:,} {unit} resampled, then items within them ({d.shape[0]:,} resamples)"
     if g < 2:
         return Interval(estimate, math.nan, math.nan, f"{head}; 1 of the {unit}{where}: no interval")

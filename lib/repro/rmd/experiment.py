@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ from tqdm.auto import tqdm
 from .. import cache, data, metrics, pretrained, stats
 from ..params import Param
 from ..verdict import SWEEP_POINTS, Claim, Sweep, check_regime, judge, unexplained
-from . import nets, scores
+from . import features, nets, scores
 from .features import Budget, Direction, Embedder, Feats, both_ways, extract, finetuned_model, label_free_image_encoder
 
 SPEC = {
@@ -33,10 +33,9 @@ SPEC = {
     "feat_dim": Param(int, 64, smoke=32, low=8, high=512, help="feature width of the small image networks"),
     "cnn_epochs": Param(int, 8, smoke=1, paper=3, low=1, high=50, help="epochs of each fine-tuned image model"),
     "ae_epochs": Param(int, 4, smoke=1, low=1, high=50, help="epochs of the denoising auto-encoder"),
-    "text_train_per_domain": Param(
-        int, 400, smoke=60, low=20, high=5000, help="training questions per squad_shifts domain"
+    "text_per_domain": Param(
+        int, 400, smoke=50, low=20, high=2000, help="training questions, and test questions, per squad_shifts domain"
     ),
-    "text_test_per_domain": Param(int, 400, smoke=40, low=10, high=2000, help="test questions per squad_shifts domain"),
     "text_ood_domains": Param(
         list,
         [],
@@ -58,7 +57,25 @@ SPEC = {
         high=24,
         help="last layers of the text encoder that fine-tuning trains, the rest frozen (0 = all, the paper's)",
     ),
-    "text_lr": Param(float, 2e-4, paper=5e-5, low=1e-6, high=1e-2, help="Adam learning rate of text fine-tuning"),
+    "text_lr_grid": Param(
+        list,
+        [1e-4, 2e-4, 5e-4],
+        smoke=[2e-4, 5e-4],
+        paper=[2e-5, 5e-5, 1e-4],
+        items=float,
+        low=1e-6,
+        high=1e-2,
+        help="Adam learning rates of text fine-tuning, chosen between on held-out training rows (one: no choice)",
+    ),
+    "cnn_lr_grid": Param(
+        list,
+        [3e-4, 1e-3, 3e-3],
+        smoke=[1e-3],
+        items=float,
+        low=1e-6,
+        high=1e-1,
+        help="Adam learning rates of the image CNNs, chosen between on held-out training rows (one: no choice)",
+    ),
     "article_classes": Param(
         int, 32, smoke=6, low=2, high=47, help="Wikipedia articles used as in-distribution classes (the rest are OOD)"
     ),
@@ -240,8 +257,8 @@ def squad_split_articles(
                 train.extend(groups[i])
         if len(test) < n_test or len(train) < n_train:
             raise ValueError(
-                f"squad_shifts {domain} has {len(test) + len(train)} questions, fewer than text_train_per_domain + "
-                f"text_test_per_domain = {n_train} + {n_test} in whole articles"
+                f"squad_shifts {domain} has {len(test) + len(train)} questions, fewer than twice text_per_domain "
+                f"({n_train} + {n_test}) in whole articles"
             )
         order = draw.permutation(len(train))[:n_train]
         out[domain] = ([train[i] for i in order], test[:n_test], article[:n_test])
@@ -388,7 +405,7 @@ def text_directions(p: Any, train_seed: int | None = None) -> list[Direction]:
     k, n_train, n_test = p.task_classes, p.train_per_class, p.test_per_class
     tasks = task_direction(k, n_train, n_test, p.seed, p.task_ood, encoder=encoder, train_seed=train_seed)
     wiki = article_direction(p.article_classes, n_train, n_test, p.seed, train_seed)
-    split = squad_split_articles(p.text_train_per_domain, p.text_test_per_domain, p.seed, train_seed)
+    split = squad_split_articles(p.text_per_domain, p.text_per_domain, p.seed, train_seed)
     domains = list(data.SQUAD_DOMAINS)
     names = list(data.SQUAD_DOMAINS.values())
     train = [q for d in domains for q in split[d][0]]
@@ -425,7 +442,6 @@ def budget(params: Any) -> Budget:
         params.image_source,
         encoder,
         params.text_train_top,
-        params.text_lr,
     )
 
 
@@ -448,8 +464,60 @@ def all_inputs(p: Any) -> Inputs:
     return Inputs(first.directions, first.unlabeled_images, by_seed)
 
 
-def all_features(inputs: Inputs, plan: Budget, seed_list: Sequence[int]) -> dict[tuple[str, str, str, int], Feats]:
-    """Feats of every direction x feature type x seed; trained models come from (and go to) the cache."""
+def learning_rates(inputs: Inputs, plan: Budget, p: Any) -> tuple[dict[tuple[str, str], Budget], pd.DataFrame]:
+    """Each direction's fine-tuning learning rate, chosen on the first seed's training draw by accuracy on its
+    held-out rows (features.tuned_rates): the budget of every direction, and the table of every rate tried."""
+    seed = seeds(p)[0]
+    grids = {"text_lr": p.text_lr_grid, "cnn_lr": p.cnn_lr_grid}
+    plans, rows = {}, []
+    for d in tqdm(inputs.for_seed(seed).directions, desc="learning rates", leave=False):
+        name = features.rate_field(d, plan)
+        if name is None:
+            continue
+        tried = features.tuned_rates(d, plan, seed, grids[name])
+        chosen = features.best_rate(tried)
+        plans[(d.setting, d.in_dist)] = replace(plan, **{name: chosen})
+        rows += [
+            {
+                "setting": d.setting,
+                "in_dist": d.in_dist,
+                "model": "text encoder" if name == "text_lr" else "CNN",
+                "lr": rate,
+                "val_accuracy": acc,
+                "chosen": rate == chosen,
+                "interior": min(tried) < chosen < max(tried),
+            }
+            for rate, acc in tried.items()
+        ]
+    return plans, pd.DataFrame(rows)
+
+
+def rates_words(rates: pd.DataFrame) -> str:
+    """The page's sentence on the chosen learning rates (learning_rates' table)."""
+    chosen = rates[rates["chosen"] & rates["val_accuracy"].notna()]
+    if chosen.empty:
+        return "Every fine-tuned model trains at the one rate its grid holds; no rate was chosen."
+    edge = chosen[~chosen["interior"]]
+    return (
+        "Chosen rates (held-out accuracy): "
+        + "; ".join(f"{r.in_dist[:24]} {r.lr:g} ({r.val_accuracy:.3f})" for r in chosen.itertuples())
+        + ". "
+        + (
+            "Every chosen rate lies between two rates tried."
+            if edge.empty
+            else f"{len(edge)} chosen rate(s) still lie at an end of the rates tried after the walk: "
+            + ", ".join(r.in_dist[:24] for r in edge.itertuples())
+            + "."
+        )
+    )
+
+
+def all_features(
+    inputs: Inputs, plan: Budget, seed_list: Sequence[int], plans: Mapping[tuple[str, str], Budget] | None = None
+) -> dict[tuple[str, str, str, int], Feats]:
+    """Feats of every direction x feature type x seed; trained models come from (and go to) the cache. `plans`:
+    a direction's own budget (its chosen learning rate, learning_rates) where it has one."""
+    plans = plans or {}
     text_embed = Embedder(pretrained.EncoderClassifier(plan.text_encoder, 1, "text"))
     out = {}
     for seed in tqdm(seed_list, desc="seeds"):
@@ -471,7 +539,9 @@ def all_features(inputs: Inputs, plan: Budget, seed_list: Sequence[int]) -> dict
                 else Embedder(far_images if d.setting == "image-far" else images, None)
             )
             out[(d.setting, d.in_dist, "pretrained", seed)] = extract(d, label_free, probe_seed=seed)
-            out[(d.setting, d.in_dist, "finetuned", seed)] = extract(d, Embedder(finetuned_model(d, plan, seed), None))
+            out[(d.setting, d.in_dist, "finetuned", seed)] = extract(
+                d, Embedder(finetuned_model(d, plans.get((d.setting, d.in_dist), plan), seed), None)
+            )
     return out
 
 
@@ -1233,6 +1303,64 @@ def external_background(
     return pd.DataFrame(rows), pd.DataFrame(contrasts)
 
 
+def _opening(text: str, n_words: int = 2) -> str:
+    """A text's first `n_words` words, lower-cased: its format's most visible part."""
+    return " ".join(text.lower().split()[:n_words])
+
+
+def format_leakage(inputs: Inputs, aurocs: pd.DataFrame) -> pd.DataFrame:
+    """How far surface form alone separates each text direction's OOD test rows: the share of in-distribution and
+    of OOD test rows whose first two words open some training row, and the AUROC of a detector that reads nothing
+    but characters (one minus the highest cosine similarity of a test row's character 1-3-gram TF-IDF vector to
+    the training rows', fitted on those), beside label-free RMD's AUROC (mean over seeds, table auroc)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    rows = []
+    for d in inputs.directions:
+        if d.modality != "text":
+            continue
+        openings = {_opening(t) for t in d.train_x}
+        ind, ood = [np.mean([_opening(t) in openings for t in xs]) for xs in (d.test_in_x, d.test_ood_x)]
+        vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(1, 3), sublinear_tf=True).fit(d.train_x)
+        train, test = vec.transform(d.train_x), vec.transform(list(d.test_in_x) + list(d.test_ood_x))
+        surface = 1.0 - np.asarray((test @ train.T).max(axis=1).todense()).ravel()
+        rmd = aurocs[
+            (aurocs["setting"] == d.setting)
+            & (aurocs["in_dist"] == d.in_dist)
+            & (aurocs["features"] == "pretrained")
+            & (aurocs["score"] == "RMD")
+        ]["auroc"]
+        rows.append(
+            {
+                "setting": d.setting,
+                "in_dist": d.in_dist,
+                "ood": d.ood,
+                "id_opening_seen": float(ind),
+                "ood_opening_seen": float(ood),
+                "surface_auroc": float(metrics.auroc(d.is_ood, surface)),
+                "rmd_auroc": float(rmd.iloc[0]) if len(rmd) else np.nan,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def leakage_words(leak: pd.DataFrame) -> str:
+    """The page's sentence on table format_leakage."""
+    if leak.empty:
+        return "No text direction ran, so no format leakage was measured."
+    return (
+        "Surface form alone (table format_leakage): "
+        + "; ".join(
+            f"{r.in_dist}: {r.id_opening_seen:.0%} of in-distribution and {r.ood_opening_seen:.0%} of OOD test rows "
+            f"open with two words some training row opens with, and a character-n-gram detector reaches AUROC "
+            f"{r.surface_auroc:.3f} against label-free RMD's {r.rmd_auroc:.3f}"
+            for r in leak.itertuples()
+        )
+        + ". Where the character detector comes close to RMD, the direction is separable by format, and RMD's "
+        "AUROC there says little about semantic nearness."
+    )
+
+
 def clp_distribution(by_class: pd.DataFrame, inputs: Inputs) -> pd.DataFrame:
     """Per near direction, the distribution of its OOD classes' CLP (label-free features): the quartiles, how many are
     near by the register's cut, the 95 % lower bound of the median and whether it meets the regime criterion, beside
@@ -1519,6 +1647,7 @@ def pc_difference(ranges: pd.DataFrame, n_boot: int, seed: int) -> stats.Interva
         clusters=directions,
         unit="near directions",
         words=f"median over {diff.size} near direction × features units (seed means)",
+        seeds_words="each unit a mean over its seeds' models (their spread not added separately)",
     )
 
 

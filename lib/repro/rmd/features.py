@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -101,6 +101,10 @@ class Budget:
     text_encoder: str | Path
     text_train_top: int = 0  # the text encoder's last layers trained in fine-tuning (0: all)
     text_lr: float = 5e-5
+    cnn_lr: float = 1e-3  # Adam's default
+
+
+VALIDATION_SHARE = 0.2  # of each class's training rows, held out to choose a fine-tuning learning rate
 
 
 @dataclass
@@ -152,22 +156,25 @@ def uses_encoder(d: Direction, budget: Budget) -> bool:
     return d.modality == "text" or (budget.image_source == "hub" and d.setting == "image-near")
 
 
-def finetuned_model(d: Direction, budget: Budget, seed: int) -> Any:
-    """A classifier trained on d's in-distribution classes only, one per seed (cached under data/models/)."""
+def finetuned_model(d: Direction, budget: Budget, seed: int, note: str = "") -> Any:
+    """A classifier trained on d's in-distribution classes only, one per seed (cached under data/models/); `note`
+    is shown in its progress line."""
     y = torch.as_tensor(d.train_y)
-    desc = f"fine-tune on {d.in_dist[:30]}, seed {seed}"
+    desc = f"fine-tune on {d.in_dist[:30]}, seed {seed}{note}"
     if not uses_encoder(d, budget):
+        lr = budget.cnn_lr
         return cache.weights(
             "cnn",
             seeded_init(lambda: nets.SmallCNN(d.n_classes, budget.feat_dim), seed),
             lambda m: training.fit(
-                m, d.train_x, y, training.classification_loss, budget.cnn_epochs, seed=seed, desc=desc
+                m, d.train_x, y, training.classification_loss, budget.cnn_epochs, lr=lr, seed=seed, desc=desc
             ),
             d.train_x,
             d.train_y,
             budget.feat_dim,
             budget.cnn_epochs,
             seed,
+            *([f"lr {lr:g}"] if lr != 1e-3 else []),  # keys of old entries kept
         )[0]
     name = budget.text_encoder if d.modality == "text" else pretrained.VIT_IN21K_HUB
     epochs = budget.text_epochs if d.modality == "text" else budget.cnn_epochs
@@ -260,3 +267,56 @@ def extract(d: Direction, embed: Embedder, probe_seed: int | None = None) -> Fea
     n_in = len(d.test_in_y)
     accuracy = float((logits[:n_in].argmax(axis=1) == d.test_in_y).mean())
     return Feats(train, ood_train, test, logits, accuracy, d.train_y, d.ood_train_y)
+
+
+def rate_field(d: Direction, budget: Budget) -> str | None:
+    """The Budget field that holds the learning rate of d's fine-tuned model: "text_lr", "cnn_lr", or None (the
+    Hub's ViT, fine-tuned at its fixed 5e-5)."""
+    if d.modality == "text":
+        return "text_lr"
+    return None if uses_encoder(d, budget) else "cnn_lr"
+
+
+def validation_split(y: np.ndarray, share: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(kept, held-out) row indices: `share` of each class's rows (at least one, never all) held out, drawn by seed."""
+    rng = np.random.default_rng(seed)
+    held = []
+    for c in np.unique(y):
+        rows = rng.permutation(np.flatnonzero(y == c))
+        held.extend(rows[: min(len(rows) - 1, max(1, round(share * len(rows))))])
+    held = np.sort(np.asarray(held, dtype=int))
+    return np.setdiff1d(np.arange(len(y)), held), held
+
+
+def validation_accuracy(d: Direction, budget: Budget, seed: int) -> float:
+    """Accuracy on held-out training rows (validation_split, VALIDATION_SHARE) of d's classifier trained on the rest:
+    how a learning rate is chosen without looking at the test rows."""
+    kept, held = validation_split(d.train_y, VALIDATION_SHARE, seed)
+    part = replace(d, train_x=training.take(d.train_x, kept), train_y=d.train_y[kept])
+    model = finetuned_model(part, budget, seed, note=f", validation at lr {getattr(budget, rate_field(d, budget)):g}")
+    logits = Embedder(model, None)(training.take(d.train_x, held))[1]
+    return float((logits.argmax(axis=1) == d.train_y[held]).mean())
+
+
+def tuned_rates(d: Direction, budget: Budget, seed: int, grid: Sequence[float], walk: int = 2) -> dict[float, float]:
+    """Validation accuracy at every learning rate tried for d's fine-tuned model: the rates of `grid`, then, while
+    the best lies at an end of those tried, one more step beyond that end (the grid's ratio there; at most `walk`
+    steps), so that the rate chosen is interior wherever the walk allows. One rate: nothing to choose, no fits."""
+    rates = sorted(grid)
+    if len(rates) < 2:
+        return {rates[0]: float("nan")}
+    field_name = rate_field(d, budget)
+    tried = {r: validation_accuracy(d, replace(budget, **{field_name: r}), seed) for r in rates}
+    low_step, high_step = rates[1] / rates[0], rates[-1] / rates[-2]
+    for _ in range(walk):
+        best, ends = best_rate(tried), (min(tried), max(tried))
+        if best not in ends:
+            break
+        step = best / low_step if best == ends[0] else best * high_step
+        tried[step] = validation_accuracy(d, replace(budget, **{field_name: step}), seed)
+    return dict(sorted(tried.items()))
+
+
+def best_rate(tried: Mapping[float, float]) -> float:
+    """The rate of highest validation accuracy (ties: the smallest rate); a lone untried rate is itself."""
+    return min(tried, key=lambda r: (-np.nan_to_num(tried[r], nan=-1.0), r))
