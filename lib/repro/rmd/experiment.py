@@ -59,7 +59,7 @@ SPEC = {
     ),
     "text_lr_grid": Param(
         list,
-        [1e-4, 2e-4, 5e-4],
+        [2e-4, 5e-4, 1.25e-3],
         smoke=[2e-4, 5e-4],
         paper=[2e-5, 5e-5, 1e-4],
         items=float,
@@ -69,7 +69,7 @@ SPEC = {
     ),
     "cnn_lr_grid": Param(
         list,
-        [3e-4, 1e-3, 3e-3],
+        [1e-3, 3e-3, 9e-3],
         smoke=[1e-3],
         items=float,
         low=1e-6,
