@@ -1353,11 +1353,17 @@ def leakage_words(leak: pd.DataFrame) -> str:
         + "; ".join(
             f"{r.in_dist}: {r.id_opening_seen:.0%} of in-distribution and {r.ood_opening_seen:.0%} of OOD test rows "
             f"open with two words some training row opens with, and a character-n-gram detector reaches AUROC "
-            f"{r.surface_auroc:.3f} against label-free RMD's {r.rmd_auroc:.3f}"
+            f"{r.surface_auroc:.3f}, {'above' if r.surface_auroc > r.rmd_auroc else 'below'} label-free RMD's "
+            f"{r.rmd_auroc:.3f}"
             for r in leak.itertuples()
         )
-        + ". Where the character detector comes close to RMD, the direction is separable by format, and RMD's "
-        "AUROC there says little about semantic nearness."
+        + ". "
+        + (
+            f"In {', '.join(formatted['in_dist'])} surface form alone separates the OOD rows better than RMD does: "
+            "there a detector can tell OOD rows by their format, without reading their meaning."
+            if len(formatted := leak[leak["surface_auroc"] > leak["rmd_auroc"]])
+            else "In no text direction does surface form alone separate the OOD rows better than RMD."
+        )
     )
 
 

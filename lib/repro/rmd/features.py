@@ -294,8 +294,17 @@ def validation_accuracy(d: Direction, budget: Budget, seed: int) -> float:
     kept, held = validation_split(d.train_y, VALIDATION_SHARE, seed)
     part = replace(d, train_x=training.take(d.train_x, kept), train_y=d.train_y[kept])
     model = finetuned_model(part, budget, seed, note=f", validation at lr {getattr(budget, rate_field(d, budget)):g}")
-    logits = Embedder(model, None)(training.take(d.train_x, held))[1]
-    return float((logits.argmax(axis=1) == d.train_y[held]).mean())
+    held_x = training.take(d.train_x, held)
+
+    def score() -> dict[str, np.ndarray]:
+        logits = Embedder(model, None)(held_x)[1]
+        return {"accuracy": np.asarray((logits.argmax(axis=1) == d.train_y[held]).mean())}
+
+    # keyed by the weights and the held-out rows: a cached re-run reads it instead of running the model again
+    where = cache.entry_path(
+        "features", "rmd-validation", cache.model_digest(model), held_x, d.train_y[held], suffix=".npz"
+    )
+    return float(cache.arrays_entry(where, score)[0]["accuracy"])
 
 
 def tuned_rates(d: Direction, budget: Budget, seed: int, grid: Sequence[float], walk: int = 2) -> dict[float, float]:
