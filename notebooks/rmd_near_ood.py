@@ -247,7 +247,7 @@ plans, rates = ex.learning_rates(inputs, ex.budget(P), P)
 repro.publish(
     "learning_rates",
     rates,
-    view=pivot_view(rates.assign(lr=rates["lr"].map("lr {:g}".format)), ["setting", "in_dist"], "lr", "val_accuracy"),
+    view=ex.rates_view(rates),
 )
 page.say(ex.rates_words(rates))
 feats = ex.all_features(inputs, ex.budget(P), SEEDS, plans)

@@ -492,6 +492,31 @@ def learning_rates(inputs: Inputs, plan: Budget, p: Any) -> tuple[dict[tuple[str
     return plans, pd.DataFrame(rows)
 
 
+def rates_view(rates: pd.DataFrame) -> pd.DataFrame:
+    """Table learning_rates for the page: one row per direction, every rate tried with its held-out accuracy."""
+    if rates.empty:
+        return rates
+    return (
+        rates.groupby(["setting", "in_dist", "model"], sort=False)
+        .apply(
+            lambda g: pd.Series(
+                {
+                    "held-out accuracy by rate": " · ".join(
+                        f"{r.lr:g}: {r.val_accuracy:.3f}"
+                        if np.isfinite(r.val_accuracy)
+                        else f"{r.lr:g} (the only rate)"
+                        for r in g.itertuples()
+                    ),
+                    "chosen": f"{g.loc[g['chosen'], 'lr'].iloc[0]:g}",
+                    "interior": bool(g["interior"].iloc[0]),
+                }
+            ),
+            include_groups=False,
+        )
+        .reset_index()
+    )
+
+
 def rates_words(rates: pd.DataFrame) -> str:
     """The page's sentence on the chosen learning rates (learning_rates' table)."""
     chosen = rates[rates["chosen"] & rates["val_accuracy"].notna()]
@@ -500,13 +525,13 @@ def rates_words(rates: pd.DataFrame) -> str:
     edge = chosen[~chosen["interior"]]
     return (
         "Chosen rates (held-out accuracy): "
-        + "; ".join(f"{r.in_dist[:24]} {r.lr:g} ({r.val_accuracy:.3f})" for r in chosen.itertuples())
+        + "; ".join(f"{r.in_dist} {r.lr:g} ({r.val_accuracy:.3f})" for r in chosen.itertuples())
         + ". "
         + (
             "Every chosen rate lies between two rates tried."
             if edge.empty
             else f"{len(edge)} chosen rate(s) still lie at an end of the rates tried after the walk: "
-            + ", ".join(r.in_dist[:24] for r in edge.itertuples())
+            + ", ".join(r.in_dist for r in edge.itertuples())
             + "."
         )
     )
