@@ -249,6 +249,7 @@ page.say(ex.ref_words(res, study))
 # %%
 table7 = publish("table7_tpr", ex.versus_paper(study, auc, "tpr_at_5fpr", C.PAPER_TPR))
 page.say(tpr_sentence_words())
+page.say(ex.tpr_fpr_words(study))
 
 # %% [markdown]
 # ### Detection and text length
@@ -366,6 +367,7 @@ page.say(ex.k_sweep_words(sweep, datasets))
 # %%
 throughput = publish("throughput", ex.throughput_table(study))
 page.say(ex.throughput_words(throughput))
+page.say(ex.nonmember_cost_words(datasets, throughput, P))
 
 # %% [markdown]
 # ## 9. WikiMIA (Table 1, `paper` only)

@@ -134,3 +134,72 @@ def test_share_words_state_the_item_lengths_the_matching_assumes() -> None:
     assert "have 58 % and 37 % contaminants" in words
     assert "average about 123 and 125 tokens" in words and "about 293 and 198 if they count the background" in words
     assert "sized to that first share" not in words
+
+
+@pytest.mark.parametrize(
+    ("target", "n", "k"),
+    [(0.05, 32, 1), (0.05, 200, 9), (0.05, 8, 0), (0.05, 40, 1), (0.05, 41, 2), (0.01, 32, 0), (0.01, 100, 0)]
+    + [(0.01, 101, 1), (0.01, 200, 1), (0.05, 500, 24), (0.01, 500, 4)],
+)
+def test_reachable_fpr_is_what_the_authors_rule_reads(target, n, k) -> None:
+    """k false positives (FPR k / n) under 'the last threshold whose FPR is strictly below the target': checked
+    against metrics.tpr_at_fpr on distinct scores, where the TPR is the share of members above the (k+1)-th highest
+    non-member."""
+    from repro import metrics
+
+    assert K.reachable_fpr(target, n) == (k, pytest.approx(k / n))
+    rng = np.random.default_rng(n)
+    for _ in range(5):
+        members, nonmembers = rng.normal(1, 1, 16), rng.normal(0, 1, n)
+        labels = np.r_[np.ones(16, int), np.zeros(n, int)]
+        direct = float(np.mean(members > np.sort(nonmembers)[::-1][k]))
+        assert metrics.tpr_at_fpr(labels, np.r_[members, nonmembers], target) == pytest.approx(direct)
+
+
+def test_the_tpr_rows_are_labelled_by_the_fpr_their_nonmembers_reach() -> None:
+    rows = {p: register(p) for p in ("smoke", "default", "paper")}
+    d = rows["default"]
+    assert "TPR@3.1% FPR" in d["tpr_vs_ppl"].claim and "32 non-members" in d["tpr_vs_ppl"].claim
+    assert d["tpr_vs_zlib"].rule.what.startswith("mean TPR at 3.1 % FPR (1 false positive in 32 non-members)")
+    assert "9 false positives in 200 non-members" in d["tpr_vs_ppl"].source  # the paper's own reading: 4.5 %
+    assert d["tpr1_vs_ppl"].claim.startswith("Min-K% outperforms PPL at TPR@0% FPR")
+    assert "no false positive in 32 non-members" in d["tpr1_vs_ppl"].rule.what
+    p = rows["paper"]
+    assert "TPR@4.5% FPR" in p["tpr_vs_ppl"].claim and "1 false positive in 200" in p["tpr1_vs_ppl"].rule.what
+    assert "no false positive in 8 non-members" in rows["smoke"]["tpr_vs_ppl"].rule.what
+    for r in rows.values():  # the relabelled rule still holds on Table 7's numbers
+        assert all(r[k].on_paper_numbers() == "held" for k in ("tpr_vs_ppl", "tpr_vs_zlib", "tpr_vs_lowercase"))
+
+
+def test_tpr_fpr_words_read_the_splits() -> None:
+    from types import SimpleNamespace
+
+    splits = [C.MemberSplit(s, ["m"] * 16, ["n"] * 32) for s in ("a", "b")]
+    words = ex.tpr_fpr_words(SimpleNamespace(splits=splits))
+    assert "200 non-members per set allow 9 false positives under it (4.5 % FPR)" in words
+    assert "ours read it at 3.1 % FPR (1 false positive in 32 non-members)" in words
+    assert "read at 0 % FPR (no false positive in 32 non-members): no false positive" in words
+    uneven = [*splits, C.MemberSplit("c", ["m"] * 16, ["n"] * 283)]
+    words = ex.tpr_fpr_words(SimpleNamespace(splits=uneven))
+    assert "3.1 % FPR (1 false positive in 32 non-members); 4.9 % FPR (14 false positives in 283" in words
+    assert ex.reached_fpr(uneven, 0.01) == (
+        "0 % FPR (no false positive in 32 non-members); 0.71 % FPR (2 false positives in 283 non-members)"
+    )
+
+
+def test_nonmember_cost_words_on_a_worked_example() -> None:
+    from types import SimpleNamespace
+
+    datasets = pd.DataFrame(
+        {"items": [2290, 299], "members": [16, 16], "non-members": [32, 32], "mean tokens": [60.0, 300.0]}
+    )
+    throughput = pd.DataFrame({"what": ["scoring with Min-K%++"], "tokens_per_second": [400.0]})
+    p = SimpleNamespace(max_length=256, seeds=3, n_nonmembers=32)
+    words = ex.nonmember_cost_words(datasets, throughput, p)
+    # (500 - 32) x 60 + (299 - 16 - 32) x 256 (the second set capped at its items, its length at max_length)
+    assert "would add 92,336 tokens per scoring pass" in words
+    assert "about 23 minutes at this run's 400 tokens per second" in words  # 2 x 3 x 92,336 / 400 = 1,385 s
+    assert "allow 24 and 4 false positives" in words and "under the 3 main runs" in words
+    assert ex.nonmember_cost_words(datasets.assign(**{"non-members": [500, 283]}), throughput, p) == ""
+    one = ex.nonmember_cost_words(datasets.iloc[:1], throughput.assign(tokens_per_second=1613.0), p)
+    assert "about 104 s at this run's 1613 tokens per second" in one  # 2 x 3 x 28,080 / 1,613 = 104.5 s
