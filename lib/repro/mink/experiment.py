@@ -1275,8 +1275,8 @@ def results(
         size_outlier=size_trend(study, "size_outlier"),
         size_indist=size_trend(study, "size_indist"),
         tpr={
-            f"tpr{'1' if fpr == 0.01 else ''}_vs_{b.lower()}": tpr_contrast(study, MK, b, names, fpr, seed)
-            for fpr, others in ((0.05, ("PPL", "Zlib", "Lowercase")), (0.01, ("PPL",)))
+            f"tpr{'1' if fpr == K.LOW_FPR else ''}_vs_{b.lower()}": tpr_contrast(study, MK, b, names, fpr, seed)
+            for fpr, others in ((K.TABLE7_FPR, ("PPL", "Zlib", "Lowercase")), (K.LOW_FPR, ("PPL",)))
             for b in others
         },
         length=length_contrast(study, [(1.0, MK, study.params.max_length), (-1.0, MK, cuts[0])], seed)
@@ -1328,13 +1328,14 @@ def reached_fpr(splits: Sequence[C.MemberSplit], fpr: float) -> str:
 
 def tpr_fpr_words(study: Study) -> str:
     """What Table 7's statistic and the low-FPR row read at this run's non-member counts, beside the paper's."""
-    k, fpr = K.reachable_fpr(0.05, K.PAPER_NONMEMBERS)
+    k, fpr = K.reachable_fpr(K.TABLE7_FPR, K.PAPER_NONMEMBERS)
     low = K.reachable_fpr(K.LOW_FPR, min(len(sp.nonmembers) for sp in study.splits))[0]
     return (
-        "Table 7's statistic is the TPR at the last threshold whose FPR is strictly below 5 %. The paper's "
+        f"Table 7's statistic is the TPR at the last threshold whose FPR is strictly below {100 * K.TABLE7_FPR:g} %. "
+        "The paper's "
         f"{K.PAPER_NONMEMBERS} non-members per set allow {k} false positives under it ({100 * fpr:.2g} % FPR); "
-        f"ours read it at {reached_fpr(study.splits, 0.05)}, which our TPR column and the three TPR rows report "
-        f"under that label. The low-FPR row aims at 1 %, read at {reached_fpr(study.splits, K.LOW_FPR)}"
+        f"ours read it at {reached_fpr(study.splits, K.TABLE7_FPR)}, which our TPR column and the three TPR rows report "
+        f"under that label. The low-FPR row aims at {100 * K.LOW_FPR:g} %, read at {reached_fpr(study.splits, K.LOW_FPR)}"
         + (
             ": no false positive is allowed, so it counts the members scored above every non-member."
             if low == 0
@@ -1356,7 +1357,8 @@ def nonmember_cost_words(datasets: pd.DataFrame, throughput: pd.DataFrame, p: An
     seconds = 2 * p.seeds * extra / speed
     return (
         f"Scoring {n} non-members per set (as many as a set holds) under the {p.seeds} main "
-        f"run{'s' if p.seeds > 1 else ''} alone, so that TPR at 5 % and 1 % FPR allow {K.reachable_fpr(0.05, n)[0]} "
+        f"run{'s' if p.seeds > 1 else ''} alone, so that TPR at {100 * K.TABLE7_FPR:g} % and {100 * K.LOW_FPR:g} % FPR allow "
+        f"{K.reachable_fpr(K.TABLE7_FPR, n)[0]} "
         f"and {K.reachable_fpr(K.LOW_FPR, n)[0]} false positives, would add {extra:,.0f} tokens per scoring pass, "
         f"two passes per run (each text and its lowercased copy): about {_duration(seconds)} at this run's "
         f"{speed:.0f} tokens per second. The chapter keeps {p.n_nonmembers} and labels the TPR rows by the FPR "
