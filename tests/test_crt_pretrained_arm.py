@@ -9,7 +9,7 @@ import torch
 
 from repro.crt import customersim, redaction, trainers
 from repro.crt.language_model import pad, sample_loss
-from repro.crt.pretrained_arm import FrozenTrunkLM, SmolVocab, load_arm
+from repro.crt.pretrained_arm import MASK_TEXT, FrozenTrunkLM, SmolVocab, bare, load_arm
 from repro.data import MissingDataError
 
 
@@ -228,6 +228,19 @@ def test_rendering_glues_punctuation_and_digits_and_equals_tokenizing_the_text_a
     for s in redaction.split_sentences(dialogues):
         text_ids = vocab.tokenizer(vocab.text(s.tokens), add_special_tokens=False)["input_ids"]
         assert vocab.encode(s.tokens)[1:-1] == [vocab.relabel(i) for i in text_ids], s.text
+
+
+def test_a_digit_after_a_word_keeps_its_space_and_a_digit_run_stays_glued(vocab) -> None:
+    """The join: "in 3 days", not "in3 days"; a digit run, digits after punctuation and punctuation stay glued."""
+    assert [bare(["in", "3", "days"], i) for i in range(3)] == [True, False, False]
+    assert vocab.text(["arrives", "in", "3", "days", "."]) == "arrives in 3 days."
+    assert vocab.text(["call", "555", "-", "0", "1"]) == "call 555-01"
+    assert vocab.text(["order", "1", "2", ",", "3"]) == "order 12,3"
+    assert vocab.text(["<MASK>", "7"]) == f"{MASK_TEXT} 7"  # the mask is a word: a digit after it is spaced
+    tokens = ["in", "3", "days"]
+    ids = vocab.encode(tokens)[1:-1]
+    assert ids == [vocab.relabel(i) for i in vocab.tokenizer("in 3 days", add_special_tokens=False)["input_ids"]]
+    assert vocab.token_id("3") not in ids[:1] and vocab.token_id("3") in ids  # " 3" ends in the digit's own token
 
 
 def test_the_attack_sizes_re_score_the_kept_fine_tunes_without_training_again(tmp_path, monkeypatch) -> None:

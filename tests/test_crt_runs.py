@@ -253,3 +253,20 @@ def test_the_learning_rate_walk_stops_at_the_first_rate_that_does_worse(smoke) -
         ("GPT-2", "DPSGD"): 1e-3,
         ("GPT-2", "CRT"): 1e-2,
     }
+
+
+def test_s_dp_with_a_missing_policy_shows_an_infinite_confidentiality_epsilon() -> None:
+    import math
+
+    import pandas as pd
+
+    assert experiment.confidentiality_epsilon("S-DP", 0.1, 2.9) == math.inf
+    assert experiment.confidentiality_epsilon("S-DP", 0.0, 2.9) == 2.9  # a perfect policy: its DP steps' ε
+    assert experiment.confidentiality_epsilon("CRT", 0.1, 0.4) == 0.4
+    utility = pd.DataFrame(
+        {"model": "LSTM", "trainer": ["S-DP", "CRT", "non-private"], "gamma": [0.1, 0.1, None], "public_steps": 1,
+         "private_steps": 1, "epsilon": [math.inf, 0.41234, math.nan], "epsilon_dp": [2.9, 3.0, math.nan],
+         "train_seconds": 1.0}
+    )  # fmt: skip
+    view = experiment.budget_view(utility)
+    assert view["confidentiality ε"].tolist() == ["∞", "0.412", "—"] and view["DP-SGD ε"].tolist() == ["2.9", "3", "—"]

@@ -21,7 +21,8 @@ SMOKE_LAYERS = 2  # smoke runs keep only SmolLM2's first decoder blocks
 LR = 5e-4  # Adam, plain and DP steps alike (the paper's GPT learning rate)
 GAMMA = 0.1
 VERSION = 3  # the arm's own: bump when its training or scoring changes (the small models' is runs.VERSION)
-RENDERING = 2  # SmolVocab's text rendering (2: punctuation glued to the previous word); part of the cache key
+RENDERING = 3  # SmolVocab's text rendering (2: punctuation glued; 3: digits glued only after a digit or punctuation, no
+# longer to a word, "in 3 days"); part of the cache key
 PARAMS = ("arm_source", "arm_dialogues", "arm_epochs", "arm_test", "target_epsilon", "n_null")
 PARAMS += ("n_dialogues", "n_test", "canary_copies", "seed", "n_mia", "profile")
 SCORING = ("n_mia", "n_null")  # parameters of the attack alone: a change re-scores the kept fine-tunes

@@ -30,12 +30,13 @@ class SmolVocab:
     """SmolLM2's tokenizer behind the Vocab interface.
 
     A sentence of word tokens is rendered as text: the first word bare, every other word after one space, except
-    punctuation and digits, which follow the previous token directly ("My ID is:123", "Hello, sure."). Spaces before
-    punctuation made the text unlike anything SmolLM2 read: zero-shot, 25 test sentences scored 459 per BPE token
-    rendered that way and 111 as their own text. SmolLM2 never merges digits (each is one
-    token) but never merges a space with a digit either (" 1" is the two tokens "Ġ", "1"), so gluing digits keeps
-    one token per digit with nothing in between: the canary prefix tree feeds consecutive digit ids after
-    `encode(context)[:-1]`, exactly as the sentences were seen in training. <MASK> is the single existing token
+    punctuation, and digits after a digit or punctuation, which follow the previous token directly ("My ID is:123",
+    "Hello, sure.", but "in 3 days": a digit after a word keeps its space). Spaces before punctuation made the text
+    unlike anything SmolLM2 read: zero-shot, 25 test sentences scored 459 per BPE token rendered that way and 111 as
+    their own text. SmolLM2 never merges digits (each is one token) but never merges a space with a digit either
+    (" 1" is the two tokens "Ġ", "1"), so gluing a digit run keeps one token per digit with nothing in between: the
+    canary prefix tree feeds consecutive digit ids after `encode(context)[:-1]` (the context ends in ":"), exactly as
+    the sentences were seen in training. <MASK> is the single existing token
     " ___" wherever it stands. Each sentence is <|endoftext|> text <|im_end|>: SmolLM2 saw <|endoftext|> between
     pretraining documents and the Instruct model ends turns with <|im_end|> (zero-shot on CustomerSim sentences,
     the lowest NLL of the pairs tried from <|endoftext|>, <|im_start|>, <|im_end|>).
@@ -69,11 +70,12 @@ class SmolVocab:
                 weight[rows] = weight[rows[::-1]]
         llama.config.pad_token_id = 0
 
-    def pieces(self, word: str, first: bool = False) -> list[int]:
-        """Vocab ids of one word as it is rendered in a sentence (memoized)."""
-        key = (word, first)
+    def pieces(self, word: str, bare: bool = False) -> list[int]:
+        """Vocab ids of one word as it is rendered in a sentence: `bare` (first in the sentence, or glued to the word
+        before it, see `bare`) or after one space (memoized)."""
+        key = (word, bare)
         if key not in self._pieces:
-            text = MASK_TEXT if word == MASK else word if first or _glued(word) else " " + word
+            text = MASK_TEXT if word == MASK else word if bare else " " + word
             ids = [self.relabel(i) for i in self.tokenizer(text, add_special_tokens=False)["input_ids"]]
             if 0 in ids:
                 raise ValueError(f"{word!r} contains the special token {PAD_PROXY}, which stands for padding")
@@ -82,11 +84,11 @@ class SmolVocab:
 
     def text(self, tokens: Sequence[str]) -> str:
         """The rendering that `encode` tokenizes (without <|endoftext|> and <|im_end|>)."""
-        return "".join(MASK_TEXT if w == MASK else w if i == 0 or _glued(w) else " " + w for i, w in enumerate(tokens))
+        return "".join(MASK_TEXT if w == MASK else w if bare(tokens, i) else " " + w for i, w in enumerate(tokens))
 
     def encode_marked(self, tokens: Sequence[str], flags: Sequence[bool]) -> tuple[list[int], np.ndarray]:
         """Ids of the sentence and, aligned with them, 1.0 on every BPE piece of a flagged word (0 at both ends)."""
-        pieces = [self.pieces(w, i == 0) for i, w in enumerate(tokens)]
+        pieces = [self.pieces(w, bare(tokens, i)) for i, w in enumerate(tokens)]
         ids = [self.bos, *(i for piece in pieces for i in piece), self.eos]
         marks = [0.0, *(float(f) for piece, f in zip(pieces, flags, strict=True) for _ in piece), 0.0]
         return ids, np.asarray(marks, dtype=np.float32)
@@ -96,17 +98,25 @@ class SmolVocab:
         return self.encode_marked(tokens, [False] * len(tokens))[0]
 
     def token_id(self, token: str) -> int:
-        """The single id of `token` where it is not the first word (a digit: the digit's token, glued to what
-        precedes it); ValueError if it is more than one piece."""
-        ids = self.pieces(token)
+        """The single id of `token` glued to what precedes it (a digit after a digit or punctuation: the digit's own
+        token, as the canary's digits follow "My ID is:"); ValueError if it is more than one piece."""
+        ids = self.pieces(token, bare=True)
         if len(ids) != 1:
             raise ValueError(f"{token!r} is {len(ids)} BPE pieces, not one")
         return ids[0]
 
 
-def _glued(word: str) -> bool:
-    """Whether a word follows the previous token without a space: a digit, or punctuation."""
-    return word.isdigit() or all(c in string.punctuation for c in word)
+def _punctuation(word: str) -> bool:
+    """Whether a word is punctuation only."""
+    return bool(word) and all(c in string.punctuation for c in word)
+
+
+def bare(tokens: Sequence[str], i: int) -> bool:
+    """Whether word i is rendered without a space before it: the first word; punctuation; a digit after a digit or
+    after punctuation ("is:123", "555-0100"). A digit after a word keeps its space ("in 3 days", not "in3 days")."""
+    if i == 0 or _punctuation(tokens[i]):
+        return True
+    return tokens[i].isdigit() and (tokens[i - 1].isdigit() or _punctuation(tokens[i - 1]))
 
 
 def _single_id(tokenizer: Any, token: str) -> int:
