@@ -274,3 +274,74 @@ def test_resampled_accuracies_with_identity_draws_equal_the_attack() -> None:
         draws = rng.integers(0, 60, (3, 60))
         direct = [ma.attack_accuracy(attack, m[d], n[d]) for d in draws]
         assert np.allclose(ma.resampled_accuracies(attack, m, n, draws), direct)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the paired statistic and power by simulation at a member win rate fixed in advance
+
+
+def test_paired_share_counts_members_below_their_look_alikes_ties_half() -> None:
+    members = np.array([1.0, 5.0, 2.0, 3.0])
+    look_alikes = np.array([2.0, 4.0, 2.0, 9.0])
+    assert ma.paired_share(members, look_alikes) == (1 + 0 + 0.5 + 1) / 4
+    rows = ma.paired_shares(np.stack([members, look_alikes]), np.stack([look_alikes, members]))
+    assert np.allclose(rows, [0.625, 0.375])  # swapping every pair mirrors the share about 0.5
+    with pytest.raises(ValueError, match="one shape"):
+        ma.paired_shares(members[None], look_alikes[None, :3])
+
+
+def test_win_rate_worlds_keep_the_pairs_and_put_the_member_low_at_the_rate() -> None:
+    rng = np.random.default_rng(0)
+    m, n = rng.lognormal(size=500), rng.lognormal(size=500)
+    wm, wn = ma.win_rate_worlds(m, n, 0.6, 400, np.random.default_rng(1))
+    assert np.array_equal(np.minimum(wm, wn), np.broadcast_to(np.minimum(m, n), wm.shape))
+    assert np.array_equal(np.maximum(wm, wn), np.broadcast_to(np.maximum(m, n), wm.shape))
+    assert abs((wm < wn).mean() - 0.6) < 0.005  # 200,000 draws: sd 0.0011
+    top, _ = ma.win_rate_worlds(m, n, 1.0, 3, rng)
+    assert np.array_equal(top[0], np.minimum(m, n))
+    with pytest.raises(ValueError, match="win_rate"):
+        ma.win_rate_worlds(m, n, 1.5, 3, rng)
+
+
+@pytest.mark.parametrize("win_rate", [0.5, 0.55, 0.6])
+def test_paired_power_by_simulation_equals_the_binomial_formula(win_rate: float) -> None:
+    """No ties, one model: the paired share of a world at win rate w is Binomial(n, w) / n, so its power against a
+    point t is the binomial tail P(X > n t) (at w = 0.5, the test's size)."""
+    n_pairs = 300
+    rng = np.random.default_rng(2)
+    m, n = rng.lognormal(size=n_pairs), rng.lognormal(size=n_pairs)
+    point = sps.binom.ppf(0.95, n_pairs, 0.5) / n_pairs  # the exact null's 95 % point
+    sims = ma.simulated_statistic(ma.paired_shares, [m], [n], win_rate, 4000, seed=3)
+    direct = sps.binom.sf(np.floor(n_pairs * point), n_pairs, win_rate)
+    assert abs(np.mean(sims > point) - direct) < 0.025, (np.mean(sims > point), direct)  # 4,000 worlds: sd <= 0.008
+    assert (direct < 0.05) if win_rate == 0.5 else direct > 0.2
+
+
+def test_paired_power_of_a_seed_mean_rises_with_the_models() -> None:
+    """Three models' pairs flipped independently: the seed mean is Binomial(3n, w) / 3n, narrower than one model's."""
+    rng = np.random.default_rng(4)
+    ms, ns = [rng.lognormal(size=100) for _ in range(3)], [rng.lognormal(size=100) for _ in range(3)]
+    null = ma.simulated_statistic(ma.paired_shares, ms, ns, 0.5, 4000, seed=5)
+    assert abs(null.mean() - 0.5) < 0.003 and abs(null.std() - np.sqrt(0.25 / 300)) < 0.002
+    point = np.quantile(null, 0.95)
+    sims = ma.simulated_statistic(ma.paired_shares, ms, ns, 0.55, 4000, seed=6)
+    direct = sps.binom.sf(np.floor(300 * point + 1e-9), 300, 0.55)
+    assert abs(np.mean(sims > point) - direct) < 0.03
+
+
+def test_threshold_power_is_the_size_at_no_effect_and_rises_with_the_win_rate() -> None:
+    """The paper's threshold attack on worlds from the same pairs: at w = 0.5 the simulation is the permutation null
+    (attack_null's swaps), so it clears that null's 95 % point about 5 % of the time; its power rises with w and is 1
+    when members always win and the pairs differ by far more than the spread across pairs."""
+    rng = np.random.default_rng(7)
+    base = rng.normal(3.0, 0.3, 200)
+    m, n = np.exp(base - rng.uniform(0.0, 0.2, 200)), np.exp(base + rng.uniform(0.0, 0.2, 200))
+    attack = ma.individual_attack(200, seed=0)
+    point = np.quantile(ma.attack_null(attack, m, n, 2000, seed=8), 0.95)
+    statistic = ma.threshold_statistic(attack)
+    power = {w: np.mean(ma.simulated_statistic(statistic, [m], [n], w, 1000, seed=9) > point) for w in (0.5, 0.6, 0.8)}
+    assert power[0.5] < 0.08 and power[0.5] < power[0.6] < power[0.8]
+    far_m, far_n = np.exp(rng.normal(0, 0.1, 200)), np.exp(rng.normal(3, 0.1, 200))
+    assert np.mean(ma.simulated_statistic(statistic, [far_m], [far_n], 1.0, 50, seed=10) > point) == 1.0
+    sims = ma.simulated_statistic(statistic, [m], [n], 1.0, 5, seed=11)
+    assert np.allclose(sims, ma.attack_accuracy(attack, np.minimum(m, n), np.maximum(m, n)))

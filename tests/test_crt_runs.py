@@ -255,6 +255,86 @@ def test_the_learning_rate_walk_stops_at_the_first_rate_that_does_worse(smoke) -
     }
 
 
+def _fake_chapter(p: Resolved, leak: float) -> object:
+    """A chapter of made-up MIA scores over the smoke plan's cells (no model): redaction alone and S-DP at γ > 0 put
+    the member below its look-alike in a share `leak` of the pairs, every other cell at chance."""
+    from types import SimpleNamespace
+
+    from repro.crt import membership_attacks as ma
+
+    n_pairs, n_address = 60, 30
+    data = SimpleNamespace(pairs=[None] * n_pairs, address_pairs=[None] * n_address)
+    designs = runs.attack_designs(data, p.n_groups, p.seed)
+    rng = np.random.default_rng(0)
+    models, scores = {}, {}
+    for model in runs.MODELS:
+        for trainer in ("non-private", "non-private + mask", "S-DP", "CRT"):
+            if trainer == "S-DP" and model != "LSTM":
+                continue
+            for g in [None] if trainer == "non-private" else (p.gammas if model == "LSTM" else p.gpt_gammas):
+                for seed in range(2 if g in (None, 0.1) else 1):
+                    run = runs.Run(model, trainer, g, seed)
+                    rate = leak if trainer in ("non-private + mask", "S-DP") and g else 0.5
+                    mia = {}
+                    for attack, design in designs.items():
+                        a, b = rng.lognormal(2.0, 0.5, design.n_pairs), rng.lognormal(2.0, 0.5, design.n_pairs)
+                        m, n = (x[0] for x in ma.win_rate_worlds(a, b, rate, 1, rng))
+                        mia[attack] = {"members": m, "nonmembers": n, "accuracy": ma.attack_accuracy(design, m, n),
+                                       "null": ma.attack_null(design, m, n, p.n_null, seed)}  # fmt: skip
+                    models[run], scores[run] = (None, {}), {"mia": mia}
+    return SimpleNamespace(p=p, data=data, models=models, scores=scores)
+
+
+def test_paired_table_and_power_at_the_registers_win_rates_on_made_up_scores() -> None:
+    from repro.crt import membership_attacks as ma
+    from repro.crt.claims import WIN_RATES
+
+    p = Resolved(resolve({"profile": "smoke", "n_null": 400}, experiment.SPEC))
+    ch = _fake_chapter(p, leak=0.8)
+    mia = experiment.mia_table(ch)
+    paired = experiment.paired_table(ch, mia)
+    assert len(paired) == 2 * len(mia) // 3  # every (model, trainer, γ) cell, on all pairs and on address pairs
+    for r in paired.itertuples():
+        runs_ = [k for k in ch.models if (k.model, k.trainer) == (r.model, r.trainer) and k.gamma in (r.gamma, None)]
+        attack = "address" if r.pairs == "addresses" else "individual"
+        direct = np.mean([np.mean(ch.scores[k]["mia"][attack]["members"] < ch.scores[k]["mia"][attack]["nonmembers"])
+                          for k in runs_])  # fmt: skip
+        assert r.share == pytest.approx(direct) and r.share_low <= r.share <= r.share_high
+        assert r.null_low < 0.5 < r.null_high and r.null_upper <= r.null_upper_k4
+    power = experiment.attack_power_table(ch, mia, paired)
+    assert (
+        set(power.trainer) == {"non-private + mask", "S-DP", "CRT"} and (power[power.trainer != "CRT"].gamma > 0).all()
+    )
+    assert set(power.level) == {"one-sided 95 %", "Bonferroni over 4"}
+    assert len(power) == 5 * (2 + 1 + 4)  # (3 threshold + 2 paired) x (mask: 2 cells, S-DP: 1, CRT: 4)
+    assert (power["power_at_0.5"] <= 0.2).all()  # at no effect, a test clears its point about 5 % of the time
+    paired_power = power[power.statistic == "paired (ours)"]
+    assert (paired_power["power_at_0.5"] <= paired_power["power_at_0.55"]).all()
+    assert (paired_power["power_at_0.55"] <= paired_power["power_at_0.6"]).all()  # the worlds share their draws
+    # the power does not read the effect the run shows: the same scores relabelled at chance give the same table
+    calm = _fake_chapter(p, leak=0.5)
+    for ch_ in (calm,):
+        for run, s in ch_.scores.items():
+            s["mia"] = ch.scores[run]["mia"]
+    again = experiment.attack_power_table(calm, mia, paired)
+    cols = [experiment.power_column(w) for w in (0.5, *WIN_RATES)]
+    assert np.array_equal(again[cols].to_numpy(), power[cols].to_numpy())
+    # one paired cell by hand: the seed-mean share of worlds at 0.6 against the cell's point
+    cell = power[(power.statistic == "paired (ours)") & (power.trainer == "S-DP") & (power.attack == "all secrets")]
+    row = cell.iloc[0]
+    runs_ = [k for k in ch.models if (k.model, k.trainer, k.gamma) == ("LSTM", "S-DP", row.gamma)]
+    m = [ch.scores[k]["mia"]["individual"]["members"] for k in runs_]
+    n = [ch.scores[k]["mia"]["individual"]["nonmembers"] for k in runs_]
+    sims = ma.simulated_statistic(ma.paired_shares, m, n, 0.6, experiment.N_POWER, p.seed + 9)
+    assert row["power_at_0.6"] == np.mean(sims > row.point)
+    # the rows' cause reads the table, at the deciding cell and for the every-cell rule
+    cause = experiment._power_cause(ch, power, ("S-DP",), "threshold (paper)", "group")("LSTM", 0.1)
+    assert cause[0] == "unknown" and "table attack_power" in cause[1] and "0.55 / 0.6" in cause[1]
+    view = experiment.power_view(power)
+    assert len(view) == 5 * 5 and (view["every γ at 0.6"] <= view["weakest at 0.6"] + 1e-12).all()
+    assert "weakest redacting" in experiment.power_words(power)
+
+
 def test_s_dp_with_a_missing_policy_shows_an_infinite_confidentiality_epsilon() -> None:
     import math
 

@@ -292,8 +292,8 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
         if row["naive_measured"]:  # the tree gives the naive scores; the speed ratio is a report
             assert row["max_abs_score_diff"] < 1e-3 and row["ratio"] > 0, row
     verdict = tables["verdict"]
-    assert len(verdict) == len(tables["claims"]) == 27  # 22 of the paper's claims, 5 checks of our own
-    assert sum(r["origin"] == "ours" for r in verdict) == 5
+    assert len(verdict) == len(tables["claims"]) == 29  # 22 of the paper's claims, 7 checks of our own
+    assert sum(r["origin"] == "ours" for r in verdict) == 7
     # the factorial: contexts x dedup x D_pri arm, π blind to the canaries' format; dedup keeps one identical copy
     factorial = {(r["canaries"], r["dedup"], r["trainer"]): r for r in tables["factorial"]}
     assert len(factorial) == 12
@@ -306,7 +306,17 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     assert {(r["model"], r["trainer"]) for r in power} == {
         (m, t) for m in models for t in ("non-private + mask", "S-DP") if t != "S-DP" or m == "LSTM"
     }
-    assert all(0 <= r["group_power"] <= 1 and r["diff_low"] <= r["diff_high"] for r in power)
+    assert all(r["diff_low"] <= r["diff_high"] for r in power)
+    # our paired statistic: its interval holds it, its null sits around 0.5; power at the register's win rates
+    paired = tables["mia_paired"]
+    assert {r["pairs"] for r in paired} == {"all secrets", "addresses"}
+    assert all(r["share_low"] <= r["share"] <= r["share_high"] and r["null_low"] <= 0.5 <= r["null_high"] for r in paired)
+    attack_power = tables["attack_power"]
+    assert {r["statistic"] for r in attack_power} == {"threshold (paper)", "paired (ours)"}
+    assert {r["trainer"] for r in attack_power} == {"non-private + mask", "S-DP", "CRT"}
+    assert all(0 <= r["power_at_0.5"] <= 1 and 0 <= r["power_at_0.6"] <= 1 for r in attack_power)
+    # the worlds at each win rate share their draws, so a paired share can only rise with the rate
+    assert all(r["power_at_0.5"] <= r["power_at_0.6"] for r in attack_power if r["statistic"] == "paired (ours)")
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held") == (r["why"] == "") for r in verdict)
     assert {r["claim"][:8]: r["decision"] for r in verdict}["Fig. 6: "] == "held"
     assert {r["claim"][:8]: r["decision"] for r in verdict}["Authors'"] == "held"  # 0.1158, the authors' notebook

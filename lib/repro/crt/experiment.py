@@ -26,6 +26,7 @@ from .claims import (
     NAMES,
     PAPER_DIALOGUES,
     SIGMA,
+    WIN_RATES,
     attack_tests,
     bonferroni_ks,
     no_leak_level,
@@ -61,7 +62,10 @@ from .runs import (
 
 BENCH_DIGITS = 4  # digits of the candidate space the naive enumeration runs on in full
 N_BOOT = 400  # pair resamples of the MIA power and group-vs-individual table
-POWER_TARGET = 0.8  # a design with less power at the observed effect cannot be expected to find it
+POWER_TARGET = 0.8  # a design with less power at the register's effects cannot be expected to find them
+N_POWER = 200  # simulated worlds per (cell, statistic, win rate) of table attack_power
+PAIR_SETS = {"individual": "all secrets", "address": "addresses"}  # the pairs the paired statistic reads
+POWER_CELLS = (("non-private + mask", "mask", "positive"), ("S-DP", "sdp", "positive"), ("CRT", "crt", "all"))
 AMP_EPSILONS = (0.5, 1.0, 2.0, 4.0, 8.0)  # ε′ of the Fig. 6 curves
 GPT_HEADS = 2  # attention heads of the GPT-2 trained from scratch
 MULTIWOZ_HUB = "pfb30/multi_woz_v22"
@@ -460,10 +464,9 @@ def _resampled(ch: Chapter, runs: list[Run], attack: str, draws: np.ndarray) -> 
 
 
 def mia_power_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, redacting trainer, γ > 0): the individual and group MIA, the group design's power at the effect
-    these models show (the share of pair resamples whose seed-mean group accuracy clears the one-sided null point),
-    and group − individual with a percentile interval over the same resamples, Bonferroni-widened over the cells of
-    Fig. 5's claim."""
+    """Per (model, redacting trainer, γ > 0): the individual and group MIA, and group − individual with a percentile
+    interval over pair resamples, Bonferroni-widened over the cells of Fig. 5's claim. The attacks' power, at effects
+    fixed in advance, is table attack_power's."""
     rows, diffs = [], []
     rng = np.random.default_rng(ch.p.seed + 7)
     draws = rng.integers(0, len(ch.data.pairs), (N_BOOT, len(ch.data.pairs)))
@@ -485,8 +488,6 @@ def mia_power_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
                         "individual_null_upper": cell.null_upper["individual"],
                         "group": cell.accuracy["group"],
                         "group_null_upper": cell.null_upper["group"],
-                        "group_power": float(np.mean(group > cell.null_upper["group"])),
-                        "individual_power": float(np.mean(individual > cell.null_upper["individual"])),
                         "group_minus_individual": cell.accuracy["group"] - cell.accuracy["individual"],
                     }
                 )
@@ -497,6 +498,125 @@ def mia_power_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
     frame["diff_low"] = [float(np.quantile(d, tail)) for d in diffs]
     frame["diff_high"] = [float(np.quantile(d, 1 - tail)) for d in diffs]
     return frame
+
+
+def _pairs_of(ch: Chapter, runs: list[Run], attack: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each run's member and look-alike perplexities of one attack's pairs."""
+    mia = [ch.scores[r]["mia"][attack] for r in runs]
+    return [np.asarray(x["members"], float) for x in mia], [np.asarray(x["nonmembers"], float) for x in mia]
+
+
+def paired_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
+    """Our paired MIA beside the paper's threshold attack: per (model, trainer, γ) and set of pairs, the seed-mean share
+    of pairs whose member beats its look-alike (lower perplexity), a percentile interval over N_BOOT resamples of the
+    pairs (the same draws for every seed), and its paired permutation null (each model's pairs swapped independently,
+    n_null draws) with the one-sided points the rules read; the threshold attack's accuracy on the same pairs beside."""
+    rows = []
+    for attack, name in PAIR_SETS.items():
+        n_pairs = len(ch.data.address_pairs if attack == "address" else ch.data.pairs)
+        if n_pairs == 0:
+            continue
+        draws = np.random.default_rng([ch.p.seed, 8]).integers(0, n_pairs, (N_BOOT, n_pairs))
+        for model in MODELS:
+            for (trainer, g), runs in _per_gamma(ch, model).items():
+                m, n = _pairs_of(ch, runs, attack)
+                boot = np.mean([membership_attacks.paired_shares(a[draws], b[draws]) for a, b in zip(m, n)], axis=0)
+                null = membership_attacks.simulated_statistic(
+                    membership_attacks.paired_shares, m, n, 0.5, ch.p.n_null, ch.p.seed
+                )
+                threshold = mia[(mia.model == model) & (mia.trainer == trainer) & (mia.gamma == g)]
+                rows.append(
+                    {
+                        "model": model,
+                        "trainer": trainer,
+                        "gamma": g,
+                        "pairs": name,
+                        "n_pairs": n_pairs,
+                        "seeds": len(runs),
+                        "share": float(np.mean([membership_attacks.paired_share(a, b) for a, b in zip(m, n)])),
+                        "share_low": float(np.quantile(boot, ALPHA / 2)),
+                        "share_high": float(np.quantile(boot, 1 - ALPHA / 2)),
+                        "threshold_accuracy": float(threshold[threshold.attack == attack].accuracy.iloc[0]),
+                        **null_columns(null, bonferroni_ks(ch.p)),
+                        "gamma_free": runs[0].gamma is None,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def power_column(win_rate: float) -> str:
+    """The attack_power column of the power at one member win rate."""
+    return f"power_at_{win_rate:g}"
+
+
+def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
+    """Per MIA cell an attack row decides (redaction alone and S-DP at γ > 0, CRT at every γ) and per statistic (the
+    paper's threshold attack, our paired share): the power of the row's test by simulation at the member win rates
+    fixed in the register (claims.WIN_RATES) and at 0.5 (no effect: the test's size). Power is the share of N_POWER
+    worlds (membership_attacks.win_rate_worlds over the cell's own pairs, each model's labels drawn independently) in
+    which the seed-mean statistic clears the point the row compares with: one-sided 95 % for a 'rises' row, the
+    Bonferroni point for CRT's 'at chance' rows. It does not depend on the effect the run shows."""
+    designs = attack_designs(ch.data, ch.p.n_groups, ch.p.seed)
+    rows = []
+    for trainer, short, which in POWER_CELLS:
+        k = attack_tests(ch.p, short, which) if short == "crt" else 1
+        point = f"null_upper_k{k}" if k > 1 else "null_upper"
+        for model in ATTACK_MODELS[short]:
+            per_gamma = _per_gamma(ch, model)
+            for g in sorted(g for t, g in per_gamma if t == trainer and (which == "all" or g > 0)):
+                runs = per_gamma[trainer, g]
+                at = lambda t: t[(t.model == model) & (t.trainer == trainer) & (t.gamma == g)]
+                threshold, shares = at(mia).set_index("attack"), at(paired).set_index("pairs")
+                cells = [
+                    ("threshold (paper)", a, a, membership_attacks.threshold_statistic(designs[a]), threshold.loc[a])
+                    for a in ATTACKS
+                ]
+                cells += [
+                    ("paired (ours)", name, a, membership_attacks.paired_shares, shares.loc[name])
+                    for a, name in PAIR_SETS.items()
+                    if name in shares.index
+                ]
+                for statistic, attack, pairs, function, row in cells:
+                    m, n = _pairs_of(ch, runs, pairs)
+                    powers = {
+                        power_column(w): float(
+                            np.mean(
+                                membership_attacks.simulated_statistic(function, m, n, w, N_POWER, ch.p.seed + 9)
+                                > row[point]
+                            )
+                        )
+                        for w in (0.5, *WIN_RATES)
+                    }
+                    rows.append(
+                        {
+                            "model": model,
+                            "trainer": trainer,
+                            "gamma": g,
+                            "statistic": statistic,
+                            "attack": attack,
+                            "seeds": len(runs),
+                            "observed": float(row["accuracy" if statistic.startswith("threshold") else "share"]),
+                            "point": float(row[point]),
+                            "level": "one-sided 95 %" if k == 1 else f"Bonferroni over {k}",
+                            **powers,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def power_view(power: pd.DataFrame) -> pd.DataFrame:
+    """attack_power as the page shows it: per (model, trainer, statistic, attack), the power at each win rate of its
+    weakest γ cell, and of a rule that needs every γ cell to clear its point (the product over the cells: each cell's
+    models and simulated worlds are independent)."""
+    out = []
+    for key, t in power.groupby(["model", "trainer", "statistic", "attack"], sort=False):
+        row = dict(zip(("model", "trainer", "statistic", "attack"), key)) | {"gamma cells": len(t)}
+        row["size (0.5)"] = t[power_column(0.5)].max()
+        for w in WIN_RATES:
+            row[f"weakest at {w:g}"] = t[power_column(w)].min()
+            row[f"every γ at {w:g}"] = t[power_column(w)].prod()
+        out.append(row)
+    return pd.DataFrame(out)
 
 
 def utility_runs(ch: Chapter) -> dict[tuple[str, str], list[Run]]:
@@ -711,6 +831,7 @@ def _band_row(claim: Claim, frame: pd.DataFrame, value: str, k: int, cause: Any)
     row = failing[0] if failing else min((r for _, r in decided), key=margin)
     level = "one-sided 95 %" if column == "null_upper" else f"one-sided, Bonferroni over {k} tests"
     where = f"{NAMES[row.model]}" + ("" if row.gamma_free else f" at γ = {row.gamma:g}")
+    where = f"{row.trainer}, {where}" if "trainer" in row and frame.trainer.nunique() > 1 else where
     extra = f" {row.attack} MIA" if "attack" in row and frame.attack.nunique() > 1 else ""
     test = f"{level}, deciding cell {where}{extra} ({len(frame)} cells decided), {_trained(int(row.seeds))}"
     why, table = cause(row.model, float(row.gamma)), ""
@@ -736,22 +857,45 @@ def _missed_words(ch: Chapter, gamma: float) -> str:
     return f"π leaves {missed.mean():.1f} of each canary's {ch.p.canary_copies} copies unredacted at γ = {gamma:g}"
 
 
-def _power_cause(ch: Chapter, power: pd.DataFrame, trainer: str) -> Any:
-    """The cause of a redacting trainer's group MIA not rising at (model, γ): unknown, naming the larger group design
-    that would tell, and the group design's power at the effect these models show (table `mia_power`) when it is
-    below POWER_TARGET. No published table varies the group design, so the low power is reported, not a measured
-    cause."""
+def _rate_words(values: list[float]) -> str:
+    """Powers at the register's win rates, 'a / b'."""
+    return " / ".join(f"{v:.2f}" for v in values)
+
+
+def _every_cell(n: int) -> str:
+    """'each of its n cells to clear its point', in words."""
+    return "its one cell to clear its point" if n == 1 else f"each of its {n} cells to clear its point"
+
+
+def _power_cause(ch: Chapter, power: pd.DataFrame, trainers: tuple[str, ...], statistic: str, attack: str) -> Any:
+    """The cause of a 'rises' MIA row not held at (model, γ): unknown, naming the larger design that would tell, with
+    the design's power at the member win rates fixed in the register (table `attack_power`): at the deciding cell, and
+    for the row's rule, which needs every (trainer, model, γ) cell to clear its point (the product of the cells'
+    powers); a threshold row also gives our paired statistic's. No published table varies the design, so the power is
+    reported, not a measured cause."""
+    rows = power[power.trainer.isin(trainers)]
+    cells = rows[(rows.statistic == statistic) & (rows.attack == attack)]
+    every = [cells[power_column(w)].prod() for w in WIN_RATES]
+    n_pairs = len(ch.data.pairs)
+    design = (
+        f"{ch.p.n_groups} groups of {GROUP} from {n_pairs} pairs; the paper's 2,000 groups"
+        if attack == "group"
+        else f"{n_pairs} pairs; the paper's 1,000"
+    )
+    rates = " / ".join(f"{w:g}" for w in WIN_RATES)
+    beside = ""
+    if statistic != "paired (ours)":
+        paired = rows[(rows.statistic == "paired (ours)") & (rows.attack == "all secrets")]
+        beside = f"; our paired statistic on the same pairs {_rate_words([paired[power_column(w)].prod() for w in WIN_RATES])}"
+    name = "paired" if statistic == "paired (ours)" else attack
 
     def cause(model: str, g: float) -> Any:
-        cell = power[(power.model == model) & (power.trainer == trainer) & (power.gamma == g)]
-        design = f"{ch.p.n_groups} groups of {GROUP} from {len(ch.data.pairs)} pairs; the paper's 2,000 groups"
-        if cell.empty or cell.group_power.iloc[0] >= POWER_TARGET:
-            return unexplained(f"a larger group design ({design})")
-        c = cell.iloc[0]
+        cell = cells[(cells.model == model) & (cells.gamma == g)]
+        here = [cell[power_column(w)].min() for w in WIN_RATES] if len(cell) else [math.nan] * len(WIN_RATES)
         return unexplained(
-            f"a larger group design ({design}): table mia_power gives the group design power {c.group_power:.2f} at "
-            f"the effect {NAMES[model]} shows at γ = {g:g} (the individual attack at {c.individual:.3f} against its "
-            f"null point {c.individual_null_upper:.3f}, power {c.individual_power:.2f})"
+            f"a larger {name} design than this one ({design}; at member win rates {rates}, fixed in the register, "
+            f"its test has power {_rate_words(here)} at the deciding cell, {NAMES[model]} at γ = {g:g}, and the row's "
+            f"rule, which needs {_every_cell(len(cells))}, {_rate_words(every)}{beside}: table attack_power)"
         )
 
     return cause
@@ -763,6 +907,8 @@ def verdict_rows(
     exposure: pd.DataFrame,
     mia: pd.DataFrame,
     power: pd.DataFrame,
+    paired: pd.DataFrame,
+    attack_power: pd.DataFrame,
     factorial: pd.DataFrame | None,
     arm: dict | None,
     fig6: pd.DataFrame,
@@ -790,12 +936,18 @@ def verdict_rows(
         rows.append(_band_row(c[f"{short}_rise"], _cells(exposure, t, short, "positive"), "exposure", 1, sweep))
         for attack in ("individual", "group"):
             frame = _cells(mia, t, short, "positive", attack)
-            cause = _power_cause(ch, power, t) if attack == "group" else chance
+            cause = _power_cause(ch, attack_power, (t,), "threshold (paper)", attack)
             rows.append(_band_row(c[f"{short}_{attack}"], frame, "accuracy", 1, cause))
-    rows.append(_group_vs_individual(c["group_vs_individual"], power))
+    rows.append(_group_vs_individual(c["group_vs_individual"], power, attack_power))
     for attack in ATTACKS:
         frame = _cells(mia, "CRT", "crt", "all", attack)
         rows.append(_band_row(c[f"crt_{attack}"], frame, "accuracy", k, chance))
+    redacting = ("non-private + mask", "S-DP")
+    every = paired[paired.pairs == PAIR_SETS["individual"]]
+    rise = pd.concat([_cells(every, t, short, "positive") for t, short in zip(redacting, ("mask", "sdp"))])
+    cause = _power_cause(ch, attack_power, redacting, "paired (ours)", PAIR_SETS["individual"])
+    rows.append(_band_row(c["paired_rise"], rise, "share", 1, cause))
+    rows.append(_band_row(c["crt_paired"], _cells(every, "CRT", "crt", "all"), "share", k, chance))
     if factorial is not None:
         distinct = factorial[factorial.canaries == "distinct contexts"]
         leak = lambda m, g: unexplained("more epochs or copies of the plain-SGD arm")
@@ -845,7 +997,7 @@ def group_vs_individual_cells(power: pd.DataFrame) -> pd.DataFrame:
     return power[keep]
 
 
-def _group_vs_individual(claim: Claim, power: pd.DataFrame) -> dict:
+def _group_vs_individual(claim: Claim, power: pd.DataFrame, attack_power: pd.DataFrame) -> dict:
     """Fig. 5's 'group stronger than individual at certain γ': the cell with the highest lower end of its
     Bonferroni-widened interval of group − individual decides (held if some cell's interval lies above 0)."""
     cells = group_vs_individual_cells(power)
@@ -854,7 +1006,13 @@ def _group_vs_individual(claim: Claim, power: pd.DataFrame) -> dict:
         f"percentile interval over {N_BOOT} pair resamples at {NAMES[best.model]} {best.trainer}, γ = {best.gamma:g}, "
         f"the cell of highest lower end (Bonferroni over {len(cells)} cells), {_trained(int(best.seeds))}"
     )
-    why = unexplained(f"a larger group design (table mia_power: group power {cells.group_power.max():.2f} at best)")
+    group = attack_power[(attack_power.statistic == "threshold (paper)") & (attack_power.attack == "group")]
+    group = group_vs_individual_cells(group[group.gamma > 0])
+    strongest = [group[power_column(w)].max() for w in WIN_RATES]
+    why = unexplained(
+        f"a larger group design (table attack_power: at member win rates {' / '.join(f'{w:g}' for w in WIN_RATES)}, "
+        f"fixed in the register, the group attack clears its null point with power {_rate_words(strongest)} at best)"
+    )
     return judge(claim, best.group_minus_individual, (best.diff_low, best.diff_high), test, why=why)
 
 
@@ -1040,16 +1198,65 @@ def mia_words(mia: pd.DataFrame) -> str:
     )
 
 
+def paired_words(paired: pd.DataFrame, mia: pd.DataFrame) -> str:
+    """The paired statistic beside the threshold attack on the same pairs, in words: the non-private models, and how
+    many distinct redacting and CRT cells each clears its one-sided 95 % null point in."""
+    every = paired[paired.pairs == PAIR_SETS["individual"]]
+    every = every[~every.gamma_free | ~every.duplicated(subset=["model", "trainer"])]
+    individual = mia[mia.attack == "individual"]
+    out = []
+    for model in MODELS:
+        np_row = every[(every.model == model) & (every.trainer == "non-private")]
+        if np_row.empty:
+            continue
+        r = np_row.iloc[0]
+        out.append(
+            f"on the non-private {NAMES[model]}, members beat their look-alikes in {r.share:.3f} "
+            f"[{r.share_low:.3f}, {r.share_high:.3f}] of the pairs, where the threshold attack on the same pairs is "
+            f"{r.threshold_accuracy:.3f} accurate"
+        )
+    counts = []
+    for trainer in ("non-private + mask", "S-DP", "CRT"):
+        cells = every[every.trainer == trainer]
+        cells = cells if trainer == "CRT" else cells[cells.gamma > 0]
+        if cells.empty:
+            continue
+        keys = list(zip(cells.model, cells.gamma))
+        threshold = individual.set_index(["trainer", "model", "gamma"]).loc[[(trainer, *k) for k in keys]]
+        counts.append(
+            f"{trainer} {int((cells.share > cells.null_upper).sum())} of {len(cells)} "
+            f"({int((threshold.accuracy > threshold.null_upper).sum())})"
+        )
+    return (
+        "Our paired statistic: " + "; ".join(out) + ". Cells whose paired statistic lies above its null's one-sided "
+        "95 % point (γ > 0 for the redacting trainers, every γ for CRT; in brackets, the paper's individual threshold "
+        "attack on the same pairs): " + "; ".join(counts) + "."
+    )
+
+
 def power_words(power: pd.DataFrame) -> str:
-    """The group design's power at the effect the models show, in words."""
+    """The attacks' power at the register's win rates, in words: each statistic's weakest cell among the redacting
+    trainers' γ > 0 cells, and the size of every test (its power at 0.5)."""
     if power.empty:
         return ""
-    low = power[power.group_power < POWER_TARGET]
+    rising = power[power.trainer != "CRT"]
+    out = []
+    for statistic, name in (
+        ("threshold (paper)", "the paper's threshold attack"),
+        ("paired (ours)", "our paired statistic"),
+    ):
+        t = rising[rising.statistic == statistic]
+        parts = [
+            f"{attack} {_rate_words([a[power_column(w)].min() for w in WIN_RATES])}"
+            for attack, a in t.groupby("attack", sort=False)
+        ]
+        out.append(f"{name}, " + ", ".join(parts))
+    rates = " / ".join(f"{w:g}" for w in WIN_RATES)
     return (
-        f"At the effect the models show, the group design reaches power {_span(power.group_power, 2)} across the "
-        f"redacting trainers and γ > 0 ({len(low)} of {len(power)} cells below {POWER_TARGET:.0%}); the individual "
-        f"attack on the same models reaches {_span(power.individual_power, 2)}. Group minus individual accuracy is "
-        f"{_span(power.group_minus_individual, 3)}."
+        f"At member win rates of {rates}, fixed before the runs, the weakest redacting (model, γ > 0) cell has power: "
+        + "; ".join(out)
+        + f". With no effect (0.5), every test clears its point in at most {100 * power[power_column(0.5)].max():.0f} % "
+        f"of the simulated worlds, against a nominal 5 % (less under Bonferroni); {len(power)} cells in all."
     )
 
 

@@ -217,3 +217,56 @@ def resampled_accuracies(
     if draws.ndim != 2 or draws.shape[1] != attack.n_pairs:
         raise ValueError(f"pair_draws must be (rows, {attack.n_pairs}), got {draws.shape}")
     return _accuracies(attack, m[draws], n[draws])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the paired statistic (ours) and power by simulation at an effect fixed in advance
+
+
+def paired_shares(member_scores: np.ndarray, nonmember_scores: np.ndarray) -> np.ndarray:
+    """Per row of (rows, pairs) scores, the share of pairs whose member scores below its look-alike (perplexity: the
+    member 'beats' it), ties counting 1/2: the pairs' own AUC, 0.5 at chance."""
+    m, n = np.asarray(member_scores, np.float64), np.asarray(nonmember_scores, np.float64)
+    if m.ndim != 2 or m.shape != n.shape or m.shape[1] < 1:
+        raise ValueError(f"need (rows, pairs) member and non-member scores of one shape, got {m.shape} and {n.shape}")
+    return ((m < n) + 0.5 * (m == n)).mean(axis=1)
+
+
+def paired_share(member_scores: np.ndarray, nonmember_scores: np.ndarray) -> float:
+    """paired_shares of one set of pairs (1-D scores)."""
+    return float(paired_shares(np.asarray(member_scores)[None], np.asarray(nonmember_scores)[None])[0])
+
+
+def win_rate_worlds(
+    member_scores: np.ndarray, nonmember_scores: np.ndarray, win_rate: float, rows: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """`rows` simulated worlds of the observed pairs at a member win rate fixed in advance: in each world and pair, the
+    lower of the pair's two observed scores is the member's with probability `win_rate`, independently. The scores
+    themselves (their spread across pairs and within them) stay the observed ones, only the labels carry the effect.
+    At win_rate 0.5 this is the paired permutation null (attack_null's swaps), at 1 every member beats its
+    look-alike. Returns (rows, pairs) member and non-member scores."""
+    if not 0.0 <= win_rate <= 1.0:
+        raise ValueError(f"win_rate must lie in [0, 1], got {win_rate}")
+    m, n = np.asarray(member_scores, np.float64), np.asarray(nonmember_scores, np.float64)
+    low, high = np.minimum(m, n), np.maximum(m, n)
+    wins = rng.random((rows, m.size)) < win_rate
+    return np.where(wins, low, high), np.where(wins, high, low)
+
+
+def simulated_statistic(
+    statistic, members: list[np.ndarray], nonmembers: list[np.ndarray], win_rate: float, n_sims: int, seed: int
+) -> np.ndarray:
+    """The seed-mean of `statistic` ((rows, pairs) members, non-members -> (rows,)) over `n_sims` simulated worlds
+    at `win_rate` (win_rate_worlds), each trained model's pairs flipped independently (as each model's permutation
+    null is drawn)."""
+    if n_sims < 1 or not members or len(members) != len(nonmembers):
+        raise ValueError(f"need n_sims >= 1 and one member and non-member score array per model, got {n_sims}")
+    rng = np.random.default_rng(seed)
+    return np.mean(
+        [statistic(*win_rate_worlds(m, n, win_rate, n_sims, rng)) for m, n in zip(members, nonmembers)], axis=0
+    )
+
+
+def threshold_statistic(attack: Attack):
+    """attack_accuracy as a statistic of (rows, pairs) scores, for simulated_statistic."""
+    return lambda m, n: _accuracies(attack, m, n)
