@@ -340,6 +340,7 @@ page.say(
     )
     + "; no row judges it, because the paper's claim about MSP is about fine-tuned models."
 )
+page.say(ex.finetuned_gain_words(gains))
 
 # %% [markdown]
 # The distributions behind one of these numbers: MD and RMD of every test input in the first
@@ -554,9 +555,10 @@ page.say(
 # own verdict rows; the image directions have 5 or 10 OOD classes, too few to split into two
 # sides of at least three, so their near classes stay in the table. The far classes get rows of
 # our own in the task setting, both image-near directions and the far pair (Fashion-MNIST →
-# digits): there RMD should not lose what MD does well. In the task setting such a row resamples
-# the OOD tasks; an image direction has too few OOD classes to resample, so its row resamples the
-# images of its fixed classes and speaks for those classes only. Table `md_below_chance` counts
+# digits): there RMD should not lose what MD does well. Every interval of a clustered setting
+# resamples its clusters (tasks, articles, or an image direction's classes) and then the rows
+# within them, so a row speaks for classes like those, not for the few it happens to hold; with
+# 2 to 5 classes on a side that interval is wide, and it says so. Table `md_below_chance` counts
 # the OOD classes on which MD ranks OOD rows below the in-distribution ones. There the shared
 # covariance misfits the classes: a gain there repairs a failure of MD and says nothing about RMD
 # against MSP.

@@ -390,3 +390,18 @@ def test_paper_numbers_from_another_benchmark_are_checked_by_the_rule_but_not_sh
     assert own.on_paper_numbers() == context.on_paper_numbers() == "held"  # the register checks both
     assert judge(own, 0.01, (0.0, 0.02), "t")["paper_estimate"] == 0.0024
     assert judge(context, 0.01, (0.0, 0.02), "t")["paper_estimate"] is None  # no diamond, no paper column value
+
+
+def test_a_decision_within_monte_carlo_error_of_the_threshold_is_inconclusive() -> None:
+    """Half-width 0.0313 from 1,000 resamples: each bound is uncertain by about 0.0313 / sqrt(1998) = 0.0007, so a
+    lower bound of 0.0007 above 0 is within 2 Monte Carlo standard errors (0.0014) and one of 0.002 is not."""
+    claim = Claim("A beats B", "Table 3", 0.05, Rule.above(0.0), **PAPER)
+    assert verdict.monte_carlo_fragile(claim.rule, 0.032, 0.0007, 0.0633, 1000)
+    assert not verdict.monte_carlo_fragile(claim.rule, 0.032, 0.002, 0.062, 1000)
+    assert not verdict.monte_carlo_fragile(claim.rule, 0.032, 0.0007, 0.0633, 10**7)  # many resamples: robust
+    fragile = judge(claim, 0.032, (0.0007, 0.0633), test="t", resamples=1000)
+    assert fragile["decision"] == "inconclusive" and "Monte Carlo error" in fragile["why"]
+    assert judge(claim, 0.032, (0.002, 0.062), test="t", resamples=1000)["decision"] == "held"
+    assert judge(claim, 0.032, (0.0007, 0.0633), test="t")["decision"] == "held"  # no resamples given: as before
+    lost = judge(claim, -0.03, (-0.06, -0.0005), test="t", resamples=1000, why=unexplained("an ablation"))
+    assert lost["decision"] == "inconclusive"  # an upper bound just under the threshold, the same way

@@ -582,6 +582,21 @@ def _untestable(
     return None
 
 
+MC_SES = 2.0  # Monte Carlo standard errors a bound may move before a decision counts as robust to the resampling
+
+
+def monte_carlo_fragile(rule: Rule, ours: float, low: float, high: float, resamples: int) -> bool:
+    """Whether moving both bounds by MC_SES Monte Carlo standard errors changes the rule's decision. A bootstrap
+    interval's half-width h rests on a variance estimated from `resamples` draws, whose relative standard error is
+    about 1/sqrt(2 (B - 1)), so each bound is uncertain by about h / sqrt(2 (B - 1))."""
+    if not (math.isfinite(low) and math.isfinite(high)) or low == high or resamples < 2:
+        return False
+    shift = MC_SES * (high - low) / 2 / math.sqrt(2 * (resamples - 1))
+    wider = rule.decide(ours, low - shift, high + shift)
+    narrower = rule.decide(ours, low + shift, high - shift)
+    return wider != narrower
+
+
 def judge(
     claim: Claim,
     ours: float,
@@ -597,6 +612,7 @@ def judge(
     without_control: tuple[float, Interval | tuple[float, float]] | None = None,
     power: tuple[float, str] | None = None,
     values: str = "",
+    resamples: int | None = None,
 ) -> dict[str, Any]:
     """One verdict row: apply the claim's rule to `ours` and its interval (a stats.Interval or (low, high)).
 
@@ -610,7 +626,9 @@ def judge(
     decided at the point `without_control` ((estimate, interval) there). An equivalence rule needs `power` ((the
     test's power at the margin, the effect it was simulated at)). A paper's 'no effect' is never held by failing to
     reject a null. `values`: for an exact recomputation of several printed numbers decided on their largest gap, our
-    numbers as the paper prints them ("0.50 / 0.64 / 0.84"); the page shows them beside the paper's, not the gap."""
+    numbers as the paper prints them ("0.50 / 0.64 / 0.84"); the page shows them beside the paper's, not the gap.
+    `resamples`: the bootstrap resamples behind the interval; a decision that a Monte Carlo error of the bounds
+    could flip (monte_carlo_fragile) is then inconclusive."""
     if isinstance(interval, Interval):
         low, high, test = interval.low, interval.high, test or interval.method
     else:
@@ -651,6 +669,16 @@ def judge(
             "failing to reject a null does not show no effect: an equivalence test with a margin stated before the "
             "numbers and its power shown would"
         )
+    elif (
+        resamples is not None
+        and decision in ("held", "not held")
+        and monte_carlo_fragile(claim.rule, ours, low, high, resamples)
+    ):
+        cause = (
+            f"to decide: more resamples ({decision} at these {resamples:,}, but a bound lies within Monte Carlo error "
+            "of the rule's threshold, so another draw of the resamples could flip it)"
+        )
+        decision = "inconclusive"
     elif decision == "not held":
         cause, measured, column = _why(claim, why, measured_by, sweep)
     else:
