@@ -310,7 +310,9 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     # our paired statistic: its interval holds it, its null sits around 0.5; power at the register's win rates
     paired = tables["mia_paired"]
     assert {r["pairs"] for r in paired} == {"all secrets", "addresses"}
-    assert all(r["share_low"] <= r["share"] <= r["share_high"] and r["null_low"] <= 0.5 <= r["null_high"] for r in paired)
+    assert all(
+        r["share_low"] <= r["share"] <= r["share_high"] and r["null_low"] <= 0.5 <= r["null_high"] for r in paired
+    )
     attack_power = tables["attack_power"]
     assert {r["statistic"] for r in attack_power} == {"threshold (paper)", "paired (ours)"}
     assert {r["trainer"] for r in attack_power} == {"non-private + mask", "S-DP", "CRT"}
