@@ -350,3 +350,37 @@ def test_s_dp_with_a_missing_policy_shows_an_infinite_confidentiality_epsilon() 
     )  # fmt: skip
     view = experiment.budget_view(utility)
     assert view["confidentiality ε"].tolist() == ["∞", "0.412", "—"] and view["DP-SGD ε"].tolist() == ["2.9", "3", "—"]
+
+
+def test_our_paired_at_chance_row_is_an_equivalence_test_over_every_cell() -> None:
+    """Each (model, γ) cell's interval must lie inside [0.45, 0.55]; one cell wholly outside decides 'not held'; a
+    cell reaching past the margin leaves it inconclusive; all inside but a weak test (power < 0.8 at 0.55) too."""
+    import pandas as pd
+
+    from repro.crt.claims import claims
+
+    claim = claims(resolve({"profile": "smoke"}, experiment.SPEC))["attack:crt_paired"]
+    assert claim.rule.kind == "equivalent" and (claim.rule.low, claim.rule.high) == (0.45, 0.55)
+
+    def cells(*intervals: tuple[float, float]) -> pd.DataFrame:
+        return pd.DataFrame(
+            [{"model": "LSTM", "gamma": g, "seeds": 3, "share": (lo + hi) / 2, "share_low": lo, "share_high": hi}
+             for g, (lo, hi) in zip((0.0, 0.1, 0.5), intervals)]
+        )  # fmt: skip
+
+    def power(at_margin: float) -> pd.DataFrame:
+        return pd.DataFrame(
+            [{"trainer": "CRT", "statistic": "paired (ours)", "attack": "all secrets", "power_at_0.55": p}
+             for p in (0.99, at_margin)]
+        )  # fmt: skip
+
+    decide = lambda c, p: experiment._equivalence_row(claim, c, power(p))
+    held = decide(cells((0.47, 0.53), (0.48, 0.54), (0.46, 0.52)), 0.9)
+    assert held["decision"] == "held" and held["ours"] == pytest.approx(0.51)  # the cell nearest the edge: 0.54
+    assert "power 90% at member win rate 0.55" in held["test"]
+    leak = decide(cells((0.47, 0.53), (0.56, 0.62), (0.40, 0.70)), 0.9)
+    assert leak["decision"] == "not held" and leak["ci_low"] == 0.56  # wholly outside decides before the widest
+    wide = decide(cells((0.47, 0.53), (0.40, 0.70)), 0.9)
+    assert wide["decision"] == "inconclusive" and wide["ci_high"] == 0.70
+    weak = decide(cells((0.47, 0.53), (0.48, 0.54)), 0.5)
+    assert weak["decision"] == "inconclusive" and weak["why"].startswith("the test's power at the margin is 50%")

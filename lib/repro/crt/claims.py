@@ -68,6 +68,10 @@ ALPHA = 0.05  # every attack test: one-sided at 5 %, split over the γ values a 
 # rate, the share of member / look-alike pairs whose member has the lower perplexity (the pairs' AUC; 0.5 at chance).
 # The attack rows' causes read the power there (table attack_power), not at the effect a run happens to show.
 WIN_RATES = (0.55, 0.60)
+# Our paired 'at chance' check is an equivalence test: no leak means the member win rate lies within this margin of
+# 0.5 at every model and γ (each cell's 95 % interval inside [0.45, 0.55]; an intersection-union test, so no
+# multiplicity correction), with the power at the margin shown (WIN_RATES[0] = 0.55).
+EQUIVALENCE_MARGIN = 0.05
 PAIRED = "the seed-mean share of member / look-alike pairs whose member has the lower perplexity (0.5 at chance)"
 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: the trainer in
@@ -280,10 +284,11 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         ours=True,
     )
     out["crt_paired"] = Claim(
-        "ours: CRT-LSTM's and CRT-GPT-2's members do not beat their look-alikes at any γ (paired MIA)",
+        "ours: CRT-LSTM's and CRT-GPT-2's members beat their look-alikes no more than chance allows at any γ "
+        "(paired MIA, equivalence)",
         "our check, beside Figs. 4/5's threshold attack",
         "—",
-        Rule.not_above_null(f"{PAIRED}, for any model and γ", no_leak_band(k)),
+        Rule.equivalent(0.5 - EQUIVALENCE_MARGIN, 0.5 + EQUIVALENCE_MARGIN, f"{PAIRED}, at every model and γ"),
         ours=True,
     )
     out["group_vs_individual"] = Claim(

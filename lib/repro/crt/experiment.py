@@ -901,6 +901,38 @@ def _power_cause(ch: Chapter, power: pd.DataFrame, trainers: tuple[str, ...], st
     return cause
 
 
+def _equivalence_row(claim: Claim, cells: pd.DataFrame, power: pd.DataFrame) -> dict:
+    """Our paired 'at chance' check as an equivalence test over its (model, γ) cells, all of which must hold (an
+    intersection-union test: each cell's 95 % interval of the share inside the register's margin). The deciding cell
+    is the first wholly outside the margin, else the one reaching furthest past it, else the one nearest its edge;
+    the power is the weakest cell's at the margin's win rate (table attack_power)."""
+    low, high = claim.rule.low, claim.rule.high
+    outside = cells[(cells.share_high < low) | (cells.share_low > high)]
+    past = np.maximum(cells.share_high - high, low - cells.share_low)  # > 0: the interval reaches past the margin
+    row = outside.iloc[0] if len(outside) else cells.loc[past.idxmax()]
+    at = power[
+        (power.trainer == "CRT") & (power.statistic == "paired (ours)") & (power.attack == PAIR_SETS["individual"])
+    ]
+    margin = WIN_RATES[0]
+    weakest = float(at[power_column(margin)].min())
+    test = (
+        f"percentile interval over {N_BOOT} pair resamples at the deciding cell {NAMES[row.model]}, γ = {row.gamma:g} "
+        f"(all {len(cells)} cells must lie inside the margin), {_trained(int(row.seeds))}"
+    )
+    why = unexplained(
+        "the paired statistic on CRT's parts (D_pri dropped, plain SGD on D_pri, deduplication off: the factorial's "
+        "arms, which table factorial scores by exposure only)"
+    )
+    return judge(
+        claim,
+        row.share,
+        (row.share_low, row.share_high),
+        test,
+        why=why,
+        power=(weakest, f"member win rate {margin:g}, the weakest of the {len(at)} cells (table attack_power)"),
+    )
+
+
 def verdict_rows(
     ch: Chapter,
     planned: dict[str, Claim],
@@ -947,7 +979,7 @@ def verdict_rows(
     rise = pd.concat([_cells(every, t, short, "positive") for t, short in zip(redacting, ("mask", "sdp"))])
     cause = _power_cause(ch, attack_power, redacting, "paired (ours)", PAIR_SETS["individual"])
     rows.append(_band_row(c["paired_rise"], rise, "share", 1, cause))
-    rows.append(_band_row(c["crt_paired"], _cells(every, "CRT", "crt", "all"), "share", k, chance))
+    rows.append(_equivalence_row(c["crt_paired"], _cells(every, "CRT", "crt", "all"), attack_power))
     if factorial is not None:
         distinct = factorial[factorial.canaries == "distinct contexts"]
         leak = lambda m, g: unexplained("more epochs or copies of the plain-SGD arm")
