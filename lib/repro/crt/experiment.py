@@ -606,15 +606,16 @@ def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> 
 
 def power_view(power: pd.DataFrame) -> pd.DataFrame:
     """attack_power as the page shows it: per (model, trainer, statistic, attack), the power at each win rate of its
-    weakest γ cell, and of a rule that needs every γ cell to clear its point (the product over the cells: each cell's
-    models and simulated worlds are independent)."""
+    weakest γ cell, and, for the 'rises' rows, of their rule, which needs every γ cell to clear its point (the product
+    over the cells: each cell's models and simulated worlds are independent; empty for CRT's no-leak rows)."""
     out = []
     for key, t in power.groupby(["model", "trainer", "statistic", "attack"], sort=False):
         row = dict(zip(("model", "trainer", "statistic", "attack"), key)) | {"gamma cells": len(t)}
         row["size (0.5)"] = t[power_column(0.5)].max()
         for w in WIN_RATES:
             row[f"weakest at {w:g}"] = t[power_column(w)].min()
-            row[f"every γ at {w:g}"] = t[power_column(w)].prod()
+            rises = key[1] != "CRT"  # CRT's rows ask that no cell clear its point: no every-cell power to show
+            row[f"every γ at {w:g}"] = t[power_column(w)].prod() if rises else np.nan
         out.append(row)
     return pd.DataFrame(out)
 
