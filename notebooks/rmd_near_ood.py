@@ -574,6 +574,7 @@ repro.publish(
         index=["setting", "in_dist", "classes", "ood_classes"], columns="features", values="delta", sort=False
     ).reset_index(),
 )
+page.say(ex.md_chance_words(sides))
 clp_dist = repro.publish("clp_distribution", ex.clp_distribution(by_class, inputs))
 page.say(
     f"By the register's nearness criterion (the 95 % lower bound of the median OOD-class CLP at least "
