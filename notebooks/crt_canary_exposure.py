@@ -304,8 +304,8 @@ page.say(ex.paired_words(paired, mia))
 
 # %% [markdown]
 # **Power at effects fixed in advance.** How often would each test find a leak of a given size?
-# The register fixes the effects before the runs: member win rates of 0.55 and 0.60 (the share
-# of pairs whose member beats its look-alike). For every cell a row decides, we simulate 200
+# The register fixes the effects before the runs: member win rates of 0.55 and 0.60 (a win
+# rate is the share of pairs in which the member's perplexity is the lower one). For every cell a row decides, we simulate 200
 # worlds from the cell's own pairs: in each pair, the lower of its two observed perplexities
 # is the member's with probability equal to the win rate. At 0.5 this is the permutation null, so
 # the power there is the test's size. The power does not depend on the effect the run happens to
