@@ -554,3 +554,23 @@ def test_format_leakage_counts_shared_openings_and_scores_a_character_detector()
     direct = [1 - max(float(u @ v) for v in b) for u in a]
     assert row["surface_auroc"] == pytest.approx(metrics.auroc(np.r_[0, 0, 0, 1, 1, 1], np.array(direct)))
     assert row["surface_auroc"] > 0.5  # the digit and bracket rows share few character n-grams with the training rows
+
+
+def test_the_label_free_text_encoder_is_the_same_model_whatever_ran_before() -> None:
+    """Its features are cached by the model's digest: a head drawn from the global generator's state (trained models
+    in a cold run, cached ones in a re-run) would miss every cached feature."""
+    from repro import pretrained
+    from repro.rmd import features
+
+    budget = features.Budget(8, 1, 1, 1, "local", pretrained.minilm_path(n_layers=2))
+    torch.manual_seed(1)
+    first = features.label_free_text_encoder(budget).key
+    torch.rand(1000)  # what a training run would have drawn
+    assert features.label_free_text_encoder(budget).key == first
+    torch.manual_seed(1)
+    torch.rand(1000)
+    drawn = torch.rand(1)
+    torch.manual_seed(1)
+    torch.rand(1000)
+    features.label_free_text_encoder(budget)
+    assert torch.equal(torch.rand(1), drawn)  # the global generator is left as it was

@@ -222,3 +222,29 @@ def test_rmd_by_directions_equals_the_per_class_projection(wide_data) -> None:
         old = old_terms[:, :, m - 1].min(axis=1)
         np.testing.assert_allclose(new[m], old, rtol=1e-9, atol=1e-9 * np.abs(old).max())
         assert metrics.auroc(is_ood, new[m]) == metrics.auroc(is_ood, old)
+
+
+def test_auc_draws_are_stored_by_their_inputs_and_read_back(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    rng = np.random.default_rng(5)
+    y = np.r_[np.zeros(40, bool), np.ones(30, bool)]
+    clusters = np.r_[np.arange(40) // 5, 100 + np.arange(30) // 5]
+    rows = rng.normal(size=(3, y.size)) + y
+    ex._AUC_DRAWS.clear()
+    ex._WEIGHTS.clear()
+    per_seed, draws = ex.auc_draws(y, rows, 60, 2, clusters)
+    assert per_seed.shape == (3,) and draws.shape == (60, 3)
+    assert np.allclose(per_seed, [metrics.auroc(y, r) for r in rows], rtol=0, atol=1e-12)
+    assert len(list((tmp_path / "features").glob("rmd-auc-draws-*.npz"))) == 1
+    ex._AUC_DRAWS.clear()  # a new process: the memo is empty, the stored entry is read, nothing is computed
+    monkeypatch.setattr(ex.stats, "WeightedAuc", lambda *a: pytest.fail("computed again"))
+    again = ex.auc_draws(y, rows, 60, 2, clusters)
+    assert np.array_equal(again[0], per_seed) and np.array_equal(again[1], draws)
+    monkeypatch.undo()
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    ex._AUC_DRAWS.clear()
+    other = ex.auc_draws(y, rows, 60, 3, clusters)  # another resampling seed: another entry, other draws
+    assert len(list((tmp_path / "features").glob("rmd-auc-draws-*.npz"))) == 2
+    assert not np.array_equal(other[1], draws) and np.array_equal(other[0], per_seed)
+    ex._AUC_DRAWS.clear()
+    ex._WEIGHTS.clear()

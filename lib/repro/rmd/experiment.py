@@ -18,7 +18,17 @@ from .. import cache, data, metrics, pretrained, stats
 from ..params import Param
 from ..verdict import SWEEP_POINTS, Claim, Sweep, check_regime, judge, unexplained
 from . import features, nets, scores
-from .features import Budget, Direction, Embedder, Feats, both_ways, extract, finetuned_model, label_free_image_encoder
+from .features import (
+    Budget,
+    Direction,
+    Embedder,
+    Feats,
+    both_ways,
+    extract,
+    finetuned_model,
+    label_free_image_encoder,
+    label_free_text_encoder,
+)
 
 SPEC = {
     "seed": Param(int, 0, low=0, high=2**32 - 1, help="first random seed; seed + i trains the i-th model of each kind"),
@@ -559,7 +569,7 @@ def all_features(
     """Feats of every direction x feature type x seed; trained models come from (and go to) the cache. `plans`:
     a direction's own budget (its chosen learning rate, learning_rates) where it has one."""
     plans = plans or {}
-    text_embed = Embedder(pretrained.EncoderClassifier(plan.text_encoder, 1, "text"))
+    text_embed = label_free_text_encoder(plan)
     out = {}
     for seed in tqdm(seed_list, desc="seeds"):
         own = inputs.for_seed(seed)
@@ -710,29 +720,49 @@ def _by_item(key: str, y: np.ndarray, clusters: np.ndarray | None, n_boot: int, 
     return _WEIGHTS[key]
 
 
+@functools.cache
+def _resampling_code() -> str:
+    """Digest of the statistics module's source: a stored AUC draw is reused only while the resampling and AUC code
+    that made it is unchanged."""
+    return cache.digest(inspect.getsource(stats))
+
+
+def _remember(entry: str, found: tuple[np.float64, np.ndarray]) -> None:
+    """Keep one score row's (AUC, AUC per resample) in the process's memo, the oldest entries going first."""
+    while len(_AUC_DRAWS) >= _AUC_DRAWS_KEPT:
+        del _AUC_DRAWS[next(iter(_AUC_DRAWS))]
+    _AUC_DRAWS[entry] = found
+
+
 def auc_draws(
     y: np.ndarray, rows: np.ndarray, n_boot: int, seed: int, clusters: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's AUC (scores of shape (seeds, items)) on the test rows, shape (seeds,), and on every resample of them,
     shape (resamples, seeds): rows resampled within class, or their clusters within class and then the rows (with
-    `clusters`), from `seed`; each row's draws computed once per process (stats.WeightedAuc)."""
+    `clusters`), from `seed`; each row's draws computed once per process (stats.WeightedAuc) and stored in
+    data/features by the labels, clusters, scores, resampling and the statistics code (a cached re-run reads them)."""
     y = np.asarray(y)
     key = _resampling(y.astype(bool), clusters, n_boot, seed)  # 0/1 or False/True labels: the same resamples
-    per_seed, draws = [], []
-    for row in np.atleast_2d(np.asarray(rows, dtype=np.float64)):
-        entry = key + cache.digest(row)
-        if entry not in _AUC_DRAWS:
-            auc = stats.WeightedAuc(y, row)
-            found = (
-                auc.many_by_item(np.ones((y.size, 1)))[0],
-                auc.many_by_item(_by_item(key, y, clusters, n_boot, seed)),
-            )
-            while len(_AUC_DRAWS) >= _AUC_DRAWS_KEPT:
-                del _AUC_DRAWS[next(iter(_AUC_DRAWS))]
-            _AUC_DRAWS[entry] = found
-        per_seed.append(_AUC_DRAWS[entry][0])
-        draws.append(_AUC_DRAWS[entry][1])
-    return np.asarray(per_seed), np.stack(draws, axis=1)
+    rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
+    entries = [key + cache.digest(row) for row in rows]
+    if any(e not in _AUC_DRAWS for e in entries):
+
+        def build() -> dict[str, np.ndarray]:
+            found = [
+                _AUC_DRAWS.get(e)
+                or (
+                    (auc := stats.WeightedAuc(y, row)).many_by_item(np.ones((y.size, 1)))[0],
+                    auc.many_by_item(_by_item(key, y, clusters, n_boot, seed)),
+                )
+                for e, row in zip(entries, rows)
+            ]
+            return {"per_seed": np.asarray([f[0] for f in found]), "draws": np.stack([f[1] for f in found], axis=1)}
+
+        where = cache.entry_path("features", "rmd-auc-draws", _resampling_code(), *entries, suffix=".npz")
+        stored = cache.arrays_entry(where, build)[0]
+        for j, e in enumerate(entries):
+            _remember(e, (stored["per_seed"][j], stored["draws"][:, j]))
+    return np.asarray([_AUC_DRAWS[e][0] for e in entries]), np.stack([_AUC_DRAWS[e][1] for e in entries], axis=1)
 
 
 def _combine(parts: Sequence[tuple[float, tuple[np.ndarray, np.ndarray]]]) -> tuple[np.ndarray, np.ndarray]:
@@ -1337,7 +1367,7 @@ def external_background(
     pool = [q for dom in EXTERNAL_DOMAINS for q in data.squad_questions(dom, source)]
     rng = np.random.default_rng(seed)
     external = [pool[i] for i in np.sort(rng.choice(len(pool), min(n_external, len(pool)), replace=False))]
-    embed = Embedder(pretrained.EncoderClassifier(plan.text_encoder, 1, "text"))
+    embed = label_free_text_encoder(plan)
     where = cache.entry_path("features", "rmd-external", embed.key, external, suffix=".npz")
     ext = cache.arrays_entry(where, lambda: {"features": embed(external)[0]})[0]["features"]
     rows, contrasts = [], []

@@ -239,6 +239,13 @@ class Embedder:
         return tuple(np.stack([self.memo[t][j] for t in inputs]) for j in (0, 1))
 
 
+def label_free_text_encoder(budget: Budget) -> Embedder:
+    """The frozen text encoder that never saw a label, shared by every seed. Its unused one-class head is drawn from a
+    fixed seed: the features' cache key digests the whole model, and a head drawn from whatever state the generator
+    was left in (models trained in a cold run, loaded in a cached one) would miss every cached feature."""
+    return Embedder(seeded_init(lambda: pretrained.EncoderClassifier(budget.text_encoder, 1, "text"), 0))
+
+
 def extract(d: Direction, embed: Embedder, probe_seed: int | None = None) -> Feats:
     """Features of d's rows; with probe_seed (the label-free case), logits from a logistic probe on the training
     features and the OOD classes' training rows, which CLP's probes need (fine-tuned features skip them)."""

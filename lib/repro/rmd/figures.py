@@ -56,13 +56,13 @@ def _direction_panels(n: int) -> tuple[plt.Figure, np.ndarray]:
 
 
 def _sweep_panels(frame: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, zero: bool, **style) -> plt.Figure:
-    """One panel per direction (setting: in-distribution set), `y` against `x` on a log axis with 95 % bands, one
-    legend above the panels, shared axis labels."""
+    """One panel per direction (setting: in-distribution set), `y` against `x` on a log axis, the band the range over
+    the seeds' models (three points make no bootstrap interval), one legend above the panels, shared axis labels."""
     frame = frame.assign(direction=frame["setting"] + ": " + frame["in_dist"])
     names = list(dict.fromkeys(frame["direction"]))
     fig, axes = _direction_panels(len(names))
     for ax, name in zip(axes, names):
-        sns.lineplot(frame[frame["direction"] == name], x=x, y=y, marker="o", errorbar=("ci", 95), ax=ax, **style)
+        sns.lineplot(frame[frame["direction"] == name], x=x, y=y, marker="o", errorbar=("pi", 100), ax=ax, **style)
         if zero:
             ax.axhline(0, color="grey", lw=0.8)
         log_axis(ax, "x")
