@@ -11,16 +11,7 @@ from repro.runner import execute_here
 # (notebook, a parameter that only changes how cached models are scored, a smoke value other than the profile's)
 SCORING = [
     ("rmd_near_ood", "n_boot", 60),  # bootstrap resamples per interval
-    pytest.param(
-        "deepgini_apfd",
-        "kmnc_k",
-        [50],  # KMNC's section count
-        marks=pytest.mark.xfail(
-            strict=True,  # passes, hence fails here, once the retraining experiment is cached
-            reason="DeepGini's retraining experiment (RQ3) retrains its models and crafts its fresh FGSM on every "
-            "run: nothing of it is cached (deepgini/retraining.py)",
-        ),
-    ),
+    ("deepgini_apfd", "kmnc_k", [50]),  # KMNC's section count: the retraining runs and their scores reused
     ("mink_contamination", "ks", [0.1, 0.2, 0.5]),  # Min-K% fractions scored
     ("crt_canary_exposure", "n_null", 60),  # draws of every attack's null distribution
     ("clm_ood", "n_boot", 60),  # bootstrap resamples per interval: the fine-tune and every generation reused

@@ -117,6 +117,25 @@ def test_apfd_difference_over_source_images_resamples_them() -> None:
     assert "200 source images resampled" in iv.method and "3 seeds on shared source images" in iv.method
 
 
+def test_apfd_difference_is_kept_by_its_inputs_and_code_and_read_back(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    rng = np.random.default_rng(6)
+    runs = [(rng.random(300) < 0.3, rng.permutation(300), rng.permutation(300)) for _ in range(2)]
+    sources = [np.arange(300) // 3] * 2
+    direct = dg._apfd_difference(runs, 120, 2, sources)
+    assert dg.apfd_difference(*runs[0], n_boot=120, seed=2, replicas=runs[1:], sources=sources) == direct
+    assert len(list((tmp_path / "features").glob("deepgini-apfd-difference-*.json"))) == 1
+    monkeypatch.setattr(dg, "_apfd_difference", lambda *a, **k: pytest.fail("computed again"))
+    assert dg.apfd_difference(*runs[0], n_boot=120, seed=2, replicas=runs[1:], sources=sources) == direct
+    monkeypatch.undo()
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    dg.apfd_difference(*runs[0], n_boot=120, seed=3, replicas=runs[1:], sources=sources)  # another seed
+    dg.apfd_difference(*runs[0], n_boot=120, seed=2, replicas=runs[1:])  # no sources: another interval
+    flipped = (runs[0][0], runs[0][1], runs[0][1][::-1].copy())  # another order b
+    dg.apfd_difference(*flipped, n_boot=120, seed=2, replicas=runs[1:], sources=sources)
+    assert len(list((tmp_path / "features").glob("deepgini-apfd-difference-*.json"))) == 4
+
+
 def test_tests_to_max_coverage_on_a_hand_case() -> None:
     # 4 tests, 5 items; item 4 is never covered. Greedy CAM: test 2 (3 items), then test 0 (item 0): all 4 reached
     items = sparse.csr_matrix(np.array([[1, 1, 0, 0, 0], [0, 1, 0, 0, 0], [0, 1, 1, 1, 0], [0, 0, 1, 0, 0]]))
@@ -624,3 +643,40 @@ def test_the_paper_pairs_criterion_needs_the_papers_training_size_and_accuracy()
     regime = register["beats_coverage|original"].regime
     assert regime.kind == "paper" and regime.criterion is c  # planned: the paper's pairs; labelled by the criterion
     assert "4,000 training" in regime.ours and "50,000-73,257 training" in regime.paper
+
+
+@pytest.mark.trains
+def test_retraining_runs_and_their_scores_are_cached_by_what_they_start_from(tmp_path, monkeypatch) -> None:
+    """A fine-tune is stored by its starting weights, data and recipe, and a chained one by the fine-tune it continues;
+    a tuned model's scores (the fresh FGSM needs a gradient) by its weights and what it is scored on. A re-run loads
+    both and computes no gradient."""
+    import torch
+
+    from repro import cache
+    from repro.data import image_dataset
+    from repro.deepgini import nets
+    from repro.deepgini.testsets import MixedSet
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    x, y = image_dataset("digits", "train", "local", 0)
+    x, y = x[:160].astype(np.float32), y[:160]
+    model = nets._fit(nets.build("lenet1", x.shape[1:], 10, seed=0), x[:100], y[:100], 1, "adam", 0, "base")
+    first = nets.fine_tune(model, x[100:130], y[100:130], 1, 3)
+    chained = nets.fine_tune(first, x[130:], y[130:], 1, 3)
+    assert cache.model_digest(first) != cache.model_digest(model)  # trained, and the original untouched
+    assert len(list((tmp_path / "models").glob("deepgini-fine-tune-*.pt"))) == 2
+    mixed = MixedSet(x[100:], y[100:], np.arange(60) % 20, np.repeat(["original", "FGSM", "BIM"], 20))
+    sc = retraining.scoring(mixed, 1, (x[:40], y[:40]), 0.1)
+    scores = sc.score(chained)
+    assert set(scores) >= {"held_out_accuracy", "pool_accuracy", "fresh_fgsm_accuracy"}
+
+    def no_gradient(*args, **kwargs):
+        raise AssertionError("a cached re-run computed a gradient")
+
+    monkeypatch.setattr(torch.autograd, "grad", no_gradient)
+    monkeypatch.setattr(nets, "_fit", no_gradient)
+    again = nets.fine_tune(nets.fine_tune(model, x[100:130], y[100:130], 1, 3), x[130:], y[130:], 1, 3)
+    assert cache.model_digest(again) == cache.model_digest(chained)
+    assert pd.Series(retraining.scoring(mixed, 1, (x[:40], y[:40]), 0.1).score(again)).equals(pd.Series(scores))
+    with pytest.raises(AssertionError, match="computed a gradient"):
+        nets.fine_tune(model, x[100:130], y[100:130], 1, 4)  # another seed: trained again

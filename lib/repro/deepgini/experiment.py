@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -248,11 +249,42 @@ def apfd_difference(
     mixed set whose adversarial inputs come several to a source image: the bootstrap then resamples source images
     (the draws shared by the models, whose sets are built from the same test images), then tests within each drawn
     image with its misclassified count fixed (stats.unit_weights), and the interval is stats.clustered_interval over
-    source images (sharing 'clusters')."""
+    source images (sharing 'clusters').
+
+    Kept in data/features by every array it reads, the resampling's size and seed, and the source of the code that
+    computes it (_apfd_code): a cached re-run reads the interval instead of drawing the resamples again."""
+    import json
+
+    from .. import cache, stats
+
+    runs = [(truth, order_a, order_b), *replicas]
+    arrays = [a for run in runs for a in run] + list(sources or [])
+    plain = [a.tolist() if np.asarray(a).dtype == object else np.asarray(a) for a in arrays]  # no object pointers
+    shape = [len(runs), sources is None, n_boot, seed]
+    where = cache.entry_path("features", "deepgini-apfd-difference", *plain, shape, _apfd_code(), suffix=".json")
+
+    def write(tmp) -> None:
+        iv = _apfd_difference(runs, n_boot, seed, sources)
+        tmp.write_text(json.dumps([iv.estimate, iv.low, iv.high, iv.method]), encoding="utf-8")
+
+    return stats.Interval(*cache.file_entry(where, write, cache.read_json)[0])
+
+
+@functools.cache
+def _apfd_code() -> str:
+    """Digest of the source of what computes an APFD difference's interval (read once per process)."""
+    import inspect
+
+    from .. import cache, metrics, stats
+
+    return cache.digest([inspect.getsource(f) for f in (_apfd_difference, _clustered_apfd_difference, stats, metrics)])
+
+
+def _apfd_difference(runs: list, n_boot: int, seed: int, sources: list | None):
+    """apfd_difference computed: `runs` the (truth, order_a, order_b) of every model, the chapter's first."""
     from .. import stats
     from ..metrics import apfd_bounds
 
-    runs = [(truth, order_a, order_b), *replicas]
     if sources is not None:
         return _clustered_apfd_difference(runs, sources, n_boot, seed)
     estimates, draws, sizes = [], [], []

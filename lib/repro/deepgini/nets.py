@@ -194,10 +194,15 @@ def train_cached(
 
 
 def fine_tune(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, seed: int, lr: float = 5e-4) -> Net:
-    """A copy of `model` trained further on (x, y); the original is untouched."""
+    """A copy of `model` trained further on (x, y); the original is untouched. Cached under data/models by the
+    starting weights, the data and the recipe: a re-run (a scoring parameter changed, the cached book) loads every
+    retraining run, chained ones too, instead of training it again."""
     import copy
 
-    return _fit(copy.deepcopy(model), x, y, epochs, "adam", seed, "fine-tune", lr=lr)
+    start = cache.model_digest(model)
+    config = {"epochs": epochs, "seed": seed, "lr": lr, "torch": torch.__version__}
+    tune = lambda m: _fit(m, x, y, epochs, "adam", seed, "fine-tune", lr=lr)
+    return cache.weights("deepgini-fine-tune", copy.deepcopy(model), tune, start, x, y, config)[0].to(device())
 
 
 @torch.no_grad()

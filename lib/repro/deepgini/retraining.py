@@ -18,6 +18,7 @@ iterative protocol the pool accuracy (the artifact's metric) is also kept at eve
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from .. import stats
+from .. import cache, stats
 from . import nets
 from .attacks import ARTIFACT
 from .testsets import MixedSet
@@ -112,8 +113,23 @@ class Scoring:
     fresh: tuple[np.ndarray, np.ndarray]  # held-out source images (originals) attacked afresh against each model
     eps: float
 
+    @functools.cached_property
+    def key(self) -> str:
+        """Digest of everything a model is scored on (rows, images, labels, attacks, the fresh attack's size)."""
+        m = self.mixed
+        return cache.digest(m.x, m.y, m.kind.tolist(), self.pool, self.held, *self.clean, *self.fresh, self.eps)
+
     def score(self, model: nets.Net) -> dict[str, float]:
-        """Held-out accuracy (in all, per attack), pool accuracy, clean accuracy, accuracy under a fresh FGSM."""
+        """Held-out accuracy (in all, per attack), pool accuracy, clean accuracy, accuracy under a fresh FGSM; kept
+        in data/features by the model's weights and what it is scored on (the fresh attack needs a gradient, which a
+        cached re-run does not compute)."""
+        where = cache.entry_path("features", "deepgini-retrain-score", cache.model_digest(model), self.key,
+                                 suffix=".npz")  # fmt: skip
+        found = cache.arrays_entry(where, lambda: {k: np.asarray(v) for k, v in self._score(model).items()})[0]
+        return {k: float(v) for k, v in found.items()}
+
+    def _score(self, model: nets.Net) -> dict[str, float]:
+        """score() computed."""
         m = self.mixed
         held_pred = nets.predict_proba(model, m.x[self.held]).argmax(1)
         right = held_pred == m.y[self.held]
