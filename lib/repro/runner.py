@@ -17,6 +17,7 @@ import shutil
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
@@ -811,6 +812,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as err:
+        # a signal between the creation of a coroutine (a kernel client starting) and its await abandons it; Python
+        # would warn about it when it is collected, here or at exit, below the one line the interruption ends with
+        warnings.filterwarnings("ignore", r"coroutine .* was never awaited", RuntimeWarning)
         print("error: interrupted; the run in progress was discarded, earlier results are untouched", file=sys.stderr)
         return err.code if isinstance(err, Interrupted) else 128 + signal.SIGINT
     finally:
