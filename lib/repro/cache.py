@@ -8,6 +8,7 @@ corrupted) is discarded and built again.
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import json
@@ -48,6 +49,15 @@ def digest(*parts: Any, length: int = 16) -> str:
     for part in parts:
         _update(running, part)
     return running.hexdigest()[:length]
+
+
+@functools.cache
+def source_digest(*code: Any) -> str:
+    """Digest of the source of `code` (modules, functions), read once per process: an entry computed by that code
+    is reused only while the code is unchanged."""
+    import inspect
+
+    return digest([inspect.getsource(c) for c in code])
 
 
 def model_digest(model: Any) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import math
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -252,32 +252,23 @@ def apfd_difference(
     source images (sharing 'clusters').
 
     Kept in data/features by every array it reads, the resampling's size and seed, and the source of the code that
-    computes it (_apfd_code): a cached re-run reads the interval instead of drawing the resamples again."""
+    computes it (this module, the statistics and metrics modules): a cached re-run reads the interval instead of drawing the resamples again."""
     import json
 
-    from .. import cache, stats
+    from .. import cache, metrics, stats
 
     runs = [(truth, order_a, order_b), *replicas]
     arrays = [a for run in runs for a in run] + list(sources or [])
     plain = [a.tolist() if np.asarray(a).dtype == object else np.asarray(a) for a in arrays]  # no object pointers
     shape = [len(runs), sources is None, n_boot, seed]
-    where = cache.entry_path("features", "deepgini-apfd-difference", *plain, shape, _apfd_code(), suffix=".json")
+    code = cache.source_digest(sys.modules[__name__], stats, metrics)  # this module: the two functions that compute it
+    where = cache.entry_path("features", "deepgini-apfd-difference", *plain, shape, code, suffix=".json")
 
     def write(tmp) -> None:
         iv = _apfd_difference(runs, n_boot, seed, sources)
         tmp.write_text(json.dumps([iv.estimate, iv.low, iv.high, iv.method]), encoding="utf-8")
 
     return stats.Interval(*cache.file_entry(where, write, cache.read_json)[0])
-
-
-@functools.cache
-def _apfd_code() -> str:
-    """Digest of the source of what computes an APFD difference's interval (read once per process)."""
-    import inspect
-
-    from .. import cache, metrics, stats
-
-    return cache.digest([inspect.getsource(f) for f in (_apfd_difference, _clustered_apfd_difference, stats, metrics)])
 
 
 def _apfd_difference(runs: list, n_boot: int, seed: int, sources: list | None):

@@ -720,13 +720,6 @@ def _by_item(key: str, y: np.ndarray, clusters: np.ndarray | None, n_boot: int, 
     return _WEIGHTS[key]
 
 
-@functools.cache
-def _resampling_code() -> str:
-    """Digest of the statistics module's source: a stored AUC draw is reused only while the resampling and AUC code
-    that made it is unchanged."""
-    return cache.digest(inspect.getsource(stats))
-
-
 def _remember(entry: str, found: tuple[np.float64, np.ndarray]) -> None:
     """Keep one score row's (AUC, AUC per resample) in the process's memo, the oldest entries going first."""
     while len(_AUC_DRAWS) >= _AUC_DRAWS_KEPT:
@@ -758,7 +751,7 @@ def auc_draws(
             ]
             return {"per_seed": np.asarray([f[0] for f in found]), "draws": np.stack([f[1] for f in found], axis=1)}
 
-        where = cache.entry_path("features", "rmd-auc-draws", _resampling_code(), *entries, suffix=".npz")
+        where = cache.entry_path("features", "rmd-auc-draws", cache.source_digest(stats), *entries, suffix=".npz")
         stored = cache.arrays_entry(where, build)[0]
         for j, e in enumerate(entries):
             _remember(e, (stored["per_seed"][j], stored["draws"][:, j]))
