@@ -276,14 +276,22 @@ def check_deepgini_apfd(result: dict) -> None:
     assert {r["model"] for r in accuracy} == {"lenet1", "lenet5", "resnet20", "vgg16"}  # every paper architecture
     n_test = mockhub.PAPER_SHRINK["deepgini_apfd"]["n_test"]
     assert all(0 <= r["test_accuracy"] <= 1 and r["test_images"] == n_test for r in accuracy)
-    assert len(rows(result, "test_sets")) == 4 * 2 + 1  # original and mixed per pair, the ablation on the first
+    # original, mixed and corrupted per pair, the ablation on the first; the corrupted set's 10 originals plus 10 under
+    # each of 4 corruptions (corrupted_images 2,500 is more than the 10 test images)
+    sets = rows(result, "test_sets")
+    assert len(sets) == 4 * 3 + 1
+    assert {r["tests"] for r in sets if r["test_set"] == "original+corrupted"} == {n_test * 5}
     assert len(rows(result, "adversarial")) == 4 * 4 + 5  # FGSM, BIM, JSMA, C&W per pair; five fixed-ε attacks
     apfd = rows(result, "apfd")
-    assert len({(r["dataset"], r["model"], r["test_set"]) for r in apfd}) == 9
+    assert len({(r["dataset"], r["model"], r["test_set"]) for r in apfd}) == 13
     assert all(0 <= r["apfd"] <= 1 for r in apfd)
     # the paper's pairs, but trained on 100 images: the register's criterion (training images in the paper's
     # 50,000-73,257) fails on the data, so the APFD rows read miniature and say why
-    coverage_rows = [r for r in rows(result, "verdict") if r["claim"].startswith("DeepGini beats every coverage")]
+    coverage_rows = [
+        r
+        for r in rows(result, "verdict")
+        if r["claim"].startswith("DeepGini beats every coverage") and r["origin"] != "ours"  # the corrupted set's is
+    ]
     assert len(coverage_rows) == 2 and all(
         r["regime"].startswith("miniature:") and "training images of the pair trained on fewest = 100" in r["regime"]
         for r in coverage_rows

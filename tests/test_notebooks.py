@@ -355,12 +355,21 @@ def test_deepgini_models_and_mixed_sets(smoke_results) -> None:
     makeup = {r["set"]: r for r in table(smoke_results, "deepgini_apfd", "makeup")}
     assert makeup["artifact: fashion_mnist lenet1"]["adversarial"] == 39_992
     assert makeup["digits lenet1, original+adversarial"]["adversarial"] == kept
+    assert not any("corrupted" in name for name in makeup)  # the make-up table counts adversarial sets only
+    # the corrupted set: the 540 originals plus 100 images (corrupted_images at smoke) under each of 4 corruptions
+    assert sets["lenet1", "original+corrupted"] == 540 + 4 * 100
+    corrupted = {(r["model"], r["inputs"]): r for r in table(smoke_results, "deepgini_apfd", "corrupted")}
+    assert {k for m, k in corrupted if m == "lenet1"} == {"original", "noise", "blur", "rotation", "contrast"}
+    assert all(r["tests"] == (540 if k == "original" else 100) for (m, k), r in corrupted.items())
+    assert all(0 <= r["misclassified"] <= r["tests"] for r in corrupted.values())
+    models = {(r["pair"], r["method"]) for r in table(smoke_results, "deepgini_apfd", "apfd_corrupted")}
+    assert ("digits lenet1", "DeepGini") in models and ("digits lenet5", "max-softmax") in models
 
 
 def test_deepgini_apfd_table(smoke_results) -> None:
     rows = table(smoke_results, "deepgini_apfd", "apfd")
     assert {"dataset", "model", "test_set", "method", "apfd", "apfd_normalized", "seconds"} <= set(rows[0])
-    assert len(rows) == (2 * 2 + 1) * 29  # two pairs x two sets, plus the ablation set of the first pair
+    assert len(rows) == (2 * 3 + 1) * 29  # two pairs x three sets, plus the ablation set of the first pair
     by = {(r["model"], r["test_set"], r["method"]): r for r in rows}
     for model in ("lenet1", "lenet5"):
         for test_set in ("original", "original+adversarial"):
@@ -444,11 +453,12 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     assert all(abs(r["seconds"] - r["forward_s"] - r["method_s"]) < 1e-12 and r["forward_s"] > 0 for r in cost)
     assert not any(r["method"].startswith("KMNC(") and int(r["method"][5:-5]) > 1000 for r in cost)
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
-    # per set: coverage, softmax, surprise (ours); then saturation, retraining iterative vs coverage (the paper's),
-    # one-shot vs coverage and iterative vs random (ours), and the two cost claims
-    assert len(verdict) == 3 * 2 + 1 + 4 + 2
+    # per set (original, mixed, corrupted): coverage, softmax, surprise (ours); then saturation, retraining iterative
+    # vs coverage (the paper's), one-shot vs coverage and iterative vs random (ours), and the two cost claims
+    assert len(verdict) == 3 * 3 + 1 + 4 + 2
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
-    assert [r["origin"] for r in verdict].count("ours") == 4
+    # ours: the surprise rows of the three sets, the corrupted set's coverage row, one-shot and random retraining
+    assert [r["origin"] for r in verdict].count("ours") == 6
     # the retraining rows: held-out accuracy and the artifact's pool accuracy; a row not held is measured by the
     # ablation of DeepGini's picks, or says that more seeds would tell
     retrain_rows = [r for r in verdict if "retrain" in r["claim"] or "top 10 %" in r["claim"]]
@@ -460,7 +470,7 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     apfd_rows = [r for r in verdict if "APFD(" in r["rule"]]
     assert apfd_rows and all("2 trained models per pair" in r["test"] for r in apfd_rows)
     # the original set's images are independent; a mixed set's rows resample its source images, then their tests
-    mixed_rows = [r for r in apfd_rows if "original+adversarial" in r["claim"]]
+    mixed_rows = [r for r in apfd_rows if "original+adversarial" in r["claim"] or "original+corrupted" in r["claim"]]
     assert mixed_rows and all("source images resampled" in r["test"] for r in mixed_rows)
     assert all("items bootstrapped within each of 2 seeds" in r["test"] for r in apfd_rows if r not in mixed_rows)
     more = table(smoke_results, "deepgini_apfd", "apfd_models")

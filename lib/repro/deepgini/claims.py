@@ -21,6 +21,7 @@ __all__ = [
     "PAPER_FASHION_LENET1",
     "PAPER_NEURONS",
     "SETS",
+    "SHIFTED",
     "claims",
     "max_coverage_scope",
     "paper_baselines",
@@ -29,7 +30,10 @@ __all__ = [
 SETS = ("original", "original+adversarial")
 # the sampling unit of each set's APFD items: the original test images are independent; a mixed set holds several
 # adversarial versions of one source image beside it, and its intervals resample source images
-UNITS = {"original": "items", "original+adversarial": "source images"}
+UNITS = {"original": "items", "original+adversarial": "source images", "original+corrupted": "source images"}
+# Beyond the paper (Weiss & Tonella 2022): the original tests plus corrupted versions of them (noise, blur, rotation,
+# contrast; deepgini.corruptions), a natural shift on which a misclassified input can have a confident softmax
+SHIFTED = "original+corrupted"
 
 # Normalized APFD from the artifact's exp_apfd/result/apfd.xlsx, Fashion-MNIST LeNet-1 (original, mixed), as the
 # reference notes quote it; DeepGini's row for every pair the artifact reports (original, original+adversarial).
@@ -502,32 +506,49 @@ def max_coverage_scope(p: Mapping[str, Any]) -> tuple[list[str], tuple[str, ...]
     return (full or list(p["pairs"])), SATURATING
 
 
+def _beats_coverage(p: Mapping[str, Any], pairs: list, each: str, i: int, test_set: str) -> Claim:
+    """The paper's effectiveness claim on its original (i = 0) or mixed (i = 1) set, with apfd.xlsx's margins."""
+    margins = paper_margins(i)
+    ours_pairs = {k: v for k, v in margins.items() if k in pairs}
+    smallest = min(margins, key=margins.get)
+    return Claim(
+        f"DeepGini beats every coverage baseline (normalized APFD), {test_set} set, on {each}",
+        "abstract; Table 3 (artifact apfd.xlsx)",
+        "; ".join(f"{d} {a} {v:+.3f}" for (d, a), v in ours_pairs.items())
+        or f"{' '.join(smallest)} {margins[smallest]:+.3f} (the smallest of 8 pairs)",
+        Rule.above(0, "APFD(DeepGini) − APFD(best baseline), on each pair"),
+        quote=EFFECTIVE,
+        comparator=COVERAGE,
+        regime=pairs_regime(p, mixed=test_set != "original"),
+        paper_values={
+            **{f"DeepGini {d} {a}": v[i] for (d, a), v in PAPER_DEEPGINI.items()},
+            **{f"best coverage {d} {a} ({v[i][1]})": v[i][0] for (d, a), v in PAPER_COVERAGE_BEST.items()},
+        },
+        # the rule applied to each pair decides on the smallest margin, over the pairs run that the paper reports
+        # (all eight when none is): MNIST LeNet-1 on both sets wherever it is run
+        paper_estimate=min((ours_pairs or margins).values()),
+        units=UNITS[test_set],
+    )
+
+
 def _apfd_claims(p: Mapping[str, Any], pairs: list[tuple[str, str]], each: str) -> dict[str, Claim]:
     """Per test set: DeepGini against coverage (the paper's), the softmax scores against DeepGini (Weiss & Tonella),
     DeepGini against the surprise scores (ours); each rule applied to every pair."""
     out: dict[str, Claim] = {}
-    for i, test_set in enumerate(SETS):
-        margins = paper_margins(i)
-        ours_pairs = {k: v for k, v in margins.items() if k in pairs}
-        smallest = min(margins, key=margins.get)
-        out[f"beats_coverage|{test_set}"] = Claim(
-            f"DeepGini beats every coverage baseline (normalized APFD), {test_set} set, on {each}",
-            "abstract; Table 3 (artifact apfd.xlsx)",
-            "; ".join(f"{d} {a} {v:+.3f}" for (d, a), v in ours_pairs.items())
-            or f"{' '.join(smallest)} {margins[smallest]:+.3f} (the smallest of 8 pairs)",
-            Rule.above(0, "APFD(DeepGini) − APFD(best baseline), on each pair"),
-            quote=EFFECTIVE,
-            comparator=COVERAGE,
-            regime=pairs_regime(p, mixed=test_set != "original"),
-            paper_values={
-                **{f"DeepGini {d} {a}": v[i] for (d, a), v in PAPER_DEEPGINI.items()},
-                **{f"best coverage {d} {a} ({v[i][1]})": v[i][0] for (d, a), v in PAPER_COVERAGE_BEST.items()},
-            },
-            # the rule applied to each pair decides on the smallest margin, over the pairs run that the paper reports
-            # (all eight when none is): MNIST LeNet-1 on both sets wherever it is run
-            paper_estimate=min((ours_pairs or margins).values()),
-            units=UNITS[test_set],
-        )
+    for i, test_set in enumerate((*SETS, SHIFTED)):
+        if test_set == SHIFTED:  # beyond the paper: its coverage comparison on a natural shift is our check
+            out[f"beats_coverage|{test_set}"] = Claim(
+                f"DeepGini beats every coverage baseline (normalized APFD), {test_set} set, on {each}",
+                "ours: Weiss & Tonella 2022 re-ran prioritizers on corrupted inputs; the paper's sets are adversarial",
+                "not reported",
+                Rule.above(0, "APFD(DeepGini) − APFD(best baseline), on each pair"),
+                ours=True,
+                comparator=COVERAGE,
+                units=UNITS[test_set],
+            )
+        else:
+            out[f"beats_coverage|{test_set}"] = _beats_coverage(p, pairs, each, i, test_set)
+
         out[f"softmax_match|{test_set}"] = Claim(
             f"max-softmax, entropy and margin match DeepGini within 0.02, {test_set} set, on {each}",
             "Weiss & Tonella 2022, abstract",

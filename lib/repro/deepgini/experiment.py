@@ -15,7 +15,7 @@ from scipy import sparse
 
 from ..metrics import apfd, apfd_normalized
 from . import coverage as cv
-from .claims import PAPER_ACCURACY, PAPER_DEEPGINI, PAPER_FASHION_LENET1, paper_baselines
+from .claims import PAPER_ACCURACY, PAPER_DEEPGINI, PAPER_FASHION_LENET1, SHIFTED, paper_baselines
 from .prioritizers import SOFTMAX_SCORES, seeded_order, softmax_order
 from .surprise import dsa, lsa
 
@@ -910,6 +910,9 @@ def _spec() -> dict:
         ),
         "jsma_images": Param(int, 1_000, smoke=30, paper=10_000, low=1, high=30_000, help="images attacked by JSMA"),
         "cw_images": Param(int, 300, smoke=30, paper=10_000, low=1, high=30_000, help="images attacked by C&W-L2"),
+        "corrupted_images": Param(
+            int, 2_500, smoke=100, low=1, high=30_000, help="test images per corruption of the corrupted set"
+        ),
         "ablation_images": Param(
             int, 1_000, smoke=100, low=1, high=30_000, help="images per attack of the fixed-ε ablation (first pair)"
         ),
@@ -1035,8 +1038,9 @@ def attack_caps(params: object) -> dict[str, int]:
 
 
 def build_test_sets(models: dict[tuple[str, str], Pair], params: object) -> tuple[dict, pd.DataFrame]:
-    """The artifact-style mixed set of every pair, and the fixed-ε ablation of the first; one row per attack."""
-    from . import testsets
+    """The artifact-style mixed set of every pair, the fixed-ε ablation of the first, and every pair's corrupted set
+    (the same for every model of a pair); one row per attack."""
+    from . import corruptions, testsets
 
     mixed, frames = {}, []
     for i, ((ds, arch), p) in enumerate(models.items()):
@@ -1046,6 +1050,7 @@ def build_test_sets(models: dict[tuple[str, str], Pair], params: object) -> tupl
         for construction, name, limits in builds:
             mixed[ds, arch, name], rows = testsets.build(p.model, *p.test, construction, limits, params.seed, CLASSES)
             frames.append(rows.assign(dataset=ds, model=arch))
+        mixed[ds, arch, SHIFTED] = corruptions.corrupted_set(*p.test, params.corrupted_images, params.seed)
     cols = [
         "dataset",
         "model",
@@ -1093,6 +1098,8 @@ def makeup_table(mixed: dict) -> pd.DataFrame:
 
     rows = []
     for (ds, arch, name), m in mixed.items():
+        if name == SHIFTED:
+            continue
         counts = testsets.makeup(m)
         original = counts.pop("original")
         rows.append(
@@ -1162,12 +1169,12 @@ def see_all(models: dict[tuple[str, str], Pair], mixed: dict, params: object) ->
 
 def replicate(models: dict, params: object, methods: dict[str, str]) -> tuple[dict, pd.DataFrame]:
     """Models 2 .. models_per_pair of every pair (seeds seed + 1, ..., same data and recipe), each with its own
-    artifact-style mixed set (its own attacks): every prioritizer's APFD on its original and mixed sets. Returns
+    artifact-style mixed set (its own attacks): every prioritizer's APFD on its original, mixed and corrupted sets. Returns
     {(dataset, model, set): [(misclassified, {method: order}, source image of each test), ...]} for the verdict's
     intervals, and the records (column trained_model: 1, 2, ...; the chapter's model is 0)."""
     from tqdm.auto import tqdm
 
-    from . import nets, testsets
+    from . import corruptions, nets, testsets
 
     replicas, frames = {}, []
     caps = attack_caps(params)
@@ -1176,11 +1183,13 @@ def replicate(models: dict, params: object, methods: dict[str, str]) -> tuple[di
             model, _ = nets.train_cached(arch, *p.train, CLASSES, params.epochs, params.seed + i, params.recipe)
             pair = Pair(ds, arch, p.train, p.test, model)
             m, _ = testsets.build(model, *p.test, "artifact", caps, params.seed, CLASSES)
+            c = corruptions.corrupted_set(*p.test, params.corrupted_images, params.seed)
             fit_references(pair, params.sa_train, params.seed)
             subjects, truth, source = {}, {}, {}
             for name, (x, y, src) in {
                 "original": (*p.test, np.arange(len(p.test[1]))),
                 "original+adversarial": (m.x, m.y, m.source),
+                SHIFTED: (c.x, c.y, c.source),
             }.items():
                 subjects[ds, arch, name], truth[ds, arch, name], _ = see(pair, x, y)
                 source[ds, arch, name] = src
@@ -1237,11 +1246,12 @@ def apfd_words(apfd_frame: pd.DataFrame, sets: tuple[str, str]) -> str:
     return "Normalized APFD:\n\n" + "\n".join(lines)
 
 
-def confidence_table(subjects: dict, truth: dict, mixed: dict) -> pd.DataFrame:
-    """Per pair and input kind of the mixed set: misclassified inputs and the share with top softmax above 0.9."""
+def confidence_table(subjects: dict, truth: dict, mixed: dict, test_set: str = "original+adversarial") -> pd.DataFrame:
+    """Per pair and input kind of a mixed set (the adversarial one, or the corrupted one): the inputs, how many are
+    misclassified, and the share of those with top softmax above 0.9."""
     rows = []
     for (ds, arch, name), m in mixed.items():
-        if name != "original+adversarial":
+        if name != test_set:
             continue
         probs, wrong = subjects[ds, arch, name].probs, truth[ds, arch, name]
         for kind in dict.fromkeys(m.kind):
@@ -1251,11 +1261,52 @@ def confidence_table(subjects: dict, truth: dict, mixed: dict) -> pd.DataFrame:
                     "dataset": ds,
                     "model": arch,
                     "inputs": kind,
+                    "tests": int((m.kind == kind).sum()),
                     "misclassified": int(sel.sum()),
                     "share_above_0.9": float((probs[sel].max(1) > 0.9).mean()) if sel.any() else np.nan,
                 }
             )
     return pd.DataFrame(rows)
+
+
+def corruption_view(shifted: pd.DataFrame) -> pd.DataFrame:
+    """The corrupted set's reader view: per pair, each corruption's error rate (misclassified / tests) and the share
+    of its misclassified inputs with top softmax above 0.9."""
+    frame = shifted[shifted["inputs"] != "original"].assign(
+        pair=shifted["dataset"] + " " + shifted["model"], error_rate=shifted["misclassified"] / shifted["tests"]
+    )
+    view = frame.pivot_table(index="pair", columns="inputs", values=["error_rate", "share_above_0.9"], sort=False)
+    view.columns = [f"{kind}: {'errors' if v == 'error_rate' else 'confident'}" for v, kind in view.columns]
+    return view.round(3).reset_index()
+
+
+def shift_words(adversarial: pd.DataFrame, shifted: pd.DataFrame, apfd_frame: pd.DataFrame) -> str:
+    """What the corrupted set changes, read from the tables: the share of confident errors among misclassified
+    corrupted against adversarial inputs, and DeepGini's and the best coverage method's normalized APFD on each."""
+
+    def confident(table: pd.DataFrame) -> float:
+        wrong = table[table["inputs"] != "original"]
+        return float((wrong["misclassified"] * wrong["share_above_0.9"].fillna(0)).sum() / wrong["misclassified"].sum())
+
+    def spread(test_set: str, family: str) -> str:
+        values = []
+        for (ds, arch, ts), sub in apfd_frame[apfd_frame["test_set"] == test_set].groupby(
+            ["dataset", "model", "test_set"], sort=False
+        ):
+            method = "DeepGini" if family == "DeepGini" else best_of(apfd_frame, family, (ds, arch, ts))
+            values.append(float(sub.set_index("method").loc[method, "apfd_normalized"]))
+        return f"{min(values):.3f}" if len(values) == 1 else f"{min(values):.3f}–{max(values):.3f}"
+
+    adv, cor = confident(adversarial), confident(shifted)
+    return (
+        f"Of the misclassified corrupted inputs, {cor:.1%} have a top softmax above 0.9, against {adv:.1%} of the "
+        f"misclassified adversarial ones: {'more' if cor > adv else 'fewer'} of the corrupted set's failures are "
+        f"confident, and a softmax score ranks those late. On the chapter's models DeepGini's normalized APFD is "
+        f"{spread(SHIFTED, 'DeepGini')} on the corrupted sets (best coverage {spread(SHIFTED, 'coverage')}) against "
+        f"{spread('original+adversarial', 'DeepGini')} on the mixed sets (best coverage "
+        f"{spread('original+adversarial', 'coverage')}); the verdict rows give the intervals over models and source "
+        "images."
+    )
 
 
 def ablation_table(apfd_frame: pd.DataFrame, pair: tuple[str, str]) -> pd.DataFrame:
