@@ -160,11 +160,16 @@ def clear_leftovers(folder: Path, prefix: str = "") -> int:
     return removed
 
 
+def weights_path(name: str, model: Any, *parts: Any) -> Path:
+    """Where `weights` keeps the weights of `model` (its architecture as repr gives it) trained on `parts`."""
+    return entry_path("models", name, repr(model), *parts, suffix=".pt")
+
+
 def weights(name: str, model: Any, train: Callable[[Any], Any], *parts: Any) -> tuple[Any, bool]:
     """(model, was_cached): torch `model` with the weights trained by `train(model)` on inputs digested from `parts`."""
     import torch
 
-    path = entry_path("models", name, repr(model), *parts, suffix=".pt")
+    path = weights_path(name, model, *parts)
 
     def build(tmp: Path) -> None:
         trained = train(model)

@@ -180,6 +180,20 @@ def train_cached(
     name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: int, seed: int, recipe: str = "adam"
 ) -> tuple[Net, bool]:
     """Train model `name` on (x, y) with a recipe of RECIPES, or load its cached weights; (model, was_cached)."""
+    model, config = _untrained(name, x, classes, epochs, seed, recipe)
+    train = lambda m: _fit(m, x, y, epochs, recipe, seed, f"train {name}")
+    model, was_cached = cache.weights(f"deepgini-{name}", model, train, x, y, config)
+    return model.to(device()), was_cached
+
+
+def is_trained(name: str, x: np.ndarray, y: np.ndarray, classes: int, epochs: int, seed: int, recipe: str) -> bool:
+    """Whether train_cached would load these weights from the cache instead of training them."""
+    model, config = _untrained(name, x, classes, epochs, seed, recipe)
+    return cache.weights_path(f"deepgini-{name}", model, x, y, config).exists()
+
+
+def _untrained(name: str, x: np.ndarray, classes: int, epochs: int, seed: int, recipe: str) -> tuple[Net, dict]:
+    """The model before training and the settings its cached weights are keyed by."""
     if recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {recipe!r}")
     model = build(name, x.shape[1:], classes, seed)
@@ -188,9 +202,7 @@ def train_cached(
         config["lr"] = RECIPES["adam"][1]  # the key the Adam-trained weights were cached under
     else:
         config["recipe"] = RECIPES[recipe]
-    train = lambda m: _fit(m, x, y, epochs, recipe, seed, f"train {name}")
-    model, was_cached = cache.weights(f"deepgini-{name}", model, train, x, y, config)
-    return model.to(device()), was_cached
+    return model, config
 
 
 def fine_tune(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, seed: int, lr: float = 5e-4) -> Net:
