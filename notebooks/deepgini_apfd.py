@@ -136,7 +136,9 @@ verdict.plan(list(CLAIMS.values()))
 # ## 1. Models
 #
 # Each model is trained here, and its weights are cached under `data/models/`, keyed by the
-# training data and settings. The `artifact` recipe is the authors' Keras one: SGD with learning
+# training data and settings. Every model the chapter trains (`models_per_pair` per pair) is
+# trained and attacked first, where the cache lacks it, side by side on the cores, one thread
+# each (`repro.workers`); the sections below load them. The `artifact` recipe is the authors' Keras one: SGD with learning
 # rate 0.01, Nesterov momentum 0.9, batch 64. The artifact's small learning-rate decay is left
 # out, and so is its choice of the best epoch on the test set. Both LeNets use 5×5 "same"
 # convolutions with ReLU and max pooling; LeNet-5 ends with dense layers of 120 and 84 units.
@@ -397,13 +399,19 @@ page.say(dg.layer_set_words(layer_sets, apfd))
 # The paper's figures plot the fraction of misclassified tests found against the fraction of
 # tests run. Each fault is credited halfway through the test that finds it, so the area under
 # each step curve equals the raw APFD exactly. We draw the softmax scores, random, the best
-# coverage method and the better surprise score of each set, and KMNC.
+# coverage method and the better surprise score of each set, and KMNC. Below the figure, which
+# side of DeepGini each softmax score lies on over every trained model, and how alike the orders
+# are on the chapter's models: the share of DeepGini's first 10 % of tests that a score also
+# ranks first (the JSON has Spearman's correlation too). Where that share is near 1, the softmax
+# rows compare nearly one ranking with itself, and "match" is expected.
 
 # %%
 fig = dg.curves_figure(apfd, orders, truth, PAIRS, SETS, P.kmnc_k[0])
-wins = dg.softmax_wins(apfd, more_apfd, SETS)
+wins = dg.softmax_wins(apfd, more_apfd, (*SETS, SHIFTED))
 repro.publish("softmax_wins", wins)
-page.say(dg.overlap_words(apfd, wins, SETS))
+page.say(dg.overlap_words(apfd, wins, (*SETS, SHIFTED)))
+alike = dg.softmax_overlap(orders, (*SETS, SHIFTED))
+repro.publish("softmax_overlap", alike, view=pivot_view(alike, ["pair", "score"], "test_set", "top_10%_shared"))
 
 # %% [markdown]
 # ## 7. Cost

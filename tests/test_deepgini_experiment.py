@@ -680,3 +680,78 @@ def test_retraining_runs_and_their_scores_are_cached_by_what_they_start_from(tmp
     assert pd.Series(retraining.scoring(mixed, 1, (x[:40], y[:40]), 0.1).score(again)).equals(pd.Series(scores))
     with pytest.raises(AssertionError, match="computed a gradient"):
         nets.fine_tune(model, x[100:130], y[100:130], 1, 4)  # another seed: trained again
+
+
+_BUILD_ALL = """
+import types
+from repro.params import resolve
+from repro.deepgini import experiment as dg
+p = types.SimpleNamespace(**resolve({"profile": "smoke", "epochs": 2, "jsma_images": 5, "cw_images": 5}, dg.SPEC))
+pairs = [tuple(s.split(":")) for s in p.pairs]
+data = {ds: dg._pair_data(ds, p.data_source, p.seed, p.n_train, p.n_test) for ds, _ in pairs}
+print(len(dg.train_and_attack_all(pairs, data, p)), len(dg.train_and_attack_all(pairs, data, p)))
+"""
+
+
+@pytest.mark.trains
+def test_models_and_attacks_are_the_same_bits_in_workers_and_here(tmp_path) -> None:
+    """train_and_attack_all on two workers (REPRO_THREADS 2) and in its own process on one thread (REPRO_THREADS 1),
+    each into an empty cache, as a notebook kernel runs it (a fresh process that imports repro first, so the CPU
+    pins hold in it and in its workers): the same weights and attack sets, entry for entry (the files' bytes differ:
+    torch.save and savez_compressed stamp them); a second call finds all 4 pieces cached."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    entries = {}
+    for threads in ("2", "1"):
+        root = tmp_path / threads
+        env = {**os.environ, "REPRO_DATA": str(root), "REPRO_THREADS": threads, "TQDM_DISABLE": "1"}
+        done = subprocess.run([sys.executable, "-c", _BUILD_ALL], env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0 and done.stdout.split() == ["4", "0"], done.stderr[-2000:]
+        entries[threads] = {
+            str(f.relative_to(root)): torch.load(f, weights_only=True) if f.suffix == ".pt" else dict(np.load(f))
+            for f in sorted(root.rglob("*"))
+            if f.is_file()
+        }
+    # per model (2 pairs x 2 at smoke): its weights, its four artifact-style attack sets; the first one's ablation: 5
+    assert len(entries["1"]) == 4 * 5 + 5 and entries["2"].keys() == entries["1"].keys()
+    for name, here in entries["1"].items():
+        there = entries["2"][name]
+        assert here.keys() == there.keys(), name
+        assert all(np.array_equal(np.asarray(here[k]), np.asarray(there[k])) for k in here), name
+
+
+@pytest.mark.parametrize("cam", [False, True])
+def test_a_rivals_tie_share_counts_the_places_coverage_does_not_rank(cam: bool) -> None:
+    """The rival rule rests on the tie share alone: where coverage ranks fewer tests than the top k holds, the places
+    beyond them are the tie-break's, so the share is at least (k - ordered) / k."""
+    from scipy import sparse
+
+    from repro.deepgini import coverage as cv
+
+    rng = np.random.default_rng(3)
+    for density in (0.002, 0.01, 0.05):
+        items = sparse.csr_matrix(rng.random((400, 60)) < density)
+        for k in (20, 80, 200):
+            ordered = dg.ordered_by_coverage(items, 0, cam=cam)
+            share = float(cv.tie_decided(items, 0, k, cam=cam).mean())
+            assert share >= max(0, k - ordered) / k - 1e-12, (density, k, ordered, share)
+
+
+def test_softmax_overlap_on_a_worked_example() -> None:
+    """Ten tests: DeepGini's order 0..9, a score's order with its first two swapped and the last two swapped:
+    Spearman 1 - 6 * (1 + 1 + 1 + 1) / (10 * 99) = 0.97576; the first 20 % shared in full, and none when reversed."""
+    gini = np.arange(10)
+    score = np.array([1, 0, 2, 3, 4, 5, 6, 7, 9, 8])
+    orders = {("d", "m", "s", "DeepGini"): gini, ("d", "m", "s", "entropy"): score,
+              ("d", "m", "s", "margin"): gini[::-1], ("d", "m", "s", "LSA"): gini}  # fmt: skip
+    table = dg.softmax_overlap(orders, ("s",), top=0.2).set_index("score")
+    assert set(table.index) == {"entropy", "margin"}  # softmax scores only
+    assert table.loc["entropy", "spearman"] == pytest.approx(1 - 6 * 4 / (10 * 99))
+    assert table.loc["entropy", "top_20%_shared"] == 1.0 and table.loc["margin", "top_20%_shared"] == 0.0
+    assert table.loc["margin", "spearman"] == pytest.approx(-1.0)

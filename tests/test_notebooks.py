@@ -402,7 +402,7 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
         # ablations of DeepGini's picks stay in their own table
         assert methods == {"none", "DeepGini", "random", "training images only", rivals[f"digits {model}"]["method"]}
         # the rival orders at least the tests of the largest percentage by coverage, not by its tie-break
-        assert rivals[f"digits {model}"]["pool_tests_ordered"] >= rivals[f"digits {model}"]["needed"]
+        assert rivals[f"digits {model}"]["tie_share"] <= 0.5  # its tie-break decides at most half of its top k
     # the iterative protocol runs on the first pair of each dataset (iterative_pairs = 1), the one-shot on all
     assert {(r["model"], r["protocol"]) for r in retraining if r["method"] != "none"} == {
         ("lenet1", "one-shot"),
