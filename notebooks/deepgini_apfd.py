@@ -337,7 +337,10 @@ page.say(dg.ablation_words(ablation, mixed, PAIRS[0], P.ablation_images))
 # get there, on the original and the mixed set. After that point CAM has nothing left to rank
 # by, and the tail decides the APFD. The second table gives the share of the set's tests CAM
 # needs: for the criteria the row judges, the mean over CAM seeds (start and ties), whose
-# interval decides the row; KMNC with the notebook's seed.
+# interval decides the row; KMNC with the notebook's seed. CAM never needs more tests than the
+# items a criterion covers (column `ceiling` of the JSON: that count over the set's tests). Where
+# every judged unit's ceiling is below one half, no share can reach the rule's threshold: the row
+# cannot fail, and it reads `untestable here`.
 
 # %%
 tails = dg.tail_table(subjects, truth, P.kmnc_k, P.seed)

@@ -246,6 +246,13 @@ def test_the_max_coverage_row_is_decided_over_cam_seeds_on_its_worst_unit() -> N
     assert "2 units: 2 held" in row["test"] and "3 CAM seeds" in row["test"]
     frame.loc[1, "seed_shares"] = "0.45 0.5 0.55"  # its interval straddles one half: inconclusive
     assert dg._max_coverage_row(claim, frame)["decision"] == "inconclusive"
+    # CAM needs at most one test per item it covers: where every judged unit covers fewer items than half its tests,
+    # no share can reach one half and the row is untestable here, saying why
+    frame["ceiling"] = [0.0016, 0.0933, 1.0]
+    row = dg._max_coverage_row(claim, frame)
+    assert row["decision"] == "untestable here" and "at most 9.3%: TKNC(1)-CAM" in row["why"]
+    frame.loc[1, "ceiling"] = 0.6  # one unit could fail: the rule decides
+    assert dg._max_coverage_row(claim, frame)["decision"] == "inconclusive"
 
 
 def _iv(estimate: float, low: float, high: float):

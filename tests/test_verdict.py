@@ -213,6 +213,18 @@ def test_a_clustered_claim_is_tested_over_its_clusters() -> None:
         Claim("A beats B", "Table 3", 0.05, Rule.above(0.0), quote="q", comparator="B", regime=REGIME)
 
 
+def test_a_rule_the_setup_cannot_let_fail_is_untestable_here() -> None:
+    """A statistic bounded below the rule's threshold by the setup (shown by arithmetic) decides nothing."""
+    saturates = Claim("CAM saturates early", "Table 3", 0.096, Rule.below(0.5), quote="q", comparator="n",
+                      regime=REGIME, units="items")  # fmt: skip
+    row = judge(saturates, 0.09, (0.09, 0.09), test="t", forced="at most 10% of the tests can be needed")
+    assert (
+        row["decision"] == "untestable here"
+        and row["why"] == "the setup decides: at most 10% of the tests can be needed"
+    )
+    assert judge(saturates, 0.09, (0.09, 0.09), test="t")["decision"] == "held"
+
+
 def test_a_comparison_the_setup_decides_is_untestable_here() -> None:
     alike = Claim("DSIR resampling beats top-k", "Table 1", 0.01, Rule.above(0.0), quote="q", comparator="top-k",
                   regime=REGIME, units="items", overlap_max=0.9)  # fmt: skip

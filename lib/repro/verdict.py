@@ -613,6 +613,7 @@ def judge(
     power: tuple[float, str] | None = None,
     values: str = "",
     resamples: int | None = None,
+    forced: str | None = None,
 ) -> dict[str, Any]:
     """One verdict row: apply the claim's rule to `ours` and its interval (a stats.Interval or (low, high)).
 
@@ -628,7 +629,8 @@ def judge(
     reject a null. `values`: for an exact recomputation of several printed numbers decided on their largest gap, our
     numbers as the paper prints them ("0.50 / 0.64 / 0.84"); the page shows them beside the paper's, not the gap.
     `resamples`: the bootstrap resamples behind the interval; a decision that a Monte Carlo error of the bounds
-    could flip (monte_carlo_fragile) is then inconclusive."""
+    could flip (monte_carlo_fragile) is then inconclusive. `forced`: why the rule could not have come out otherwise
+    on this setup (a bound the statistic cannot cross, shown by arithmetic): the row is then `untestable here`."""
     if isinstance(interval, Interval):
         low, high, test = interval.low, interval.high, test or interval.method
     else:
@@ -655,7 +657,9 @@ def judge(
     decision = claim.rule.decide(ours, low, high)
     measured, column = "", ""
     blocked = _untestable(claim, overlap, fitness)
-    if blocked is not None:
+    if forced:
+        decision, cause = "untestable here", f"the setup decides: {forced}"
+    elif blocked is not None:
         decision, (cause, measured) = "untestable here", blocked
     elif decision == "held" and claim.rule.kind == "equivalent" and not power[0] >= POWER_FLOOR:
         decision = "inconclusive"
