@@ -392,6 +392,9 @@ def test_the_verdict_figure_has_a_panel_per_statistic_with_threshold_and_paper_m
     from repro.figure_checks import problems
 
     assert problems(fig) == []
+    # the legend names what the figure draws: held and inconclusive rows here, no null band
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["held", "inconclusive", "paper's value", "rule's threshold"]
 
 
 def test_paper_numbers_from_another_benchmark_are_checked_by_the_rule_but_not_shown_on_the_row() -> None:

@@ -131,12 +131,13 @@ def forest(rows, width: float | None = None):
         ax.grid(axis="y", visible=False)
         ax.tick_params(axis="both", labelsize=8, pad=1)
         ax.set_title("\n".join(textwrap.wrap(stat, 95)), fontsize=8.5, loc="left", pad=3)
-    handles = [Line2D([], [], marker="o", ls="-", color=c, label=d) for d, c in DECISION_COLORS.items()]
-    handles += [
-        Line2D([], [], marker="D", ls="", mfc="none", mec="black", label="paper's value"),
-        Line2D([], [], color="0.82", lw=7, label="null band"),
-        Line2D([], [], color="0.3", ls="--", label="rule's threshold"),
-    ]
+    # the legend names what the figure draws: the decisions its rows reach, a null band only where a row has one
+    shown = {str(r.get("decision")) for items in groups.values() for _, r in items}
+    handles = [Line2D([], [], marker="o", ls="-", color=c, label=d) for d, c in DECISION_COLORS.items() if d in shown]
+    handles.append(Line2D([], [], marker="D", ls="", mfc="none", mec="black", label="paper's value"))
+    if any(str(r.get("rule_kind") or "").endswith("null") for items in groups.values() for _, r in items):
+        handles.append(Line2D([], [], color="0.82", lw=7, label="null band"))
+    handles.append(Line2D([], [], color="0.3", ls="--", label="rule's threshold"))
     fig.legend(handles=handles, loc="upper center", ncol=4, fontsize=8, frameon=False, bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.55 / fig.get_figheight()), h_pad=0.6)
     return fig
