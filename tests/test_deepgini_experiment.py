@@ -200,7 +200,12 @@ def test_the_register_compares_retraining_with_coverage_and_keeps_random_as_ours
     assert Rule.above(100).decide(slow.paper_estimate, slow.paper_estimate, slow.paper_estimate) == "not held"
     # default runs the paper's LeNet pairs; max coverage is judged on the Fashion-MNIST pairs (10,000 test images,
     # the paper's size) only, on every criterion of the paper's table but KMNC, which its own numbers contradict
-    assert register["beats_coverage|original"].regime.kind == "paper"
+    fashion, sample = "fashion_mnist:lenet1+fashion_mnist:lenet5", "mnist:lenet1+mnist:lenet5"
+    assert [k for k in register if k.startswith("beats_coverage|original|")] == [
+        f"beats_coverage|original|{fashion}",
+        f"beats_coverage|original|{sample}",
+    ]
+    assert register[f"beats_coverage|original|{fashion}"].regime.kind == "paper"
     assert register["max_coverage"].regime.kind == "paper"
     p = resolve({"profile": "default"}, dg.SPEC)
     assert claims.max_coverage_scope(p) == (
@@ -647,9 +652,12 @@ def test_the_paper_pairs_criterion_needs_the_papers_training_size_and_accuracy()
     ]
     assert [dg.pair_criterion(r) for r in rows] == [True, False, None]
     register = claims.claims(resolve({"profile": "default"}, dg.SPEC))
-    regime = register["beats_coverage|original"].regime
-    assert regime.kind == "paper" and regime.criterion is c  # planned: the paper's pairs; labelled by the criterion
-    assert "4,000 training" in regime.ours and "50,000-73,257 training" in regime.paper
+    # the MNIST sample's row: planned paper (the paper's pairs), labelled by the criterion on the run's data
+    regime = register["beats_coverage|original|mnist:lenet1+mnist:lenet5"].regime
+    assert regime.kind == "paper" and regime.criterion is c
+    assert "4,000 training" in regime.ours and "60,000" not in regime.ours and "50,000-73,257 training" in regime.paper
+    fashion = register["beats_coverage|original|fashion_mnist:lenet1+fashion_mnist:lenet5"].regime
+    assert "60,000 training" in fashion.ours and "4,000" not in fashion.ours
 
 
 @pytest.mark.trains
@@ -762,3 +770,40 @@ def test_softmax_overlap_on_a_worked_example() -> None:
     assert table.loc["entropy", "spearman"] == pytest.approx(1 - 6 * 4 / (10 * 99))
     assert table.loc["entropy", "top_20%_shared"] == 1.0 and table.loc["margin", "top_20%_shared"] == 0.0
     assert table.loc["margin", "spearman"] == pytest.approx(-1.0)
+
+
+def test_each_regime_group_is_labelled_by_its_own_pairs() -> None:
+    """At default the Fashion-MNIST pairs (60,000 training images) and the MNIST sample's (4,000) are separate rows:
+    each row's criterion is computed on its own pairs, so the Fashion row can read `paper` while the sample's reads
+    `miniature` (its training split is below the paper's 50,000), and a shortfall on one group leaves the other."""
+    from types import SimpleNamespace
+
+    from repro import verdict
+    from repro.deepgini import claims
+    from repro.params import resolve
+
+    p = resolve({"profile": "default"}, dg.SPEC)
+    register = {k: c for k, c in claims.claims(p).items() if k.startswith("beats_coverage|original|")}
+    fashion, sample = register.values()
+
+    def labels(fashion_accuracy: float) -> tuple[str, str]:
+        accuracy = pd.DataFrame(
+            [
+                {"dataset": d, "model": m, "train_images": n, "test_accuracy": a, "artifact_accuracy": art}
+                for d, m, n, a, art in [
+                    ("fashion_mnist", "lenet1", 60_000, fashion_accuracy, 0.8972),
+                    ("fashion_mnist", "lenet5", 60_000, 0.90, 0.8988),
+                    ("mnist", "lenet1", 4_000, 0.99, 0.9894),
+                    ("mnist", "lenet5", 4_000, 0.99, 0.9914),
+                ]
+            ]
+        )
+        verdict.forget_checks()
+        dg.check_regimes(register, accuracy, pd.DataFrame(), pd.DataFrame(), SimpleNamespace(**p))
+        return fashion.regime.computed()[0], sample.regime.computed()[0]
+
+    assert labels(0.89) == ("paper", "miniature")
+    assert labels(0.85) == ("miniature", "miniature")  # 0.047 short of the artifact's 0.8972 on Fashion LeNet-1
+    checks = verdict.checks_table().set_index("value")
+    assert list(checks.index) == [60_000, 4_000] and list(checks["passes"]) == [False, False]
+    verdict.forget_checks()

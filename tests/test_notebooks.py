@@ -369,7 +369,9 @@ def test_deepgini_models_and_mixed_sets(smoke_results) -> None:
 def test_deepgini_apfd_table(smoke_results) -> None:
     rows = table(smoke_results, "deepgini_apfd", "apfd")
     assert {"dataset", "model", "test_set", "method", "apfd", "apfd_normalized", "seconds"} <= set(rows[0])
-    assert len(rows) == (2 * 3 + 1) * 29  # two pairs x three sets, plus the ablation set of the first pair
+    # two pairs x three sets, plus the ablation set of the first pair; 29 methods over our layer set and the 20
+    # neuron-coverage ones (KMNC up to k = 1,000) over the artifact's
+    assert len(rows) == (2 * 3 + 1) * (29 + 20)
     by = {(r["model"], r["test_set"], r["method"]): r for r in rows}
     for model in ("lenet1", "lenet5"):
         for test_set in ("original", "original+adversarial"):
@@ -476,10 +478,18 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     more = table(smoke_results, "deepgini_apfd", "apfd_models")
     assert len(more) == 2 * 2 * 3 and all(0 <= r["model 0"] <= 1 and 0 <= r["model 1"] <= 1 for r in more)
     assert {r["method"] for r in more} >= {"DeepGini", "max-softmax"}
-    layers = {(r["test_set"], r["method"]): r for r in table(smoke_results, "deepgini_apfd", "layer_sets")}
-    units = layers["original", "units tracked"]
-    assert (units["ours"], units["artifact_layers"]) == (16, 42)  # digits LeNet-1: 4 + 12 against 4 + 4 + 12 + 12 + 10
-    assert all(0 <= r["artifact_layers"] <= 1 for k, r in layers.items() if k[1] != "units tracked")
+    # every neuron-coverage method also over the artifact's layer set, on every pair and set; the best coverage
+    # baseline (the verdict's comparator) is the best over both layer sets and LSC/DSC
+    layers = table(smoke_results, "deepgini_apfd", "layer_sets")
+    assert len(layers) == 2 * 3 and {r["test_set"] for r in layers} == {"original", "original+adversarial",
+                                                                         "original+corrupted"}  # fmt: skip
+    lenet1 = [r for r in layers if r["pair"] == "digits lenet1"]
+    assert {(r["units_ours"], r["units_artifact"]) for r in lenet1} == {(16, 42)}  # 4 + 12 against 4 + 4 + 12 + 12 + 10
+    assert all(r["apfd_best_coverage"] >= max(r["apfd_ours"], r["apfd_artifact"]) for r in layers)
+    assert all(0 <= r[c] <= 1 for r in layers for c in ("apfd_ours", "apfd_artifact", "apfd_deepgini"))
+    apfd = table(smoke_results, "deepgini_apfd", "apfd")
+    theirs = [r for r in apfd if r["method"].endswith(" [artifact layers]")]
+    assert len(theirs) == (2 * 3 + 1) * 20 and all(r["family"] == "coverage" for r in theirs)
     assert all("units:" in r["test"] for r in verdict if "on each pair" in r["rule"])
 
 

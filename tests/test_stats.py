@@ -759,3 +759,27 @@ def test_clustered_interval_rests_on_the_smallest_strata() -> None:
     sizes = lambda rng: np.full(12, 10)
     coverage = _one_model_coverage(sizes, lambda lab: (lab >= 10).astype(int), 1.0)
     assert 0.93 <= coverage, coverage
+
+
+def test_t_interval_power_matches_the_interval_procedure_it_stands_for() -> None:
+    """Power at an effect from an interval's width: a normal interval gives the textbook Phi(effect/se - 1.96); a t
+    interval over 3 seeds (2 df) gives the rate at which that very procedure, run on 3 simulated seeds with the same
+    true effect and spread, excludes 0. Its estimate plays no part."""
+    se = 0.01
+    normal = stats.Interval(0.5, -1.96 * se, 1.96 * se, "bootstrap percentile interval")
+    assert stats.interval_df(normal) == float("inf")
+    for effect in (0.0196, 0.028):
+        expected = sps.norm.cdf(effect / se - 1.96)
+        assert stats.t_interval_power(normal, effect, n_sims=4_000, seed=2) == pytest.approx(expected, abs=0.03)
+    assert stats.t_interval_power(normal, 0.0392, seed=2) == stats.t_interval_power(
+        stats.Interval(-3.0, -1.96 * se, 1.96 * se, "bootstrap"), 0.0392, seed=2
+    )
+    # 3 seeds, spread sigma: the t interval's expected half-width is q * sigma / sqrt(3); the real procedure's rate
+    sigma, effect, q = 0.02, 0.03, sps.t.ppf(0.975, 2)
+    rng = np.random.default_rng(5)
+    draws = rng.normal(effect, sigma, size=(20_000, 3))
+    rate = float(np.mean(draws.mean(1) - q * draws.std(1, ddof=1) / np.sqrt(3) > 0))
+    iv = stats.Interval(0.0, -q * sigma / np.sqrt(3), q * sigma / np.sqrt(3), "t interval (items per seed, 2 df)")
+    assert stats.interval_df(iv) == 2.0
+    assert stats.t_interval_power(iv, effect, n_sims=20_000, seed=3) == pytest.approx(rate, abs=0.015)
+    assert stats.t_interval_power(iv, -effect, n_sims=20_000, seed=3) == pytest.approx(rate, abs=0.015)

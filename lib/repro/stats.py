@@ -1115,6 +1115,35 @@ def simulated_power(detects: Callable[[np.random.Generator], bool], n_sims: int 
     return float(np.mean([bool(detects(rng)) for _ in range(n_sims)]))
 
 
+def interval_df(iv: Interval) -> float:
+    """The degrees of freedom of a t interval, as its method states them ("2 df", "12.3 df"); inf for a normal or
+    percentile interval (no df stated)."""
+    import re
+
+    found = re.findall(r"(\d+(?:\.\d+)?) df\b", iv.method)
+    return float(found[-1]) if found else math.inf
+
+
+def t_interval_power(iv: Interval, effect: float, n_sims: int = 2_000, seed: int = 0, level: float = 0.95) -> float:
+    """The power of `iv`'s test to detect a true difference of `effect` (an equivalence row's margin), by simulation:
+    worlds whose estimate is drawn around `effect` with the standard error the interval implies (its half-width over
+    its t quantile, df from its method: interval_df) and whose standard error is itself re-estimated with that many
+    df; the share of worlds whose interval excludes 0 on the effect's side. It reads the interval's width, never its
+    estimate, so it does not depend on the effect the run happens to show."""
+    df = interval_df(iv)
+    quantile = sps.t.ppf(0.5 + level / 2, df) if math.isfinite(df) else sps.norm.ppf(0.5 + level / 2)
+    se = (iv.high - iv.low) / (2 * float(quantile))
+    if not (math.isfinite(se) and se > 0):
+        return 1.0 if math.isfinite(se) else 0.0  # an interval of zero width detects any effect; no interval, none
+
+    def detects(rng: np.random.Generator) -> bool:
+        estimate = rng.normal(abs(effect), se)
+        spread = se * math.sqrt(rng.chisquare(df) / df) if math.isfinite(df) else se
+        return estimate - float(quantile) * spread > 0
+
+    return simulated_power(detects, n_sims, seed)
+
+
 def exact(value: float, method: str = "exact recomputation of a published example (no sampling)") -> Interval:
     """A degenerate interval for a number computed exactly, with nothing to resample."""
     return Interval(float(value), float(value), float(value), method)
