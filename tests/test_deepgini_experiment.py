@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import sparse
+from scipy import stats as sps
 
 from repro import metrics
 from repro.deepgini import experiment as dg
@@ -478,7 +479,7 @@ def test_the_retraining_rival_is_the_artifacts_best_that_orders_the_pool() -> No
     register = claims.claims(resolve({"profile": "smoke"}, dg.SPEC))
     diffs = pd.DataFrame(
         [{"pair": p, "protocol": "one-shot", "percent": 10, "method": "NBC(1)-CTM", "difference": d, "ci_low": d - 0.01,
-          "ci_high": d + 0.01, "test": "t", "seeds": 2} for p, d in (("a b", 0.05), ("c d", -0.05))]
+          "ci_high": d + 0.01, "test": "source images resampled, t", "seeds": 2} for p, d in (("a b", 0.05), ("c d", -0.05))]
     )  # fmt: skip
     picks = pd.DataFrame(
         [{"pair": p, "protocol": "one-shot", "percent": 10, "method": m, "source_images": 50, "share FGSM": 0.5,
@@ -807,3 +808,67 @@ def test_each_regime_group_is_labelled_by_its_own_pairs() -> None:
     checks = verdict.checks_table().set_index("value")
     assert list(checks.index) == [60_000, 4_000] and list(checks["passes"]) == [False, False]
     verdict.forget_checks()
+
+
+def test_a_retraining_cause_must_agree_across_the_pairs_and_protocols() -> None:
+    """Source diversity is the row's cause only where the ablation names it on every pair the row is not held on,
+    and no pair or protocol shows one pick per source image retraining worse than DeepGini's own picks."""
+    frame, made = _ablation_runs()
+    picks = made.drop(columns="seed").groupby(["protocol", "method", "percent"], as_index=False).mean()
+    closes = retraining.ablation_differences(frame, made, "NBC(1)-CTM")
+    worse = frame.copy()
+    worse.loc[worse["method"] == retraining.ONE_PER_SOURCE, "held_out_accuracy"] -= 0.10  # below DeepGini's picks
+    against = retraining.ablation_differences(worse, made, "NBC(1)-CTM")
+    both = pd.concat([closes.assign(pair="a b"), against.assign(pair="c d")], ignore_index=True)
+    two = pd.concat([picks.assign(pair="a b"), picks.assign(pair="c d")], ignore_index=True)
+    cause_at = lambda pair, table: dg._picks_cause(two, pair, "NBC(1)-CTM", 10, "one-shot", table)
+    why, measured = cause_at("a b", both)
+    assert why[1].startswith("source diversity") and measured == "retraining_ablation"
+    # the row fails on "a b" alone, but on "c d" one per source retrains worse than DeepGini: unknown
+    (cause, sentence), table = dg._consistent_cause(why, measured, {"a b": (why, measured)}, both, "held_out_accuracy")
+    assert (cause, table) == ("unknown", "") and "c d (one-shot): -0.050" in sentence
+    # failing on two pairs whose ablations name different causes: unknown, listing both
+    other = (("finding", "with its picks' make-up matched DeepGini still loses; ..."), "retraining_ablation")
+    (cause, sentence), _ = dg._consistent_cause(why, measured, {"a b": (why, measured), "c d": other}, closes,
+                                                "held_out_accuracy")  # fmt: skip
+    assert cause == "unknown" and "a b: finding: source diversity" in sentence and "c d: finding: with its" in sentence
+    # agreeing on both pairs, nothing against it: the cause stands and says so
+    (cause, sentence), table = dg._consistent_cause(why, measured, {"a b": (why, measured), "c d": (why, measured)},
+                                                    closes.assign(pair="a b"), "held_out_accuracy")  # fmt: skip
+    assert (cause, table) == ("finding", "retraining_ablation") and sentence.endswith("on all 2 pairs not held)")
+
+
+def test_held_out_differences_resample_the_held_out_rows_by_source_image() -> None:
+    """With the rows each model gets right, the held-out difference's interval resamples their source images (shared
+    by the seeds, all scored on the same rows) as well as the seeds. Where retrained models mostly agree row by row
+    and the rows of a source image are alike, the rows carry the noise: the interval matches the direct formula over
+    source images and is far wider than the seeds-only t interval."""
+    rng = np.random.default_rng(0)
+    sources = np.repeat(np.arange(60), 4)  # 60 source images, 4 held-out rows each
+    easy = rng.random(60)[sources]  # rows of one source image are alike
+    base = rng.random(len(sources)) < easy  # what any retrained model gets right
+    gain = rng.random(len(sources)) < 0.3 * easy  # rows DeepGini's picks add, more of them on easy images
+    rows = []
+    for s in range(3):
+        for m, right in (("DeepGini", base | gain), ("random", base)):
+            flip = rng.random(len(sources)) < 0.01  # a retraining seed changes a few rows
+            right = right ^ flip
+            rows.append({"protocol": "one-shot", "method": m, "percent": 10, "seed": s,
+                         "held_out_accuracy": right.mean(), retraining.HELD_RIGHT: right})  # fmt: skip
+    frame = pd.DataFrame(rows)
+    sc = type("Sc", (), {})()  # what held_out_weights reads: the mixed set's source images and the held-out rows
+    sc.mixed, sc.held = type("M", (), {"source": sources})(), np.arange(len(sources))
+    held_out = (retraining.held_out_weights(sc, 1000, 0), sources)
+    (row,) = retraining.paired_differences(frame, held_out=held_out).to_dict("records")
+    (plain,) = retraining.paired_differences(frame.drop(columns=retraining.HELD_RIGHT)).to_dict("records")
+    assert row["difference"] == pytest.approx(plain["difference"])
+    assert "source images resampled" in row["test"] and "3 retraining seeds" in row["test"]
+    # the direct formula: the seed-mean difference per source image, its standard error over the 60 images
+    right = list(frame[retraining.HELD_RIGHT])
+    per_row = np.mean([a.astype(float) - b for a, b in zip(right[::2], right[1::2])], axis=0)
+    by_source = pd.Series(per_row).groupby(sources).mean()
+    half = sps.t.ppf(0.975, 59) * by_source.std(ddof=1) / np.sqrt(60)
+    # at least the direct formula's, at most half as wide again: the two-stage draws (rows within each drawn image
+    # too) and the seeds' spread make it conservative (the core's coverage tests: tests/test_stats.py)
+    assert half <= (row["ci_high"] - row["ci_low"]) / 2 <= 1.5 * half
+    assert (row["ci_high"] - row["ci_low"]) > 1.5 * (plain["ci_high"] - plain["ci_low"])

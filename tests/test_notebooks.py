@@ -454,13 +454,25 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     cost = table(smoke_results, "deepgini_apfd", "cost")
     assert all(abs(r["seconds"] - r["forward_s"] - r["method_s"]) < 1e-12 and r["forward_s"] > 0 for r in cost)
     assert not any(r["method"].startswith("KMNC(") and int(r["method"][5:-5]) > 1000 for r in cost)
+    # both architectures of the first dataset are timed, every method on each
+    assert {r["model"] for r in cost} == {"lenet1", "lenet5"}
+    assert len({r["method"] for r in cost if r["model"] == "lenet1"}) == len({r["method"] for r in cost}) > 20
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
     # per set (original, mixed, corrupted): coverage, softmax, surprise (ours); then saturation, retraining iterative
-    # vs coverage (the paper's), one-shot vs coverage and iterative vs random (ours), and the two cost claims
-    assert len(verdict) == 3 * 3 + 1 + 4 + 2
+    # vs coverage (the paper's), one-shot vs coverage and iterative vs random (ours), the two cost claims and ours
+    assert len(verdict) == 3 * 3 + 1 + 4 + 3
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
-    # ours: the surprise rows of the three sets, the corrupted set's coverage row, one-shot and random retraining
-    assert [r["origin"] for r in verdict].count("ours") == 6
+    # ours: the surprise rows of the three sets, the corrupted set's coverage row, one-shot and random retraining,
+    # and the prioritization-alone cost row, decided over both timed pairs
+    assert [r["origin"] for r in verdict].count("ours") == 7
+    (alone,) = [r for r in verdict if "prioritization alone" in r["claim"]]
+    assert "2 units" in alone["test"] and "forward pass excluded" in alone["test"]
+    # the softmax rows are equivalence tests and show their power at the margin
+    softmax = [r for r in verdict if r["claim"].startswith("max-softmax")]
+    assert len(softmax) == 3 and all("power" in r["test"] and "at a difference of 0.02" in r["test"] for r in softmax)
+    # the held-out retraining rows resample the held-out inputs by source image
+    held = [r for r in verdict if "held-out accuracy" in r["statistic"]]
+    assert held and all("source images resampled" in r["test"] for r in held)
     # the retraining rows: held-out accuracy and the artifact's pool accuracy; a row not held is measured by the
     # ablation of DeepGini's picks, or says that more seeds would tell
     retrain_rows = [r for r in verdict if "retrain" in r["claim"] or "top 10 %" in r["claim"]]

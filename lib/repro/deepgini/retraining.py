@@ -37,6 +37,9 @@ CONTROL = "training images only"  # fine-tunes on the extra training images alon
 ONE_PER_SOURCE = "DeepGini, one per source image"  # DeepGini's order, at most one pick per source image per round
 BY_ATTACK = "DeepGini, stratified by attack"  # DeepGini's order within each attack, the pool's attack shares
 ABLATIONS = (ONE_PER_SOURCE, BY_ATTACK)
+# a run's column holding which held-out rows its model classifies correctly (bool per row); held-out differences
+# resample those rows by source image (paired_differences), and the published runs drop it
+HELD_RIGHT = "held_right"
 
 
 def _occurrence(labels: np.ndarray) -> np.ndarray:
@@ -119,16 +122,17 @@ class Scoring:
         m = self.mixed
         return cache.digest(m.x, m.y, m.kind.tolist(), self.pool, self.held, *self.clean, *self.fresh, self.eps)
 
-    def score(self, model: nets.Net) -> dict[str, float]:
-        """Held-out accuracy (in all, per attack), pool accuracy, clean accuracy, accuracy under a fresh FGSM; kept
-        in data/features by the model's weights and what it is scored on (the fresh attack needs a gradient, which a
+    def score(self, model: nets.Net) -> dict[str, float | np.ndarray]:
+        """Held-out accuracy (in all, per attack), pool accuracy, clean accuracy, accuracy under a fresh FGSM, and
+        HELD_RIGHT (which held-out rows the model classifies correctly, for intervals that resample them); kept in
+        data/features by the model's weights and what it is scored on (the fresh attack needs a gradient, which a
         cached re-run does not compute)."""
-        where = cache.entry_path("features", "deepgini-retrain-score", cache.model_digest(model), self.key,
+        where = cache.entry_path("features", "deepgini-retrain-scores", cache.model_digest(model), self.key,
                                  suffix=".npz")  # fmt: skip
         found = cache.arrays_entry(where, lambda: {k: np.asarray(v) for k, v in self._score(model).items()})[0]
-        return {k: float(v) for k, v in found.items()}
+        return {k: (v if v.ndim else float(v)) for k, v in found.items()}
 
-    def _score(self, model: nets.Net) -> dict[str, float]:
+    def _score(self, model: nets.Net) -> dict[str, float | np.ndarray]:
         """score() computed."""
         m = self.mixed
         held_pred = nets.predict_proba(model, m.x[self.held]).argmax(1)
@@ -136,6 +140,7 @@ class Scoring:
         kinds = m.kind[self.held]
         x_fresh = fgsm(model, *self.fresh, self.eps)
         return {
+            HELD_RIGHT: right,
             "held_out_accuracy": float(right.mean()),
             **{
                 f"held_out {k}": float(right[kinds == k].mean()) if (kinds == k).any() else np.nan for k in POOL_ATTACKS
@@ -268,10 +273,40 @@ def picks(mixed: MixedSet, rows: np.ndarray, loss: np.ndarray | None = None) -> 
     }
 
 
+def held_out_weights(sc: Scoring, n_boot: int, seed: int) -> np.ndarray:
+    """Two-stage bootstrap multiplicities of the held-out rows (stats.unit_weights): their source images, then the
+    rows of each drawn image; one (n_boot, rows) matrix per pair, shared by every method, seed and percentage."""
+    return stats.unit_weights(sc.mixed.source[sc.held], n_resamples=n_boot, seed=seed).astype(np.float32)
+
+
+def _held_out_interval(ref: list[np.ndarray], other: list[np.ndarray], weights: np.ndarray,
+                       sources: np.ndarray) -> stats.Interval:  # fmt: skip
+    """Held-out accuracy, reference minus method, per seed on the same held-out rows; the interval over the rows'
+    source images (their two-stage resamples, shared by the seeds) and the seeds (stats.clustered_interval)."""
+    per_seed = [float(r.mean() - o.mean()) for r, o in zip(ref, other)]
+    totals = weights.sum(axis=1)
+    draws = np.stack([weights @ (r.astype(np.float32) - o.astype(np.float32)) / totals for r, o in zip(ref, other)],
+                     axis=1)  # fmt: skip
+    return stats.clustered_interval(
+        per_seed,
+        draws.astype(np.float64),
+        clusters=sources,
+        unit="source images",
+        sharing="items",
+        words="held-out accuracy difference, paired by seed on the same held-out rows",
+        seeds_words=f"{len(per_seed)} retraining seeds",
+    )
+
+
 def paired_differences(
-    frame: pd.DataFrame, reference: str = "DeepGini", column: str = "held_out_accuracy"
+    frame: pd.DataFrame,
+    reference: str = "DeepGini",
+    column: str = "held_out_accuracy",
+    held_out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pd.DataFrame:
-    """Per protocol, other method and percentage: reference minus method, paired by seed, with a t interval."""
+    """Per protocol, other method and percentage: reference minus method, paired by seed, with a t interval over
+    seeds. For held-out accuracy with `held_out` ((n_boot, rows) weights of held_out_weights, the rows' source
+    images) and the runs' HELD_RIGHT column, the interval also resamples the held-out rows by source image."""
     rows = []
     runs = frame[frame["method"] != "none"]
     if "protocol" not in runs:
@@ -282,7 +317,11 @@ def paired_differences(
         mine = runs[(runs["protocol"] == protocol) & (runs["method"] == reference) & (runs["percent"] == pct)]
         ref = mine.set_index("seed")[column]
         other = sub.set_index("seed")[column].reindex(ref.index)
-        iv = stats.paired_seed_diff(ref.to_numpy(), other.to_numpy())
+        if column == "held_out_accuracy" and held_out is not None and HELD_RIGHT in runs:
+            right = lambda t: list(t.set_index("seed")[HELD_RIGHT].reindex(ref.index))
+            iv = _held_out_interval(right(mine), right(sub), *held_out)
+        else:
+            iv = stats.paired_seed_diff(ref.to_numpy(), other.to_numpy())
         rows.append(
             {
                 "protocol": protocol,
@@ -299,11 +338,16 @@ def paired_differences(
 
 
 def ablation_differences(
-    frame: pd.DataFrame, made: pd.DataFrame, rival: str, metrics: Sequence[str] = ("held_out_accuracy", "pool_accuracy")
+    frame: pd.DataFrame,
+    made: pd.DataFrame,
+    rival: str,
+    metrics: Sequence[str] = ("held_out_accuracy", "pool_accuracy"),
+    held_out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """At each protocol's largest percentage: DeepGini and each of its ablations (column `selection`, what varies the
     picks' make-up with DeepGini's ranking held fixed) minus DeepGini, the coverage `rival` and random, in each
-    metric, paired by seed (t interval); beside the make-up of the selection's picks (mean over seeds)."""
+    metric, paired by seed (paired_differences, `held_out` as there); beside the make-up of the selection's picks
+    (mean over seeds)."""
     rows = []
     runs = frame[frame["method"] != "none"]
     for protocol, sub in runs.groupby("protocol", sort=False):
@@ -313,7 +357,7 @@ def ablation_differences(
         for selection in [s for s in ("DeepGini", *ABLATIONS) if s in set(top["method"])]:
             arms = compared[compared["method"].isin([selection, "DeepGini", rival, "random"])]
             for metric in metrics:
-                for d in paired_differences(arms, selection, metric).to_dict("records"):
+                for d in paired_differences(arms, selection, metric, held_out).to_dict("records"):
                     rows.append({"protocol": protocol, "percent": pct, "selection": selection, "metric": metric,
                                  "against": d["method"], **{c: d[c] for c in
                                  ("difference", "ci_low", "ci_high", "seeds", "test")}})  # fmt: skip
