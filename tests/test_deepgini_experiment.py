@@ -872,3 +872,18 @@ def test_held_out_differences_resample_the_held_out_rows_by_source_image() -> No
     # too) and the seeds' spread make it conservative (the core's coverage tests: tests/test_stats.py)
     assert half <= (row["ci_high"] - row["ci_low"]) / 2 <= 1.5 * half
     assert (row["ci_high"] - row["ci_low"]) > 1.5 * (plain["ci_high"] - plain["ci_low"])
+
+
+def test_every_figure_of_the_chapter_gives_a_role_one_colour() -> None:
+    """The curves' best coverage method is the retraining figure's coverage rival, in the same colour; random,
+    DeepGini and every KMNC keep theirs whichever figure lists them, in whatever order; other methods get distinct
+    spare colours."""
+    curves = dg.role_colors(["DeepGini", "max-softmax", "entropy", "random", "best coverage", "best surprise",
+                             "KMNC(1000)-CAM"])  # fmt: skip
+    retrain = dg.role_colors(["DeepGini", "coverage rival", "random", "training images only"])
+    scaling = dg.role_colors(["LSA", "KMNC(10000)-CAM", "random", "DeepGini", "NAC(0)-CTM", "DSA"])
+    assert retrain["coverage rival"] == curves["best coverage"]
+    assert retrain["random"] == curves["random"] == scaling["random"]
+    assert retrain["DeepGini"] == curves["DeepGini"] == scaling["DeepGini"]
+    assert scaling["KMNC(10000)-CAM"] == curves["KMNC(1000)-CAM"]
+    assert len(set(scaling.values())) == len(scaling) and len(set(curves.values())) == len(curves)

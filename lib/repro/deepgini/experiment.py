@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -310,7 +309,8 @@ def apfd_difference(
     source images (sharing 'clusters').
 
     Kept in data/features by every array it reads, the resampling's size and seed, and the source of the code that
-    computes it (this module, the statistics and metrics modules): a cached re-run reads the interval instead of drawing the resamples again."""
+    computes it (its two computing functions and order_scores, the statistics and metrics modules): a cached re-run
+    reads the interval instead of drawing the resamples again."""
     import json
 
     from .. import cache, metrics, stats
@@ -318,8 +318,9 @@ def apfd_difference(
     runs = [(truth, order_a, order_b), *replicas]
     arrays = [a for run in runs for a in run] + list(sources or [])
     plain = [a.tolist() if np.asarray(a).dtype == object else np.asarray(a) for a in arrays]  # no object pointers
-    shape = [len(runs), sources is None, n_boot, seed]
-    code = cache.source_digest(sys.modules[__name__], stats, metrics)  # this module: the two functions that compute it
+    shape = [len(runs), sources is None, n_boot, seed, WEIGHT_BLOCK]
+    # the code that computes it (not the whole module, so that an edit elsewhere in it keeps the entries)
+    code = cache.source_digest(*DIFFERENCE_CODE, stats, metrics)
     where = cache.entry_path("features", "deepgini-apfd-difference", *plain, shape, code, suffix=".json")
 
     def write(tmp) -> None:
@@ -407,6 +408,10 @@ def _clustered_apfd_difference(runs: list, sources: list, n_boot: int, seed: int
         sharing="clusters",
         words=words,
     )
+
+
+# the functions whose source keys apfd_difference's entries (bound here, once: a test's stand-in does not re-key them)
+DIFFERENCE_CODE = (_apfd_difference, _clustered_apfd_difference, order_scores)
 
 
 def tests_to_max_coverage(items, seed: int) -> tuple[float, int]:
