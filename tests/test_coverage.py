@@ -260,3 +260,16 @@ def test_the_forward_pass_gives_the_logits_of_trace_without_its_summaries(arch) 
     x = torch.as_tensor(np.random.default_rng(2).random((4, *shape)), dtype=torch.float32)
     with torch.no_grad():
         assert torch.equal(model(x), model.trace(x)[0])
+
+
+@pytest.mark.parametrize("arch", ["lenet1", "lenet5"])
+def test_one_forward_pass_gives_the_softmax_and_both_layer_sets_bit_for_bit(arch: str) -> None:
+    """nets.outputs computes in one pass what predict_proba and neuron_activations (both layer sets) compute in
+    three: the same values to the bit (so every entry keyed by those arrays is found again), over several batches."""
+    x = np.random.default_rng(2).random((2_500, 1, 28, 28)).astype(np.float32)
+    model = nets.build(arch, (1, 28, 28), 10, seed=0).eval()
+    probs, ours, layer, theirs, their_layer = nets.outputs(model, x)
+    assert np.array_equal(probs, nets.predict_proba(model, x))
+    assert all(np.array_equal(a, b) for a, b in zip((ours, layer), nets.neuron_activations(model, x)))
+    assert all(np.array_equal(a, b) for a, b in zip((theirs, their_layer),
+                                                    nets.neuron_activations(model, x, layers="artifact")))  # fmt: skip

@@ -216,35 +216,35 @@ class Pair:
 
 
 def forward(model: object, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Softmax, neuron activations, layer index per neuron, and the seconds they took."""
+    """Softmax, neuron activations, layer index per neuron (one pass: nets.outputs), and the seconds they took."""
     from . import nets
 
     began = time.perf_counter()
-    probs = nets.predict_proba(model, x)
-    acts, layer = nets.neuron_activations(model, x)
+    probs, acts, layer, _, _ = nets.outputs(model, x)
     return probs, acts, layer, time.perf_counter() - began
 
 
 def fit_references(pair: Pair, sa_train: int, seed: int) -> None:
     """Neuron ranges from the training set, over our layer set and the artifact's, and the surprise-adequacy traces
-    (a seeded sample of it)."""
+    (a seeded sample of it); one forward pass (nets.outputs)."""
     from . import nets
 
-    probs, acts, layer, _ = forward(pair.model, pair.train[0])
+    probs, acts, layer, theirs, their_layer = nets.outputs(pair.model, pair.train[0])
     pair.stats = cv.fit_stats(acts, layer)
-    pair.artifact_stats = cv.fit_stats(*nets.neuron_activations(pair.model, pair.train[0], layers="artifact"))
+    pair.artifact_stats = cv.fit_stats(theirs, their_layer)
     idx = np.random.default_rng(seed).permutation(len(acts))[:sa_train]
     pair.traces = SATraces(acts[idx][:, sa_layer(pair.stats)], probs[idx].argmax(1), probs[idx])
 
 
 def see(pair: Pair, x: np.ndarray, y: np.ndarray) -> tuple[Subject, np.ndarray, float]:
     """One test set through the pair's model: the Subject (with the artifact's layer set), which tests are
-    misclassified, forward seconds (our layer set's pass)."""
+    misclassified, and the seconds of the one forward pass that gives both (nets.outputs)."""
     from . import nets
 
-    probs, acts, _, seconds = forward(pair.model, x)
-    theirs = (nets.neuron_activations(pair.model, x, layers="artifact")[0], pair.artifact_stats)
-    return subject(probs, acts, pair.stats, pair.traces, theirs), probs.argmax(1) != y, seconds
+    began = time.perf_counter()
+    probs, acts, _, theirs, _ = nets.outputs(pair.model, x)
+    seconds = time.perf_counter() - began
+    return subject(probs, acts, pair.stats, pair.traces, (theirs, pair.artifact_stats)), probs.argmax(1) != y, seconds
 
 
 def apfd_records(subjects: dict, truth: dict, methods: dict[str, str], seed: int) -> tuple[pd.DataFrame, dict]:

@@ -225,23 +225,52 @@ def predict_proba(model: Net, x: np.ndarray, batch: int = 1024) -> np.ndarray:
     return torch.cat(out).double().numpy()
 
 
+def traces(model: Net, x: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    """One pass: the softmax, our layer set (`Net.trace`: every block's output, conv maps reduced to their spatial
+    mean) and the artifact's (artifact_trace). The same operations as each alone, so the same values."""
+    ours, theirs = [], []
+    for block in model.blocks:
+        if isinstance(block, nn.Sequential) and isinstance(block[-1], nn.MaxPool2d):
+            x = block[:-1](x)
+            theirs.append(x.mean(dim=(2, 3)))
+            x = block[-1](x)
+        else:
+            x = block(x)
+        values = x.mean(dim=(2, 3)) if x.dim() == 4 else x
+        ours.append(values)
+        theirs.append(values)
+    probs = torch.softmax(model.head(x), dim=1)
+    return probs, ours, [*theirs, probs]
+
+
 def artifact_trace(model: Net, x: torch.Tensor) -> list[torch.Tensor]:
     """Neuron values over the layers the artifact's Keras models expose to coverage: every ReLU map before and
     after its max pooling (two layers), every dense ReLU layer, and the softmax output (conv maps reduced to their
     spatial mean). LeNet-1 on 28x28 images: 4 + 4 + 12 + 12 + 10 = 42 units, where `Net.trace` gives 16."""
-    acts = []
-    for block in model.blocks:
-        if isinstance(block, nn.Sequential) and isinstance(block[-1], nn.MaxPool2d):
-            x = block[:-1](x)
-            acts.append(x.mean(dim=(2, 3)))
-            x = block[-1](x)
-        else:
-            x = block(x)
-        acts.append(x.mean(dim=(2, 3)) if x.dim() == 4 else x)
-    return [*acts, torch.softmax(model.head(x), dim=1)]
+    return traces(model, x)[2]
 
 
 LAYER_SETS = {"ours": lambda model, x: model.trace(x)[1], "artifact": artifact_trace}
+
+
+@torch.no_grad()
+def outputs(
+    model: Net, x: np.ndarray, batch: int = 1024
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """From one forward pass: what predict_proba, neuron_activations (layers "ours") and neuron_activations
+    (layers "artifact") give, in that order (softmax; our activations and their layer index; the artifact's and
+    theirs), with the same values (tests/test_coverage.py)."""
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    probs, ours, theirs = [], [], []
+    for b in _batches(len(x), batch):
+        p, o, t = traces(model, xt[b].to(device()))
+        probs.append(p.cpu())
+        ours.append(torch.cat(o, dim=1).cpu())
+        theirs.append(torch.cat(t, dim=1).cpu())
+    _, o, t = traces(model, xt[:1].to(device()))
+    layer = lambda parts: np.concatenate([np.full(a.shape[1], i) for i, a in enumerate(parts)])
+    return (torch.cat(probs).double().numpy(), torch.cat(ours).double().numpy(), layer(o),
+            torch.cat(theirs).double().numpy(), layer(t))  # fmt: skip
 
 
 @torch.no_grad()
