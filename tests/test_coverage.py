@@ -273,3 +273,19 @@ def test_one_forward_pass_gives_the_softmax_and_both_layer_sets_bit_for_bit(arch
     assert all(np.array_equal(a, b) for a, b in zip((ours, layer), nets.neuron_activations(model, x)))
     assert all(np.array_equal(a, b) for a, b in zip((theirs, their_layer),
                                                     nets.neuron_activations(model, x, layers="artifact")))  # fmt: skip
+
+
+def test_seeded_order_is_lexsort_by_score_then_tie_break() -> None:
+    """One stable sort over the tie-break order gives lexsort's two-key order exactly: distinct scores, many ties,
+    all ties, infinities."""
+    rng = np.random.default_rng(0)
+    cases = [
+        rng.random(3_000),
+        rng.integers(0, 5, 3_000).astype(float),
+        np.zeros(10),
+        np.array([np.inf, -np.inf, 1, 1, 0]),
+    ]
+    for scores in cases:
+        for seed in (0, 1, 7):
+            tiebreak = np.random.default_rng(seed).permutation(scores.size)
+            assert np.array_equal(prioritizers.seeded_order(scores, seed), np.lexsort((tiebreak, -scores)))

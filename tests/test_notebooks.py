@@ -459,12 +459,12 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     assert len({r["method"] for r in cost if r["model"] == "lenet1"}) == len({r["method"] for r in cost}) > 20
     verdict = table(smoke_results, "deepgini_apfd", "verdict")
     # per set (original, mixed, corrupted): coverage, softmax, surprise (ours); then saturation, retraining iterative
-    # vs coverage (the paper's), one-shot vs coverage and iterative vs random (ours), the two cost claims and ours
-    assert len(verdict) == 3 * 3 + 1 + 4 + 3
+    # vs coverage (the paper's), one-shot vs coverage and random, iterative vs random (ours), the two cost claims and ours
+    assert len(verdict) == 3 * 3 + 1 + 5 + 3
     assert all(r["ci_low"] <= r["ci_high"] and (r["decision"] == "held" or r["why"]) for r in verdict)
-    # ours: the surprise rows of the three sets, the corrupted set's coverage row, one-shot and random retraining,
+    # ours: the surprise rows of the three sets, the corrupted set's coverage row, one-shot retraining against the rival and random, iterative against random,
     # and the prioritization-alone cost row, decided over both timed pairs
-    assert [r["origin"] for r in verdict].count("ours") == 7
+    assert [r["origin"] for r in verdict].count("ours") == 8
     (alone,) = [r for r in verdict if "prioritization alone" in r["claim"]]
     assert "2 units" in alone["test"] and "forward pass excluded" in alone["test"]
     # the softmax rows are equivalence tests and show their power at the margin
@@ -477,7 +477,8 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     # ablation of DeepGini's picks, or says that more seeds would tell
     retrain_rows = [r for r in verdict if "retrain" in r["claim"] or "top 10 %" in r["claim"]]
     assert [r["statistic"].split(",")[0] for r in retrain_rows] == ["held-out accuracy", "pool accuracy",
-                                                                   "held-out accuracy", "held-out accuracy"]  # fmt: skip
+                                                                   "held-out accuracy", "held-out accuracy",
+                                                                   "held-out accuracy"]  # fmt: skip
     for r in (r for r in retrain_rows if r["decision"] == "not held"):
         assert (r["measured_by"] == "retraining_ablation" and r["varies"] == "selection") or "seeds" in r["why"], r
     # APFD rows cover the training run: 2 models per pair at smoke, t over models with each model's item bootstrap

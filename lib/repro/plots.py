@@ -28,11 +28,11 @@ def curve_area(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.sum(np.diff(x) * y[:-1]))
 
 
-def apfd_area(ax, new_faults: Sequence[int] | np.ndarray, label: str, shade: bool = True, color=None):
-    """Draw a fault-detection step curve on `ax` (in `color`, else the next of the cycle) and shade its area, which
-    equals APFD."""
+def apfd_area(ax, new_faults: Sequence[int] | np.ndarray, label: str, shade: bool = True, color=None, **line_kw):
+    """Draw a fault-detection step curve on `ax` (in `color`, else the next of the cycle; `line_kw` to the line) and
+    shade its area, which equals APFD."""
     x, y = fault_curve(new_faults)
-    (line,) = ax.step(x, y, where="post", label=label, color=color)
+    (line,) = ax.step(x, y, where="post", label=label, color=color, **line_kw)
     if shade:
         ax.fill_between(x, y, step="post", alpha=0.2, color=line.get_color())
     ax.set(xlabel="fraction of tests run", ylabel="fraction of faults found", xlim=(0, 1), ylim=(0, 1.02))

@@ -437,6 +437,12 @@ TRAIN_VARIABLE = "training images of the pair trained on fewest"
 # ACCURACY_SHORTFALL test accuracy of the artifact's model of that pair. The local MNIST sample's 4,000 training
 # images fail it, whatever the accuracy.
 PAIRS_CRITERION = Criterion(PAPER_TRAIN_RANGE, PAPER_SHORTFALL_PROP, (-1, ACCURACY_SHORTFALL))
+# What makes a mixed (original + adversarial) set the paper's, written before any number: every attack on every test
+# image, as the artifact builds it (the attacks' share of its adversarial inputs follows: about half from JSMA and
+# C&W on Fashion LeNet-1), and every model within ACCURACY_SHORTFALL of the artifact's. Default caps JSMA at 1,000
+# and C&W at 300 of the 10,000 images (their cost on two cores), so 94 % of its adversarial inputs are FGSM and BIM.
+MIXED_VARIABLE = "share of the test images every attack attacks"
+MIXED_CRITERION = Criterion((1.0, 1.0), PAPER_SHORTFALL_PROP, (-1, ACCURACY_SHORTFALL))
 
 
 def regime_groups(p: Mapping[str, Any]) -> list[list[str]]:
@@ -471,9 +477,21 @@ def pairs_regime(p: Mapping[str, Any], mixed: bool, pairs: list[str] | None = No
         "size widens the interval but does not move it"
     )
     if mixed:
+        # the mixed set's defining property is its make-up: every attack on every test image, failures dropped. Its
+        # criterion reads the share of test images the capped attacks (JSMA, C&W) reach; the training-set size is
+        # then a planning fact (a pair trained on a smaller split is planned miniature)
+        full = all(tr >= PAPER_TRAIN_RANGE[0] for tr, _ in sizes.values())
         tolerance += (
-            "; the mixed set is built as the artifact builds it (successes only) with a lower adversarial share "
-            "than its 80 % (Fashion LeNet-1), and the paper makes the claim at 0 % (original) and at 80 %"
+            "; the mixed set is built as the artifact builds it (successes only), every attack on every test image "
+            "(the paper makes the claim at the artifact's 80 % adversarial share, Fashion LeNet-1)"
+        )
+        return Regime(
+            MIXED_VARIABLE,
+            paper,
+            ours,
+            "paper" if at_paper and full else "miniature",
+            tolerance if at_paper and full else "",
+            MIXED_CRITERION if at_paper and full else None,
         )
     return Regime(
         TRAIN_VARIABLE,
@@ -483,6 +501,16 @@ def pairs_regime(p: Mapping[str, Any], mixed: bool, pairs: list[str] | None = No
         tolerance if at_paper else "",
         PAIRS_CRITERION if at_paper else None,
     )
+
+
+def attacked_share(p: Mapping[str, Any], pairs: list[str]) -> float:
+    """MIXED_VARIABLE on a run: the smallest share of a pair's test images that JSMA and C&W attack (FGSM and BIM
+    attack every one), over `pairs`."""
+    shares = []
+    for pair in pairs:
+        n = images(p, pair.split(":")[0])[1]
+        shares.append(min(p["jsma_images"], p["cw_images"], n) / n)
+    return min(shares)
 
 
 # The softmax-match rows' equivalence margin (normalized APFD), fixed before any number: "perform equally well" read
@@ -563,51 +591,65 @@ def _beats_coverage(p: Mapping[str, Any], group: list[str], i: int, test_set: st
 
 def _apfd_claims(p: Mapping[str, Any], pairs: list[tuple[str, str]], each: str) -> dict[str, Claim]:
     """Per test set: DeepGini against coverage (the paper's), the softmax scores against DeepGini (Weiss & Tonella),
-    DeepGini against the surprise scores (ours); each rule applied to every pair."""
+    DeepGini against the surprise scores (ours); each rule applied to every pair of a regime group (one row per group
+    where regime_groups finds several, keyed by its pairs)."""
     out: dict[str, Claim] = {}
+    groups = regime_groups(p)
+    split = len(groups) > 1
+    tail = lambda group: f"|{'+'.join(group)}" if split else ""
+    words = lambda group: _group_words(p, group) if split else each
     for i, test_set in enumerate((*SETS, SHIFTED)):
-        if test_set == SHIFTED:  # beyond the paper: its coverage comparison on a natural shift is our check
-            out[f"beats_coverage|{test_set}"] = Claim(
-                f"DeepGini beats every coverage baseline (normalized APFD), {test_set} set, on {each}",
-                "ours: Weiss & Tonella 2022 re-ran prioritizers on corrupted inputs; the paper's sets are adversarial",
-                "not reported",
-                Rule.above(0, "APFD(DeepGini) − APFD(best baseline), on each pair"),
-                ours=True,
-                comparator=COVERAGE,
+        for group in groups:
+            key = f"beats_coverage|{test_set}{tail(group)}"
+            if test_set == SHIFTED:  # beyond the paper: its coverage comparison on a natural shift is our check
+                out[key] = Claim(
+                    f"DeepGini beats every coverage baseline (normalized APFD), {test_set} set, on {words(group)}",
+                    "ours: Weiss & Tonella 2022 re-ran prioritizers on corrupted inputs; the paper's sets are "
+                    "adversarial",
+                    "not reported",
+                    Rule.above(0, "APFD(DeepGini) − APFD(best baseline), on each pair"),
+                    ours=True,
+                    comparator=COVERAGE,
+                    units=UNITS[test_set],
+                )
+            else:
+                out[key] = _beats_coverage(p, group, i, test_set)
+        for group in groups:
+            if test_set == SHIFTED:  # W&T's own corrupted sets are not ours: the corruptions are this chapter's
+                regime = Regime(
+                    "corrupted inputs",
+                    "Weiss & Tonella's corrupted test sets of their case studies",
+                    "this chapter's corruptions (noise σ 0.3, blur 1.5 px, rotation 15-45°, contrast 30 %) of "
+                    f"{', '.join(dict.fromkeys(pair.split(':')[0] for pair in group))}",
+                )
+            else:
+                regime = pairs_regime(p, mixed=test_set != "original", pairs=group)
+            out[f"softmax_match|{test_set}{tail(group)}"] = Claim(
+                f"max-softmax, entropy and margin match DeepGini within {SOFTMAX_MARGIN:g}, {test_set} set, on "
+                f"{words(group)}",
+                "Weiss & Tonella 2022, abstract",
+                "perform equally well",
+                Rule.equivalent(
+                    -SOFTMAX_MARGIN, SOFTMAX_MARGIN, "APFD(score) − APFD(DeepGini), every score on each pair"
+                ),
+                quote=(
+                    "…other comparable or even simpler baselines from the field of uncertainty quantification, such "
+                    "as the predicted softmax likelihood or the entropy of the predicted softmax likelihoods perform "
+                    "equally well as DeepGini."
+                ),
+                comparator="DeepGini",
+                regime=regime,
                 units=UNITS[test_set],
             )
-        else:  # one row per regime group (regime_groups), keyed by its pairs where there are several groups
-            groups = regime_groups(p)
-            for group in groups:
-                key = f"beats_coverage|{test_set}" + (f"|{'+'.join(group)}" if len(groups) > 1 else "")
-                out[key] = _beats_coverage(p, group, i, test_set)
-
-        out[f"softmax_match|{test_set}"] = Claim(
-            f"max-softmax, entropy and margin match DeepGini within {SOFTMAX_MARGIN:g}, {test_set} set, on {each}",
-            "Weiss & Tonella 2022, abstract",
-            "perform equally well",
-            Rule.equivalent(-SOFTMAX_MARGIN, SOFTMAX_MARGIN, "APFD(score) − APFD(DeepGini), every score on each pair"),
-            quote=(
-                "…other comparable or even simpler baselines from the field of uncertainty quantification, such as "
-                "the predicted softmax likelihood or the entropy of the predicted softmax likelihoods perform "
-                "equally well as DeepGini."
-            ),
-            comparator="DeepGini",
-            regime=Regime(
-                "trained models per comparison",
-                "32,200 models over 4 case studies, 8 test sets",
-                f"{p['models_per_pair']} per pair ({len(pairs)} pairs)",
-            ),
-            units=UNITS[test_set],
-        )
-        out[f"beats_surprise|{test_set}"] = Claim(
-            f"DeepGini beats the surprise scores LSA and DSA as prioritizers (normalized APFD), {test_set} set, "
-            f"on {each}",
-            "ours: the paper compares with surprise coverage (LSC, DSC), not with the surprise scores themselves",
-            "not reported",
-            Rule.above(0, "APFD(DeepGini) − APFD(best of LSA, DSA), on each pair"),
-            ours=True,
-        )
+        for group in groups:
+            out[f"beats_surprise|{test_set}{tail(group)}"] = Claim(
+                f"DeepGini beats the surprise scores LSA and DSA as prioritizers (normalized APFD), {test_set} set, "
+                f"on {words(group)}",
+                "ours: the paper compares with surprise coverage (LSC, DSC), not with the surprise scores themselves",
+                "not reported",
+                Rule.above(0, "APFD(DeepGini) − APFD(best of LSA, DSA), on each pair"),
+                ours=True,
+            )
     return out
 
 
@@ -653,16 +695,17 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
     }
     planned = {
         "retraining": Claim(
-            f"retraining on DeepGini's top {top} % beats the best coverage method's, re-ranked every 1 % (the "
-            f"artifact's protocol), on {each_it}",
+            f"DeepGini's top {top} % retrains better than the artifact's best pool-ordering coverage method, "
+            f"re-ranked every 1 %, on {each_it}",
             "abstract; RQ3, Table 6; artifact exp_retrain.py",
-            "0.978 vs 0.916–0.935 (CIFAR ResNet-20, 10 %)",
+            "pool accuracy only (next row): the artifact scores no held-out set",
             Rule.above(0, "held-out accuracy, DeepGini − the coverage rival, on each pair"),
             regime=iterative,
-            **against_coverage,
+            # the paper's numbers are pool accuracy (the next row's statistic), not comparable with held-out accuracy
+            **{**against_coverage, "paper_values": {}, "paper_estimate": None},
         ),
         "retraining_pool": Claim(
-            f"DeepGini's top {top} % beats the best coverage method's in pool accuracy (the artifact's metric), "
+            f"DeepGini's top {top} % beats the artifact's best pool-ordering coverage method in pool accuracy, "
             f"re-ranked every 1 %, on {each_it}",
             "RQ3, Table 6 (artifact exp_retrain.py scores the pool)",
             "0.978 vs 0.916–0.935 (CIFAR ResNet-20, 10 %)",
@@ -671,12 +714,21 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
             **{**against_coverage, "units": "items"},
         ),
         "retraining_oneshot": Claim(
-            f"ranked once by the original model, DeepGini's top {top} % beats the coverage rival's, on {each}",
+            f"ranked once by the original model, DeepGini's top {top} % beats the coverage rival's (the artifact's "
+            f"best that orders the pool), on {each}",
             "ours: this chapter's first protocol (each percentage fine-tunes the original model)",
             "not reported",
             Rule.above(0, "held-out accuracy, DeepGini − the coverage rival, on each pair"),
             ours=True,
             overlap_max=RIVAL_TIE_SHARE_MAX,
+            units="source images",
+        ),
+        "retraining_random_oneshot": Claim(
+            f"ranked once by the original model, DeepGini's top {top} % beats random's, on {each}",
+            "ours: this chapter's first protocol, against random",
+            "not reported",
+            Rule.above(0, "held-out accuracy, DeepGini − random, on each pair"),
+            ours=True,
             units="source images",
         ),
         "retraining_random": Claim(
@@ -732,6 +784,9 @@ def _cost_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             f"{PAPER_SLOW_SECONDS['DSC-CAM']} s vs DeepGini {gini} s",
             Rule.above(10, "the smallest time ratio (KMNC, LSC, DSC / DeepGini)"),
             quote=EFFECTIVE,
+            # "an order of magnitude" is our reading of the abstract's "outperforms … regarding efficiency" beside the
+            # artifact's timings (their smallest such ratio is 16.9, LSC); the threshold is ours
+            paraphrase=True,
             comparator="KMNC(1000)-CAM, LSC-CAM, DSC-CAM (" + ARXIV_KMNC + ")",
             regime=regime,
             paper_values={f"{k} (s)": v for k, v in {"DeepGini": gini, **PAPER_SLOW_SECONDS}.items()},
