@@ -660,11 +660,12 @@ def _cost_alone_row(claim: object, timings: pd.DataFrame, n_boot: int, seed: int
     )
     quicker = {p: f"{ivs[p].estimate:.2f}" for p in ivs if p != (ds, arch)}
     elsewhere = "; ".join(f"on {' '.join(p)} the smallest ratio is {v}" for p, v in quicker.items())
-    how = " (a sort of integer coverage counts, DeepGini's of float scores)" if m.endswith("-CTM") else ""
+    how = " (a sort of integer coverage counts, DeepGini's a stable sort of float scores)" if m.endswith("-CTM") else ""
+    # both prioritizations are a score and one sort of the same tests: which is quicker is the implementation's
     why = (
-        "finding",
-        f"{m}'s prioritization is quicker than DeepGini's on {ds} {arch}{how}, table cost"
-        + (f"; {elsewhere}" if elsewhere else ""),
+        "setup",
+        f"{m}'s prioritization is quicker than DeepGini's on {ds} {arch}{how}: each is one sort of the same tests "
+        f"(table cost)" + (f"; {elsewhere}" if elsewhere else ""),
     )
     return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="cost", narrow_by="timing repeats")
 
@@ -739,8 +740,10 @@ def _picks_cause(
     the rival (its interval reaches 0). Source diversity closing it is a finding: DeepGini's own ranking stacks several
     adversarial versions of one uncertain image in its top k, as it would on the artifact's pool. The attack mix
     alone closing it is setup: the pool's attack shares are our construction's (JSMA and C&W attack a sample of the
-    images). Every ablation still losing to the rival is a finding too: with the make-up matched, the inputs DeepGini
-    ranks first retrain worse. Anything else is unknown: the table does not decide it at its seeds, and more
+    images). Every ablation still losing to the rival rules the make-up out but decides nothing: random's picks and
+    the held-out half are drawn alike from the pool, and no ablation here varies what the models are scored on, so
+    the cause is unknown and names fresh attacks as what would tell. Anything else is unknown: the table does not
+    decide it at its seeds, and more
     retraining seeds would. Without the table (or its rows for the pair) the cause is unknown and names the make-up
     of table retraining_picks as what that ablation would vary."""
     from ..verdict import unexplained
@@ -779,8 +782,12 @@ def _picks_cause(
         return ("finding", f"source diversity; {measured}"), "retraining_ablation"
     if any(closes.values()):
         return ("setup", f"the pool's attack mix, which our construction sets; {measured}"), "retraining_ablation"
-    if all(still.values()):
-        return ("finding", f"with its picks' make-up matched DeepGini still loses; {measured}"), "retraining_ablation"
+    if all(still.values()):  # the make-up is ruled out, not the protocol: random's picks share the held-out half's
+        # distribution (both are random halves of the same pool's source images), which no ablation here varies
+        return unexplained(
+            "scoring on inputs that neither method's picks were drawn like (table retraining_by_attack's fresh "
+            f"attacks, as a row) would tell; with its picks' make-up matched DeepGini still loses ({measured})"
+        ), ""
     seeds = int(sub["seeds"].max())
     return ("unknown", f"the ablation does not decide it at {seeds} seeds, more would; {measured}"), ""
 
@@ -1043,6 +1050,15 @@ def check_regimes(claim_set: dict, accuracy: pd.DataFrame, test_sets: pd.DataFra
             check_regime(regime, variable, prop)
 
 
+def on_pairs(frame: pd.DataFrame, rest: list[str]) -> pd.DataFrame:
+    """The rows of a per-pair table (column pair: "fashion_mnist lenet1") of the pairs a claim's key names after its
+    kind (a regime group: "fashion_mnist:lenet1+fashion_mnist:lenet5"), or every row where it names none."""
+    if not rest:
+        return frame
+    named = {pair.replace(":", " ") for pair in rest[-1].split("+")}
+    return frame[frame["pair"].isin(named)]
+
+
 def verdict_rows(
     claim_set: dict,
     apfd_frame: pd.DataFrame,
@@ -1107,18 +1123,20 @@ def verdict_rows(
         elif kind == "max_coverage":
             rows.append(_max_coverage_row(claim, maxcov))
         elif kind == "retraining":
-            rows.append(_retraining_row(claim, retrain_diffs, picks, "iterative", "coverage", rivals, ablation))
+            rows.append(_retraining_row(claim, on_pairs(retrain_diffs, rest), picks, "iterative", "coverage", rivals,
+                                        ablation))  # fmt: skip
         elif kind == "retraining_pool":
             if curve is None:
                 raise ValueError("the pool-accuracy row needs the iterative protocol's curve (curve=)")
-            rows.append(_retraining_row(claim, curve, picks, "iterative", "coverage", rivals, ablation,
+            rows.append(_retraining_row(claim, on_pairs(curve, rest), picks, "iterative", "coverage", rivals, ablation,
                                         "pool_accuracy"))  # fmt: skip
         elif kind == "retraining_oneshot":
             rows.append(_retraining_row(claim, retrain_diffs, picks, "one-shot", "coverage", rivals, ablation))
         elif kind == "retraining_random_oneshot":
             rows.append(_retraining_row(claim, retrain_diffs, picks, "one-shot", "random", None, ablation))
         elif kind == "retraining_random":
-            rows.append(_retraining_row(claim, retrain_diffs, picks, "iterative", "random", None, ablation))
+            rows.append(_retraining_row(claim, on_pairs(retrain_diffs, rest), picks, "iterative", "random", None,
+                                        ablation))  # fmt: skip
         elif kind == "cost":
             first = first_timed(timings)
             rows.append(_cost_row(claim, first, [m for m in first["method"].unique() if m != "DeepGini"], n_boot,
@@ -1964,6 +1982,7 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
     source image, stratified by attack) at the largest percentage of each protocol. The ablations' runs stay out of
     the runs, differences and picks (table retraining_ablation holds them)."""
     from . import retraining
+    from .claims import iterative_pairs
 
     runs, diffs, picks, rivals_frames, ablations, curves = [], [], [], [], [], []
     baselines = paper_baselines(method_table(params.kmnc_k))
@@ -1981,7 +2000,7 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
         order = lambda name, pool, seed, s=s: order_for(name, s.take(pool), seed)
         frame, made = retraining.run(p.model, sc, p.train, order, methods, params.retrain_percents, seeds,
                                      params.retrain_epochs, loss, retraining.ABLATIONS)  # fmt: skip
-        if [d for d, _ in models].index(ds) + params.iterative_pairs > list(models).index((ds, arch)):
+        if f"{ds}:{arch}" in iterative_pairs(params):
             rank = pool_reranker(p, m.x, params.sa_train, params.seed)
             it, made_it, curve = retraining.run_iterative(p.model, sc, p.train, rank, methods, top,
                                                           params.retrain_percents, seeds, params.retrain_epochs, loss,
