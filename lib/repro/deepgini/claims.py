@@ -448,7 +448,8 @@ MIXED_CRITERION = Criterion((1.0, 1.0), PAPER_SHORTFALL_PROP, (-1, ACCURACY_SHOR
 def regime_groups(p: Mapping[str, Any]) -> list[list[str]]:
     """The pairs split, before any number, by the criterion's governing variable as the parameters fix it: those
     whose training split is of the paper's size, and the others (the local MNIST sample's 4,000 images). One group
-    when every pair falls on one side; the paper's APFD claims get one row per group, each with its own regime."""
+    when every pair falls on one side; the APFD claims and the artifact-protocol retraining claims get one row per
+    group, each with its own regime."""
     full = [pair for pair in p["pairs"] if images(p, pair.split(":")[0])[0] >= PAPER_TRAIN_RANGE[0]]
     return [g for g in (full, [pair for pair in p["pairs"] if pair not in full]) if g]
 
