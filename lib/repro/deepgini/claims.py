@@ -555,11 +555,17 @@ def max_coverage_scope(p: Mapping[str, Any]) -> tuple[list[str], tuple[str, ...]
     return (full or list(p["pairs"])), SATURATING
 
 
+def _datasets_and_training(p: Mapping[str, Any], pairs: list[str], after: str = "") -> str:
+    """ "fashion_mnist pairs (60,000 training images)": the datasets of `pairs` and their training-set sizes, with
+    `after` between the noun and the sizes."""
+    datasets = dict.fromkeys(pair.split(":")[0] for pair in pairs)
+    trains = " / ".join(f"{n:,}" for n in dict.fromkeys(images(p, d)[0] for d in datasets))
+    return f"{', '.join(datasets)} pair{'s' if len(pairs) > 1 else ''}{after} ({trains} training images)"
+
+
 def _group_words(p: Mapping[str, Any], group: list[str]) -> str:
     """ "each of the 2 fashion_mnist pairs (60,000 training images)": a regime group of pairs, in words."""
-    datasets = dict.fromkeys(pair.split(":")[0] for pair in group)
-    trains = " / ".join(f"{n:,}" for n in dict.fromkeys(images(p, d)[0] for d in datasets))
-    return f"each of the {len(group)} {', '.join(datasets)} pairs ({trains} training images)"
+    return f"each of the {len(group)} {_datasets_and_training(p, group)}"
 
 
 def _beats_coverage(p: Mapping[str, Any], group: list[str], i: int, test_set: str) -> Claim:
@@ -783,9 +789,7 @@ def iterative_pairs(p: Mapping[str, Any], pairs: list[str] | None = None) -> lis
 
 def _iterative_words(p: Mapping[str, Any], run: list[str]) -> str:
     """ "the 1 fashion_mnist pair run so (60,000 training images)": a regime group's iterative pairs, in words."""
-    datasets = dict.fromkeys(pair.split(":")[0] for pair in run)
-    trains = " / ".join(f"{n:,}" for n in dict.fromkeys(images(p, d)[0] for d in datasets))
-    return f"the {len(run)} {', '.join(datasets)} pair{'s' if len(run) > 1 else ''} run so ({trains} training images)"
+    return f"the {len(run)} {_datasets_and_training(p, run, ' run so')}"
 
 
 def _cost_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
