@@ -236,6 +236,31 @@ def test_the_fast_max_pool_equals_torch_max_pool_in_values_and_gradients(shape) 
             assert torch.equal(nets.MaxPool2()(f(x)), ref)
 
 
+@pytest.mark.parametrize("arch", ["lenet1", "lenet5"])
+@pytest.mark.trains
+def test_models_are_built_channels_last_and_compute_what_the_default_layout_computes(arch) -> None:
+    """nets.build lays every conv weight out channels last (nets.LAYOUT), the cached weights' key names the layout,
+    and the model's logits and input gradients agree with the same weights in torch's default layout to rounding."""
+    model = nets.build(arch, (1, 28, 28), 10, 0)
+    plain = nets.MODELS[arch](1, 28, 10)
+    plain.load_state_dict(model.state_dict())
+    convs = [m.weight for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert convs and all(w.is_contiguous(memory_format=torch.channels_last) for w in convs)
+    assert not convs[-1].is_contiguous()  # several input maps: channels last is not torch's default layout
+    assert nets._untrained(arch, np.zeros((2, 1, 28, 28)), 10, 1, 0, "artifact")[1]["layout"] == "torch.channels_last"
+    x = torch.rand(32, 1, 28, 28, generator=torch.Generator().manual_seed(1))
+    grads = []
+    for net in (model, plain):
+        xi = x.clone().requires_grad_(True)
+        logits = net(xi)
+        (g,) = torch.autograd.grad(torch.nn.functional.cross_entropy(logits, torch.arange(32) % 10), xi)
+        grads.append((logits.detach(), g))
+    (logits, g), (logits_plain, g_plain) = grads
+    scale = g_plain.abs().max()
+    assert scale > 0  # the gradients compared are not all zero
+    assert torch.allclose(logits, logits_plain, atol=1e-5) and torch.allclose(g, g_plain, rtol=1e-4, atol=1e-4 * scale)
+
+
 def test_lsa_keeps_a_density_when_a_class_has_linearly_dependent_units() -> None:
     """A unit that sums two others makes the class's covariance singular although every unit varies: LSA drops one
     unit and equals LSA on the independent units alone (any three of them span the same space with a transform of

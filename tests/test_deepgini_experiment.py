@@ -126,7 +126,8 @@ def test_apfd_difference_is_kept_by_its_inputs_and_code_and_read_back(tmp_path, 
     direct = dg._apfd_difference(runs, 120, 2, sources)
     assert dg.apfd_difference(*runs[0], n_boot=120, seed=2, replicas=runs[1:], sources=sources) == direct
     assert len(list((tmp_path / "features").glob("deepgini-apfd-difference-*.json"))) == 1
-    monkeypatch.setattr(dg, "_apfd_difference", lambda *a, **k: pytest.fail("computed again"))
+    for computing in ("_apfd_difference", "_clustered_apfd_differences"):
+        monkeypatch.setattr(dg, computing, lambda *a, **k: pytest.fail("computed again"))
     assert dg.apfd_difference(*runs[0], n_boot=120, seed=2, replicas=runs[1:], sources=sources) == direct
     monkeypatch.undo()
     monkeypatch.setenv("REPRO_DATA", str(tmp_path))
@@ -135,6 +136,34 @@ def test_apfd_difference_is_kept_by_its_inputs_and_code_and_read_back(tmp_path, 
     flipped = (runs[0][0], runs[0][1], runs[0][1][::-1].copy())  # another order b
     dg.apfd_difference(*flipped, n_boot=120, seed=2, replicas=runs[1:], sources=sources)
     assert len(list((tmp_path / "features").glob("deepgini-apfd-difference-*.json"))) == 4
+
+
+def test_differences_on_one_set_share_their_weights_and_equal_each_computed_alone(tmp_path, monkeypatch) -> None:
+    """apfd_differences over source images draws each block of two-stage weights once for all its comparisons and
+    gives each the interval apfd_difference gives it alone, kept in the same entry (read back, not computed)."""
+    from repro import stats
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    rng = np.random.default_rng(8)
+    truths, orders, sources = [], [], []
+    for extra in (300, 320, 280):
+        sources.append(np.r_[np.arange(150), rng.integers(0, 150, extra)])
+        truths.append(np.r_[rng.random(150) < 0.1, rng.random(extra) < 0.8])
+        orders.append({m: rng.permutation(150 + extra) for m in ("DeepGini", "NAC", "LSA", "margin")})
+    comparisons = [("DeepGini", "NAC"), ("DeepGini", "LSA"), ("margin", "DeepGini")]
+    drawn = []
+    monkeypatch.setattr(stats, "unit_weights", lambda *a, _w=stats.unit_weights, **k: drawn.append(1) or _w(*a, **k))
+    joint = dg.apfd_differences(truths[0], orders[0], comparisons, 200, 3, list(zip(truths[1:], orders[1:])), sources)
+    assert len(drawn) == 200 // dg.WEIGHT_BLOCK  # one draw per block, whatever the number of comparisons
+    assert len(list((tmp_path / "features").glob("deepgini-apfd-difference-*.json"))) == 3
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "alone"))
+    for a, b in comparisons:
+        runs = [(t, o[a], o[b]) for t, o in zip(truths, orders)]
+        alone = dg._apfd_difference(runs, 200, 3, sources)
+        assert joint[a, b] == alone and alone.high > alone.low
+        monkeypatch.setenv("REPRO_DATA", str(tmp_path))  # the shared entry reads back as apfd_difference's own
+        assert dg.apfd_difference(*runs[0], n_boot=200, seed=3, replicas=runs[1:], sources=sources) == alone
+    assert len(drawn) == 4 * 200 // dg.WEIGHT_BLOCK  # three comparisons alone, then nothing drawn to read them back
 
 
 def test_tests_to_max_coverage_on_a_hand_case() -> None:

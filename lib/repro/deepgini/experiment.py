@@ -319,23 +319,57 @@ def apfd_difference(
     Kept in data/features by every array it reads, the resampling's size and seed, and the source of the code that
     computes it (its two computing functions and order_scores, the statistics and metrics modules): a cached re-run
     reads the interval instead of drawing the resamples again."""
-    import json
+    return apfd_differences(truth, {"a": order_a, "b": order_b}, [("a", "b")], n_boot, seed,
+                            [(flags, {"a": a, "b": b}) for flags, a, b in replicas], sources)[("a", "b")]  # fmt: skip
 
+
+def _difference_entry(runs: list, sources: list | None, n_boot: int, seed: int):
+    """Where apfd_difference keeps the difference of `runs` (the (truth, order_a, order_b) of every model)."""
     from .. import cache, metrics, stats
 
-    runs = [(truth, order_a, order_b), *replicas]
     arrays = [a for run in runs for a in run] + list(sources or [])
     plain = [a.tolist() if np.asarray(a).dtype == object else np.asarray(a) for a in arrays]  # no object pointers
     shape = [len(runs), sources is None, n_boot, seed, WEIGHT_BLOCK]
     # the code that computes it (not the whole module, so that an edit elsewhere in it keeps the entries)
     code = cache.source_digest(*DIFFERENCE_CODE, stats, metrics)
-    where = cache.entry_path("features", "deepgini-apfd-difference", *plain, shape, code, suffix=".json")
+    return cache.entry_path("features", "deepgini-apfd-difference", *plain, shape, code, suffix=".json")
 
-    def write(tmp) -> None:
-        iv = _apfd_difference(runs, n_boot, seed, sources)
-        tmp.write_text(json.dumps([iv.estimate, iv.low, iv.high, iv.method]), encoding="utf-8")
 
-    return stats.Interval(*cache.file_entry(where, write, cache.read_json)[0])
+def apfd_differences(
+    truth: np.ndarray,
+    orders: dict,
+    comparisons: list[tuple[str, str]],
+    n_boot: int,
+    seed: int,
+    replicas: list = (),
+    sources: list | None = None,
+) -> dict:
+    """apfd_difference of several (a, b) comparisons on one set, each kept in its own entry (the same as
+    apfd_difference's): `orders` maps a method to its order on the first model, `replicas` holds (truth, orders) of
+    every further model. Over source images, the comparisons the cache lacks share each block of two-stage weights
+    and each method's APFD on it (the weights are most of the work: about 0.9 s per block of 100 resamples of three
+    models of 50,000 tests), with the same draws, so the same values, as one at a time."""
+    import json
+
+    from .. import cache, stats
+
+    runs_of = {c: [(truth, orders[c[0]], orders[c[1]]), *((f, o[c[0]], o[c[1]]) for f, o in replicas)]
+               for c in comparisons}  # fmt: skip
+    where = {c: _difference_entry(runs_of[c], sources, n_boot, seed) for c in comparisons}
+    missing = [c for c in comparisons if not where[c].exists()]
+    made = {}
+    if missing and sources is not None:
+        made = _clustered_apfd_differences([truth, *(f for f, _ in replicas)], [orders, *(o for _, o in replicas)],
+                                           missing, sources, n_boot, seed)  # fmt: skip
+    out = {}
+    for c in comparisons:
+
+        def write(tmp, c=c) -> None:
+            iv = made[c] if c in made else _apfd_difference(runs_of[c], n_boot, seed, sources)
+            tmp.write_text(json.dumps([iv.estimate, iv.low, iv.high, iv.method]), encoding="utf-8")
+
+        out[c] = stats.Interval(*cache.file_entry(where[c], write, cache.read_json)[0])
+    return out
 
 
 def _apfd_difference(runs: list, n_boot: int, seed: int, sources: list | None):
@@ -371,55 +405,64 @@ WEIGHT_BLOCK = 100  # resamples per block of two-stage bootstrap weights (resamp
 
 
 def _clustered_apfd_difference(runs: list, sources: list, n_boot: int, seed: int):
-    """apfd_difference over source images: two-stage bootstrap weights in blocks, each model's normalized
-    difference on every resample, and the clustered interval over models."""
+    """apfd_difference computed over source images, for one comparison (_clustered_apfd_differences)."""
+    flags = [f for f, _, _ in runs]
+    orders = [{"a": a, "b": b} for _, a, b in runs]
+    return _clustered_apfd_differences(flags, orders, [("a", "b")], sources, n_boot, seed)[("a", "b")]
+
+
+def _clustered_apfd_differences(flag_sets: list, orders: list, comparisons: list, sources: list, n_boot: int,
+                                seed: int) -> dict:  # fmt: skip
+    """apfd_difference over source images of every comparison: two-stage bootstrap weights in blocks (drawn once for
+    every comparison), each method's normalized APFD on every resample of every model, and each comparison's
+    clustered interval over models. flag_sets and orders: one per model (orders: method -> order)."""
     from .. import stats
     from ..metrics import apfd_bounds
 
-    flags = [np.asarray(f, bool) for f, _, _ in runs]
+    flags = [np.asarray(f, bool) for f in flag_sets]
     labels = [np.asarray(src) for src in sources]
-    if len(labels) != len(runs) or any(len(src) != len(f) for src, f in zip(labels, flags)):
+    if len(labels) != len(flags) or any(len(src) != len(f) for src, f in zip(labels, flags)):
         raise ValueError("sources needs one source image per test, one array per model")
-    scorers, scales, estimates = [], [], []
-    for f, a, b in runs:
+    methods = list(dict.fromkeys(m for c in comparisons for m in c))
+    scorers = [{m: stats.WeightedApfd(f, order_scores(o[m])) for m in methods} for f, o in zip(flags, orders)]
+    scales = []
+    estimates = {c: [] for c in comparisons}
+    for f, sc in zip(flags, scorers):
         worst, best = apfd_bounds(len(f), int(f.sum()))
-        wa, wb = stats.WeightedApfd(f, order_scores(a)), stats.WeightedApfd(f, order_scores(b))
-        scorers.append((wa, wb))
         scales.append(best - worst)
         ones = np.ones(len(f))
-        estimates.append(0.0 if best == worst else (wa(ones) - wb(ones)) / (best - worst))
-    draws = []
+        for a, b in comparisons:
+            estimates[a, b].append(0.0 if best == worst else (sc[a](ones) - sc[b](ones)) / (best - worst))
+    draws = {c: [] for c in comparisons}
     for i, block in enumerate(np.array_split(np.arange(n_boot), max(1, n_boot // WEIGHT_BLOCK))):
         weights = stats.unit_weights(
             labels, flags, n_resamples=len(block), seed=seed + 7_919 * i, clusters_within_strata=False
         )
-        draws.append(
-            np.stack(
-                [
-                    np.zeros(len(block)) if scale == 0 else np.array([wa(w) - wb(w) for w in ws]) / scale
-                    for (wa, wb), scale, ws in zip(scorers, scales, weights)
-                ],
-                axis=1,
+        values = [{m: np.array([sc[m](w) for w in ws]) for m in methods} for sc, ws in zip(scorers, weights)]
+        for a, b in comparisons:
+            draws[a, b].append(
+                np.stack(
+                    [np.zeros(len(block)) if scale == 0 else (v[a] - v[b]) / scale for v, scale in zip(values, scales)],
+                    axis=1,
+                )
             )
-        )
     sizes = [len(f) for f in flags]
     tests = f"{sizes[0]:,} tests" if min(sizes) == max(sizes) else f"each model's tests ({min(sizes):,}–{max(sizes):,})"
     words = (
         f"normalized APFD difference, paired two-stage bootstrap over {tests}: source images, then the tests of each "
         "drawn image with its misclassified count fixed, each method ordering the resample as it ordered the full set"
     )
-    return stats.clustered_interval(
-        estimates,
-        np.concatenate(draws),
-        clusters=labels,
-        unit="source images",
-        sharing="clusters",
-        words=words,
-    )
+    return {
+        c: stats.clustered_interval(
+            estimates[c], np.concatenate(draws[c]), clusters=labels, unit="source images", sharing="clusters",
+            words=words,
+        )
+        for c in comparisons
+    }  # fmt: skip
 
 
 # the functions whose source keys apfd_difference's entries (bound here, once: a test's stand-in does not re-key them)
-DIFFERENCE_CODE = (_apfd_difference, _clustered_apfd_difference, order_scores)
+DIFFERENCE_CODE = (_apfd_difference, _clustered_apfd_differences, order_scores)
 
 
 def tests_to_max_coverage(items, seed: int) -> tuple[float, int]:
@@ -1088,38 +1131,53 @@ def verdict_rows(
     replicas = replicas or {}
     n_models = 1 + min((len(v) for v in replicas.values()), default=0)
 
-    def diff(k: tuple, a: str, b: str, clustered: bool = False):
-        more = [(flags, o[a], o[b]) for flags, o, _ in replicas.get(k, [])]
+    def row_sets(rest: list[str]) -> list[tuple]:
+        """A row's sets: its test set, on the pairs its key names (a regime group: claims.regime_groups) or all."""
+        return [k for k in norm.index
+                if rest and k[2] == rest[0] and (len(rest) < 2 or f"{k[0]}:{k[1]}" in rest[1].split("+"))]  # fmt: skip
+
+    def compared(kind: str, k: tuple) -> list[tuple[str, str]]:
+        """The (a, b) differences an APFD row of `kind` reads on set k."""
+        if kind == "beats_coverage":
+            return [("DeepGini", norm.loc[k, baselines].idxmax())]
+        if kind == "beats_surprise":
+            return [("DeepGini", norm.loc[k, ["LSA", "DSA"]].idxmax())]
+        return [(m, "DeepGini") for m in ("max-softmax", "entropy", "margin")]
+
+    def by_source(claim, rest: list[str]) -> bool:
+        return claim.units == "source images" or bool(claim.ours and rest and rest[0] != "original")
+
+    # every difference the APFD rows read, computed set by set: the comparisons on one set share their resamples
+    # (apfd_differences), so that the clustered weights are drawn once per set, not once per comparison
+    wanted: dict[tuple, list] = {}
+    for key, claim in claim_set.items():
+        kind, *rest = key.split("|")
+        if kind in ("beats_coverage", "beats_surprise", "softmax_match"):
+            for k in row_sets(rest):
+                wanted.setdefault((k, by_source(claim, rest)), []).extend(compared(kind, k))
+    found = {}
+    for (k, clustered), comparisons in wanted.items():
+        comparisons = list(dict.fromkeys(comparisons))
         sources = None
         if clustered:
             if mixed is None:
                 raise ValueError("a claim over source images needs the mixed sets (mixed=) for their source images")
             sources = [mixed[k].source, *(src for _, _, src in replicas.get(k, []))]
-        return apfd_difference(truth[k], orders[(*k, a)], orders[(*k, b)], n_boot, seed, more, sources)
+        names = {m for c in comparisons for m in c}
+        more = [(flags, {m: o[m] for m in names}) for flags, o, _ in replicas.get(k, [])]
+        ivs = apfd_differences(truth[k], {m: orders[(*k, m)] for m in names}, comparisons, n_boot, seed, more,
+                               sources)  # fmt: skip
+        found.update({(k, clustered, *c): iv for c, iv in ivs.items()})
 
     rows = []
     for key, claim in claim_set.items():
         kind, *rest = key.split("|")
-        # the row's sets: its test set, on the pairs its key names (a regime group: claims.regime_groups) or all
-        keys = [
-            k
-            for k in norm.index
-            if rest and k[2] == rest[0] and (len(rest) < 2 or f"{k[0]}:{k[1]}" in rest[1].split("+"))
-        ]
-        by_source = claim.units == "source images" or (claim.ours and rest and rest[0] != "original")
-        if kind == "beats_coverage":
-            ivs = {(k, norm.loc[k, baselines].idxmax()): None for k in keys}
-            ivs = {(k, b): diff(k, "DeepGini", b, by_source) for k, b in ivs}
-            rows.append(_apfd_row(claim, ivs, norm, "coverage", n_models))
-        elif kind == "beats_surprise":
-            ivs = {(k, norm.loc[k, ["LSA", "DSA"]].idxmax()): None for k in keys}
-            ivs = {(k, b): diff(k, "DeepGini", b, by_source) for k, b in ivs}
-            rows.append(_apfd_row(claim, ivs, norm, "surprise", n_models))
-        elif kind == "softmax_match":
-            ivs = {
-                (k, m): diff(k, m, "DeepGini", by_source) for k in keys for m in ("max-softmax", "entropy", "margin")
-            }
-            rows.append(_apfd_row(claim, ivs, norm, "softmax", n_models))
+        keys, clustered = row_sets(rest), by_source(claim, rest)
+        if kind in ("beats_coverage", "beats_surprise", "softmax_match"):
+            ivs = {(k, a if kind == "softmax_match" else b): found[(k, clustered, a, b)]
+                   for k in keys for a, b in compared(kind, k)}  # fmt: skip
+            family = {"beats_coverage": "coverage", "beats_surprise": "surprise", "softmax_match": "softmax"}[kind]
+            rows.append(_apfd_row(claim, ivs, norm, family, n_models))
         elif kind == "max_coverage":
             rows.append(_max_coverage_row(claim, maxcov))
         elif kind == "retraining":

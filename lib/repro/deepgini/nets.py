@@ -133,12 +133,20 @@ def vgg16(channels: int, side: int, classes: int) -> Net:
 MODELS = {"lenet1": lenet1, "lenet5": lenet5, "resnet20": resnet20, "vgg16": vgg16}
 
 
+# the memory layout of every model's weights (so of its feature maps): channels last. On this project's CPUs a LeNet
+# training step takes 5.4 ms in it against 8.3 ms in torch's default layout (LeNet-5: 7.3 against 10.1), and an input
+# gradient on 4,000 images (the attacks' step) 345 ms against 628 ms: torch's max pooling with indices is slow in the
+# default layout. The values differ from the default layout's in the last bits (another summation order), so the
+# layout is part of every cached model's key.
+LAYOUT = torch.channels_last
+
+
 def build(name: str, shape: tuple[int, int, int], classes: int, seed: int) -> Net:
-    """Fresh model `name` for inputs of shape (channels, side, side), initialized from `seed`."""
+    """Fresh model `name` for inputs of shape (channels, side, side), initialized from `seed`, in LAYOUT."""
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}: pass one of {', '.join(MODELS)}")
     torch.manual_seed(seed)
-    return MODELS[name](shape[0], shape[1], classes).to(device())
+    return MODELS[name](shape[0], shape[1], classes).to(device(), memory_format=LAYOUT)
 
 
 def _batches(n: int, batch: int) -> list[np.ndarray]:
@@ -197,7 +205,8 @@ def _untrained(name: str, x: np.ndarray, classes: int, epochs: int, seed: int, r
     if recipe not in RECIPES:
         raise ValueError(f"recipe must be one of {', '.join(RECIPES)}, got {recipe!r}")
     model = build(name, x.shape[1:], classes, seed)
-    config = {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "torch": torch.__version__}
+    config = {"name": name, "classes": classes, "epochs": epochs, "seed": seed, "torch": torch.__version__,
+              "layout": str(LAYOUT)}  # fmt: skip
     if recipe == "adam":
         config["lr"] = RECIPES["adam"][1]  # the key the Adam-trained weights were cached under
     else:
@@ -212,7 +221,7 @@ def fine_tune(model: Net, x: np.ndarray, y: np.ndarray, epochs: int, seed: int, 
     import copy
 
     start = cache.model_digest(model)
-    config = {"epochs": epochs, "seed": seed, "lr": lr, "torch": torch.__version__}
+    config = {"epochs": epochs, "seed": seed, "lr": lr, "torch": torch.__version__, "layout": str(LAYOUT)}
     tune = lambda m: _fit(m, x, y, epochs, "adam", seed, "fine-tune", lr=lr)
     return cache.weights("deepgini-fine-tune", copy.deepcopy(model), tune, start, x, y, config)[0].to(device())
 
