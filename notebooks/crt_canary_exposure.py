@@ -32,6 +32,9 @@
 # %% [markdown]
 # ## Verdict
 #
+# ```{glue} verdict_count
+# ```
+#
 # ```{glue:figure} verdict_figure
 #
 # Every row of the table below on its statistic's scale: our estimate (dot) with its 95 %

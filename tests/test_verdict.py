@@ -315,7 +315,7 @@ def test_front_page_has_a_line_per_chapter_a_paper_vs_ours_figure_and_every_row_
     assert "1 held</span>" in page and "1 not held</span>" in page and "1 inconclusive</span>" in page
     # the takeaway is read from the rows: counts, then the first claim that did not hold, in its statistic
     assert "Of 3 claims of the paper: 1 held, 1 not held, 1 inconclusive (2 in the paper&#x27;s regime)" in page
-    assert "not held, for example: RMD beats MD (the estimate: ours -0.05 [-0.08, -0.02], paper direction only)" in page
+    assert "not held, for example: RMD beats MD (the estimate: ours -0.05 [-0.08, -0.02], paper no number)" in page
     assert "figures/paper_vs_ours.png" in page and "for the 2 rows where the paper gives a number" in page
     assert 'href="executed/metrics_by_hand.html#verdict"' in page and "## How to read a verdict" in page
     listing = frontpage.render_rows("smoke", chapters)
@@ -336,7 +336,8 @@ def test_a_row_shows_one_statistic_in_the_paper_and_ours_columns() -> None:
     assert row["statistic"] == "AUROC(A) − AUROC(B)" and row["paper_estimate"] == 0.03
     assert (verdict.paper_text(row), verdict.ours_text(row)) == ("0.03", "0.05 [0.01, 0.09]")
     direction = judge(replace(claim, paper_estimate=None), 0.05, (0.01, 0.09), test="t")
-    assert verdict.paper_text(direction) == "direction only"
+    assert verdict.paper_text(direction) == "no number"
+    assert verdict.paper_text({**direction, "origin": "ours"}) == "not reported"
     named = replace(claim, statistic="exposure (bits)", rule=Rule.matches(19.93, 0.005, "exposure"))
     exact = judge(replace(named, paper_estimate=19.93), 19.9316, (19.9316, 19.9316), test="exact")
     assert exact["statistic"] == "exposure (bits)" and verdict.ours_text(exact) == "19.93 (exact)"
@@ -365,7 +366,7 @@ def test_the_views_name_a_null_band_as_such_and_the_row_is_compact() -> None:
     # rows sit under their statistic; an inconclusive row shows how much more data would decide it, the whole text
     # sits behind the disclosure with source, regime, rule and test
     assert '<tr class="repro-group"><td colspan="5">the estimate</td></tr>' in html
-    assert '<div class="repro-why">to decide: about 1.3× the data</div>' in html
+    assert '<div class="repro-why">to decide: about 1.3× the items (and seeds, where models are trained)</div>' in html
     assert (
         "<b>why</b>: to decide at this estimate: about 1.3×" in html
         and "<b>regime</b>: miniature: classes K = 60" in html
@@ -420,3 +421,38 @@ def test_a_decision_within_monte_carlo_error_of_the_threshold_is_inconclusive() 
     assert judge(claim, 0.032, (0.0007, 0.0633), test="t")["decision"] == "held"  # no resamples given: as before
     lost = judge(claim, -0.03, (-0.06, -0.0005), test="t", resamples=1000, why=unexplained("an ablation"))
     assert lost["decision"] == "inconclusive"  # an upper bound just under the threshold, the same way
+
+
+def test_a_rows_cause_at_a_glance_is_cut_at_a_word_and_names_what_would_decide_it() -> None:
+    """The short why: a long cause's first clause cut at a word with an ellipsis (not a bare 'finding'), and an
+    inconclusive row's 'how much more' with the thing its narrowing names (timing repeats, not always data)."""
+    long = "finding: DeepGini's picks come from fewer source images than the rival's, and the ablation that caps them"
+    row = {"decision": "not held", "why": long + "; more text"}
+    short = verdict._cause(row)
+    assert short.endswith("…") and len(short) <= verdict.SHORT_WHY and long.startswith(short[:-1])
+    assert short.startswith("finding: DeepGini's picks") and not short[:-1].endswith(" ")
+    assert verdict._cause({"decision": "not held", "why": "setup: narrow; rest"}) == "setup: narrow"
+    why = verdict.narrowing(Rule.above(0.0), 0.1, -0.05, 0.25, "timing repeats per method")
+    assert (
+        verdict._cause({"decision": "inconclusive", "why": why})
+        == "to decide: about 2.3× the timing repeats per method"
+    )
+    assert verdict._cause({"decision": "held", "why": long}) == ""
+
+
+def test_the_count_line_above_the_verdict_counts_the_papers_claims_and_our_checks_apart() -> None:
+    paper = Claim("A beats B", "Table 3", "0.91 vs 0.88", Rule.above(0.0, "AUROC(A) − AUROC(B)"), paper_estimate=0.03,
+                  **PAPER)  # fmt: skip
+    mine = Claim("C beats D", "ours", "—", Rule.above(0.0), ours=True)
+    rows = [
+        judge(paper, 0.05, (0.01, 0.09), test="t"),
+        judge(paper, -0.05, (-0.09, -0.01), test="t", why=("setup", "small"), measured_by="contamination_ablation"),
+        judge(mine, 0.05, (0.01, 0.09), test="t"),
+        judge(mine, 0.05, (-0.01, 0.09), test="t"),
+        judge(mine, 0.05, (-0.01, 0.09), test="t"),
+    ]
+    line = verdict.count_line(rows)
+    assert line.startswith("Of 2 claims of the paper: 1 held, 1 not held")
+    assert "not held, for example: A beats B (AUROC(A) − AUROC(B): ours -0.05 [-0.09, -0.01], paper 0.03)" in line
+    assert line.endswith("Our 3 own checks: 1 held, 2 inconclusive.")
+    assert verdict.count_line(rows[:2]).endswith("paper 0.03).")  # no checks of ours: no second sentence

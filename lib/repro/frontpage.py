@@ -176,8 +176,9 @@ WIDE = ["---", "html_theme.sidebar_secondary.remove: true", "---", ""]  # no con
 READING = """## How to read a verdict
 
 - **Claim and statistic.** Each row quotes one claim of the paper and names the one statistic it is judged on
-  (with its units); the *paper* column is that statistic on the paper's own numbers, or *direction only* where
-  the paper gives no number it applies to; *ours* is the same statistic here, with its 95 % interval.
+  (with its units); the *paper* column is that statistic on the paper's own numbers (*no number* where the
+  paper's text gives none it applies to, *not reported* on our own checks); *ours* is the same statistic here,
+  with its 95 % interval.
 - **Decision.** The chapter's rule, written before any number: *held*, *not held*, *inconclusive* (the interval
   straddles the threshold; the row says how much more data would decide it) or *untestable here* (the setup alone
   would decide it).

@@ -371,7 +371,7 @@ class Claim:
 
     @property
     def paper_number(self) -> float | None:
-        """The statistic on the paper's own numbers (a null-band claim's estimate), or None: direction only."""
+        """The statistic on the paper's own numbers (a null-band claim's estimate), or None: no number."""
         est = self.paper_estimate
         if est is None:
             return None
@@ -755,28 +755,42 @@ def ours_text(row: Mapping[str, Any]) -> str:
 
 def paper_text(row: Mapping[str, Any]) -> str:
     """The paper's column in the row's statistic: the statistic on the paper's numbers, its printed values for an
-    exact recomputation of several, or 'direction only' when the paper gives no number the statistic applies to."""
+    exact recomputation of several; else 'not reported' on our own check (the paper states nothing it applies to)
+    and 'no number' on a paper claim whose text gives no number the statistic applies to."""
     if row.get("values"):
         return str(row["paper"])
     estimate = row.get("paper_estimate")
     exact = row.get("ci_low") is not None and row.get("ci_low") == row.get("ci_high")
-    return _number(estimate, 4 if exact else 3) if estimate is not None else "direction only"
+    if estimate is None:
+        return "not reported" if row.get("origin") == "ours" else "no number"
+    return _number(estimate, 4 if exact else 3)
 
 
 def _cause(row: Mapping[str, Any]) -> str:
-    """What the row shows of its `why` at a glance: a cause's first clause (not held, untestable), how much more data
-    would decide it (inconclusive), else nothing; the whole text sits behind the row's disclosure."""
+    """What the row shows of its `why` at a glance: a cause's first clause (not held, untestable), how much more of
+    what would decide it (inconclusive), else nothing; cut at a word within SHORT_WHY characters, with an ellipsis,
+    the whole text behind the row's disclosure."""
     why = str(row.get("why") or "")
     if row["decision"] == "held":
         return ""
-    more = re.search(r"(about [\d.]+×|over 100×) the ", why) if row["decision"] == "inconclusive" else None
+    more = (
+        re.search(r"(about [\d.]+×|over 100×) the (.+?) \(the interval", why)
+        if row["decision"] == "inconclusive"
+        else None
+    )
     if more:
-        return f"to decide: {more.group(1)} the data"
-    head = why.partition("; ")[0]
-    if len(head) <= 80:
-        return head
-    lead = head.split(": ")[0]
-    return lead if len(lead) <= 80 and lead not in CAUSES else f"{lead[:20]}: in full under more"
+        return _cut(f"to decide: {more.group(1)} the {more.group(2)}")
+    return _cut(why.partition("; ")[0])
+
+
+SHORT_WHY = 80  # characters of a row's cause at a glance
+
+
+def _cut(text: str, limit: int = SHORT_WHY) -> str:
+    """`text` whole when it fits in `limit` characters, else its words that fit and an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def by_statistic(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[int, Mapping[str, Any]]]]:
@@ -888,9 +902,24 @@ def conclude(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+def count_line(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The line above a chapter's verdict figure: the paper's claims by decision and regime, with the first that did
+    not hold (frontpage.takeaway, as on the landing page), then our own checks by decision."""
+    from .frontpage import takeaway, tally
+
+    ours = [r for r in rows if r.get("origin") == "ours"]
+    if not ours:
+        return takeaway(rows)
+    words = ", ".join(f"{n} {d}" for d, n in tally(ours).items() if n)
+    return f"{takeaway(rows)} Our {len(ours)} own checks: {words}."
+
+
 def _glue_verdict(rows: Sequence[Mapping[str, Any]]) -> None:
-    """The verdict figure and rows, glued for the top of the chapter's page (`{glue} verdict_figure`, `{glue}
-    verdict_rows`); nothing shows where conclude() is called. Outside a kernel (plain Python) nothing is glued."""
+    """The count line, verdict figure and rows, glued for the top of the chapter's page (`{glue} verdict_count`,
+    `{glue} verdict_figure`, `{glue} verdict_rows`); nothing shows where conclude() is called. Outside a kernel (plain
+    Python) nothing is glued."""
+    import html
+
     from IPython import get_ipython
 
     if get_ipython() is None:
@@ -901,6 +930,7 @@ def _glue_verdict(rows: Sequence[Mapping[str, Any]]) -> None:
 
     from .plots import forest
 
+    glue("verdict_count", HTML(f'<p class="repro-count">{html.escape(count_line(rows))}</p>'), display=False)
     fig = forest(rows)
     glue("verdict_figure", fig, display=False)
     plt.close(fig)
