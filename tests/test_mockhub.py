@@ -333,7 +333,8 @@ def check_rmd_near_ood(result: dict) -> None:
     assert {r.split(": ", 1)[1].split(";")[0] for r in near_md} == planned
     assert all(r.startswith("paper: ") or "criterion failed" in r for r in near_md)
     checks = rows(result, "regime_checks")
-    assert {c["regime"] for c in checks} >= {f"paper: {p}" for p in planned}
+    assert {c["planned"] for c in checks} >= {f"paper: {p}" for p in planned}
+    assert all(c["label"] == ("paper" if c["passes"] else "miniature") for c in checks)
 
 
 def check_crt_canary_exposure(result: dict) -> None:

@@ -277,7 +277,8 @@ def check_regime(regime: Regime, variable: float, prop: float) -> bool:
     if earlier is not None and not earlier["passes"]:  # a regime checked twice passes only if every check passed
         return False
     _CHECKS[repr(regime)] = {
-        "regime": regime.text,
+        "planned": regime.text,
+        "label": "paper" if passes else "miniature",
         "variable": regime.variable,
         "value": float(variable),
         "range": f"[{_fmt(regime.criterion.variable_range[0])}, {_fmt(regime.criterion.variable_range[1])}]",
@@ -295,8 +296,9 @@ def forget_checks() -> None:
 
 
 def checks_table() -> pd.DataFrame:
-    """This run's computed regime criteria (table `regime_checks`)."""
-    columns = ["regime", "variable", "value", "range", "property", "prop", "prop_range", "passes"]
+    """This run's computed regime criteria (table `regime_checks`): the regime the register planned, the label the
+    rows carry (paper only where the criterion passes), the variable and property computed with their ranges."""
+    columns = ["planned", "label", "variable", "value", "range", "property", "prop", "prop_range", "passes"]
     return pd.DataFrame(list(_CHECKS.values()), columns=columns)
 
 
@@ -874,7 +876,7 @@ def conclude(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
     passed; publish table `regime_checks` and then table `verdict` once."""
     from .results import distinct_values
 
-    passed = {c["regime"] for c in _CHECKS.values() if c["passes"]}
+    passed = {c["planned"] for c in _CHECKS.values() if c["passes"]}
     for row in rows:
         if missing := set(COLUMNS) - set(row):
             raise ValueError(f"verdict row {row.get('claim', row)!r} lacks {sorted(missing)}")
