@@ -94,8 +94,8 @@ P = repro.start(globals(), checks=[dg.local_pairs], **dg.SPEC)
 # * **Softmax scores** (Weiss & Tonella 2022): max-softmax, entropy and margin do as well as
 #   DeepGini. "As well" is an equivalence test: every score's difference from DeepGini must lie
 #   within ±0.02 normalized APFD on every pair, a margin small beside the smallest lead the paper
-#   reports for DeepGini over coverage (0.146), and the row shows its power to detect a
-#   difference of 0.02 (held needs at least 80 %).
+#   reports for DeepGini over coverage (0.146), and the row shows the test's power: the chance
+#   that its interval lands inside ±0.02 when the scores do equally well (held needs 80 %).
 # * **Coverage saturation** (Table 3): CAM reaches each criterion's maximum coverage early, on
 #   the original and the mixed set. The paper's own table contradicts this for KMNC (section 5
 #   gives its numbers), so KMNC is shown but not judged.

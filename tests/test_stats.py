@@ -783,3 +783,22 @@ def test_t_interval_power_matches_the_interval_procedure_it_stands_for() -> None
     assert stats.interval_df(iv) == 2.0
     assert stats.t_interval_power(iv, effect, n_sims=20_000, seed=3) == pytest.approx(rate, abs=0.015)
     assert stats.t_interval_power(iv, -effect, n_sims=20_000, seed=3) == pytest.approx(rate, abs=0.015)
+
+
+def test_t_equivalence_power_matches_the_equivalence_procedure_it_stands_for() -> None:
+    """The power to show equivalence within ±m when there is no difference: a normal interval gives the textbook
+    Phi(m/se - 1.96) - Phi(-m/se + 1.96); a 3-seed t interval gives the rate at which that very procedure, on 3
+    simulated seeds with no true difference, lands its interval inside the margin. Its estimate plays no part."""
+    se = 0.01
+    normal = stats.Interval(0.3, -1.96 * se, 1.96 * se, "bootstrap percentile interval")
+    for margin in (0.025, 0.04):
+        expected = sps.norm.cdf(margin / se - 1.96) - sps.norm.cdf(-margin / se + 1.96)
+        assert stats.t_equivalence_power(normal, margin, n_sims=4_000, seed=2) == pytest.approx(expected, abs=0.03)
+    assert stats.t_equivalence_power(normal, 0.0196, seed=2) == 0.0  # an interval as wide as the band never fits
+    sigma, margin, q = 0.02, 0.05, sps.t.ppf(0.975, 2)
+    draws = np.random.default_rng(5).normal(0.0, sigma, size=(20_000, 3))
+    half = q * draws.std(1, ddof=1) / np.sqrt(3)
+    rate = float(np.mean((draws.mean(1) - half > -margin) & (draws.mean(1) + half < margin)))
+    iv = stats.Interval(0.0, -q * sigma / np.sqrt(3), q * sigma / np.sqrt(3), "t interval (items per seed, 2 df)")
+    assert 0.2 < rate < 0.9  # the case tells powers apart
+    assert stats.t_equivalence_power(iv, margin, n_sims=20_000, seed=3) == pytest.approx(rate, abs=0.015)

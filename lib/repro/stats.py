@@ -1144,6 +1144,28 @@ def t_interval_power(iv: Interval, effect: float, n_sims: int = 2_000, seed: int
     return simulated_power(detects, n_sims, seed)
 
 
+def t_equivalence_power(
+    iv: Interval, margin: float, n_sims: int = 2_000, seed: int = 0, level: float = 0.95, true: float = 0.0
+) -> float:
+    """The power of an equivalence decision with `iv`'s procedure (held when the whole interval lies inside
+    ±margin): by simulation, worlds whose estimate is drawn around `true` (no difference, by default) with the
+    standard error the interval implies and whose standard error is re-estimated with its df (as t_interval_power);
+    the share of worlds whose interval lies inside the margin. Like t_interval_power it reads the interval's width,
+    never its estimate."""
+    df = interval_df(iv)
+    quantile = sps.t.ppf(0.5 + level / 2, df) if math.isfinite(df) else sps.norm.ppf(0.5 + level / 2)
+    se = (iv.high - iv.low) / (2 * float(quantile))
+    if not (math.isfinite(se) and se > 0):
+        return float(abs(true) < abs(margin)) if math.isfinite(se) else 0.0
+
+    def inside(rng: np.random.Generator) -> bool:
+        estimate = rng.normal(true, se)
+        spread = se * math.sqrt(rng.chisquare(df) / df) if math.isfinite(df) else se
+        return -abs(margin) < estimate - float(quantile) * spread and estimate + float(quantile) * spread < abs(margin)
+
+    return simulated_power(inside, n_sims, seed)
+
+
 def exact(value: float, method: str = "exact recomputation of a published example (no sampling)") -> Interval:
     """A degenerate interval for a number computed exactly, with nothing to resample."""
     return Interval(float(value), float(value), float(value), method)

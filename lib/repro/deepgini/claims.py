@@ -517,8 +517,9 @@ def attacked_share(p: Mapping[str, Any], pairs: list[str]) -> float:
 # The softmax-match rows' equivalence margin (normalized APFD), fixed before any number: "perform equally well" read
 # as a difference too small to change any comparison Feng et al. draw. Their smallest lead of DeepGini over the best
 # coverage baseline on any pair and set is 0.146 (apfd.xlsx, MNIST LeNet-1 original: paper_margins); a score within
-# 0.02 of DeepGini keeps at least 0.126 of it, so it would have won every comparison DeepGini won. Its power to detect
-# a difference of this size is simulated from each unit's interval (stats.t_interval_power) and shown on the row.
+# 0.02 of DeepGini keeps at least 0.126 of it, so it would have won every comparison DeepGini won. The power of the
+# equivalence decision (its interval inside the margin when there is no difference) is simulated from each unit's
+# interval (stats.t_equivalence_power) and shown on the row.
 SOFTMAX_MARGIN = 0.02
 # power simulations per unit (pair, score) of a softmax-match row
 POWER_SIMS = 2_000

@@ -607,8 +607,9 @@ def _label(k: object) -> str:
 def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray, methods: list[str], repeats: int,
                        seed: int) -> pd.DataFrame:  # fmt: skip
     """Seconds of each method on one real test set, end to end as the artifact times it: the forward pass it needs
-    (softmax for the softmax scores; neuron activations for coverage; both for LSC/DSC) plus the prioritization
-    (LSC/DSC: their surprise values and fit too), `repeats` times each."""
+    (softmax for the softmax scores; neuron activations for coverage and for LSC/DSC, whose one pass gives the logits
+    too: LSC/DSC need both, and the softmax of ten logits is no measurable extra) plus the prioritization (LSC/DSC:
+    their surprise values and fit too), `repeats` times each."""
     from . import nets
 
     def clock(fn) -> float:
@@ -633,7 +634,7 @@ def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray,
     rows = []
     for name in methods:
         for r in range(repeats):
-            fwd = probs[r] if name in SOFTMAX_SCORES else acts[r] + (probs[r] if name[:3] in ("LSC", "DSC") else 0.0)
+            fwd = probs[r] if name in SOFTMAX_SCORES else acts[r]
             own = evaluate(name, s, truth, seed)["seconds"]
             rows.append({"method": name, "repeat": r, "forward_s": fwd, "method_s": own, "seconds": fwd + own})
     return pd.DataFrame(rows)
@@ -997,15 +998,17 @@ def margin_sensitivity(ivs: dict, margin: float) -> str:
 
 
 def equivalence_power(ivs: dict, margin: float) -> tuple[float, str]:
-    """An equivalence row's power at its margin: per unit (pair, score), the power of its interval's test to detect a
-    true difference of the margin (stats.t_interval_power, claims.POWER_SIMS worlds, a seed per unit); the row is
-    as strong as its weakest unit, since it is held only if every unit is."""
-    from ..stats import t_interval_power
+    """An equivalence row's power: per unit (pair, score), the chance that its interval's procedure lands inside
+    ±margin when the score and DeepGini do equally well (stats.t_equivalence_power at no true difference,
+    claims.POWER_SIMS worlds, a seed per unit); the row is as strong as its weakest unit, since it is held only if
+    every unit is."""
+    from ..stats import t_equivalence_power
 
-    powers = {u: t_interval_power(iv, margin, POWER_SIMS, seed=i) for i, (u, iv) in enumerate(ivs.items())}
+    powers = {u: t_equivalence_power(iv, margin, POWER_SIMS, seed=i) for i, (u, iv) in enumerate(ivs.items())}
     weakest = min(powers, key=powers.get)
     return powers[weakest], (
-        f"a difference of {margin:g}, the weakest of {len(powers)} units ({_label(weakest[0])} vs {weakest[1]})"
+        f"no true difference (showing equivalence within ±{margin:g}), the weakest of {len(powers)} units "
+        f"({_label(weakest[0])} vs {weakest[1]})"
     )
 
 
