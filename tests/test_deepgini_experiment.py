@@ -992,3 +992,22 @@ def test_a_mixed_set_is_the_papers_only_when_every_attack_attacks_every_image() 
     # the MNIST sample's mixed row is planned miniature: its training split is below the paper's
     sample = claims.claims(resolve({"profile": "default"}, dg.SPEC))[key.replace("fashion_mnist", "mnist")]
     assert sample.regime.kind == "miniature" and sample.regime.criterion is None
+
+
+@pytest.mark.trains
+def test_the_ablations_jsma_reads_the_artifact_sets_jsma_on_the_same_images(tmp_path, monkeypatch) -> None:
+    """'fixed JSMA' is the artifact set's JSMA (same class and arguments): on the same images it is one cache entry
+    and the same examples; an attack with other arguments or other images is its own entry."""
+    from repro.deepgini import attacks, nets
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    assert attacks.same_attack("fixed JSMA") == "JSMA" and attacks.same_attack("fixed BIM-0.1") == "fixed BIM-0.1"
+    model = nets.build("lenet1", (1, 8, 8), 10, 0).eval()
+    rng = np.random.default_rng(0)
+    x, y = rng.random((6, 1, 8, 8)).astype(np.float32), rng.integers(0, 10, 6)
+    artifact = attacks.attack_set(model, x, y, "JSMA", range(4), 10, keep_failures=False)
+    fixed = attacks.attack_set(model, x, y, "fixed JSMA", range(4), 10, keep_failures=True)
+    assert len(list((tmp_path / "adversarial").glob("*.npz"))) == 1
+    assert np.array_equal(fixed.x[fixed.fooled], artifact.x) and fixed.tried == artifact.tried == 4
+    attacks.attack_set(model, x, y, "fixed JSMA", range(5), 10, keep_failures=True)  # other images: its own entry
+    assert len(list((tmp_path / "adversarial").glob("*.npz"))) == 2

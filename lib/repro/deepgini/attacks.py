@@ -179,6 +179,13 @@ class AdversarialSet:
         return float(self.fooled.sum() / self.tried) if self.tried else float("nan")
 
 
+def same_attack(attack: str) -> str:
+    """The first name in ATTACKS with the same definition as `attack`: the fixed-ε ablation's JSMA is the artifact
+    set's JSMA (one class, the same arguments, the same seeded globals), so on the same images it reads the artifact
+    set's examples instead of attacking again (their kept examples differ: the ablation keeps the failures)."""
+    return next(name for name, definition in ATTACKS.items() if definition == ATTACKS[attack])
+
+
 def attack_set(
     model: nn.Module, x: np.ndarray, y: np.ndarray, attack: str, idx: Sequence[int], classes: int, keep_failures: bool
 ) -> AdversarialSet:
@@ -186,8 +193,9 @@ def attack_set(
     idx = np.asarray(idx, dtype=np.int64)
     weights = [v.detach().cpu().numpy() for v in model.state_dict().values()]
     path = cache.entry_path(
-        "adversarial", attack.replace(" ", "-"), weights, x[idx], y[idx], ATTACKS.get(attack), suffix=".npz"
-    )
+        "adversarial", same_attack(attack).replace(" ", "-"), weights, x[idx], y[idx], ATTACKS.get(attack),
+        suffix=".npz",
+    )  # fmt: skip
 
     def build(tmp) -> None:
         clf = classifier(model, x.shape[1:], classes)
