@@ -118,10 +118,10 @@ P = repro.start(globals(), checks=[dg.local_pairs], **dg.SPEC)
 # on 60,000 images; the MNIST sample's, on 4,000), so that each row carries its own regime and a
 # small model cannot decide a claim about the paper's. APFD
 # differences cover both the tests and the training run: every pair's model is trained
-# `models_per_pair` times (seeds differ, recipe and data do not), each with its own attacks. On the
-# original set a paired bootstrap draws each model's tests with replacement, keeps the number of
-# misclassified tests fixed, and lets each method order the resample as it ordered the full set;
-# across models a t interval takes the spread between models, floored at the bootstrap's. A mixed
+# `models_per_pair` times (seeds differ, recipe and data do not), each with its own attacks. Every
+# model is scored on the same original test images, so a paired bootstrap draws those images once
+# for all models and lets each method order the resample as it ordered the full set; the interval
+# adds the spread between models to the images' noise, which the models share. A mixed
 # set holds several adversarial versions of one source image, so its tests are not independent:
 # the bootstrap draws source images (the same draws for every model, whose sets are built from the
 # same test images), then the tests of each drawn image with its misclassified count fixed, and

@@ -1011,3 +1011,31 @@ def test_the_ablations_jsma_reads_the_artifact_sets_jsma_on_the_same_images(tmp_
     assert np.array_equal(fixed.x[fixed.fooled], artifact.x) and fixed.tried == artifact.tried == 4
     attacks.attack_set(model, x, y, "fixed JSMA", range(5), 10, keep_failures=True)  # other images: its own entry
     assert len(list((tmp_path / "adversarial").glob("*.npz"))) == 2
+
+
+def test_the_original_sets_differences_draw_its_test_images_once_for_every_model(tmp_path, monkeypatch) -> None:
+    """Every model of a pair is scored on the same original test images: unit 'test images' draws them once for all
+    models (three identical models give three identical columns of draws), the interval is clustered_interval's with
+    sharing 'items' and names the images; labels that are not the images 0 .. n - 1 are refused."""
+    from repro import stats
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    rng = np.random.default_rng(9)
+    truth, orders = rng.random(300) < 0.2, {"DeepGini": rng.permutation(300), "NAC": rng.permutation(300)}
+    seen, interval = {}, stats.clustered_interval
+
+    def spy(per_seed, draws, **kw):
+        seen.update(draws=draws, **kw)
+        return interval(per_seed, draws, **kw)
+
+    monkeypatch.setattr(stats, "clustered_interval", spy)
+    images = [np.arange(300)] * 3
+    iv = dg.apfd_differences(truth, orders, [("DeepGini", "NAC")], 200, 1, [(truth, orders)] * 2, images,
+                             dg.TEST_UNIT)[("DeepGini", "NAC")]  # fmt: skip
+    assert seen["sharing"] == "items" and seen["unit"] == "test images"
+    assert np.array_equal(seen["draws"][:, 0], seen["draws"][:, 1]) and np.array_equal(
+        seen["draws"][:, 0], seen["draws"][:, 2]
+    )
+    assert seen["draws"][:, 0].std() > 0 and iv.low < iv.estimate < iv.high and "300 test images" in iv.method
+    with pytest.raises(ValueError, match="same images"):
+        dg.apfd_differences(truth, orders, [("DeepGini", "NAC")], 200, 2, [], [rng.permutation(300)], dg.TEST_UNIT)

@@ -467,9 +467,13 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     assert [r["origin"] for r in verdict].count("ours") == 8
     (alone,) = [r for r in verdict if "prioritization alone" in r["claim"]]
     assert "2 units" in alone["test"] and "forward pass excluded" in alone["test"]
-    # the softmax rows are equivalence tests and show their power at the margin
+    # the softmax rows are equivalence tests and show the equivalence decision's power
     softmax = [r for r in verdict if r["claim"].startswith("max-softmax")]
-    assert len(softmax) == 3 and all("power" in r["test"] and "at a difference of 0.02" in r["test"] for r in softmax)
+    assert len(softmax) == 3
+    assert all("power" in r["test"] and "showing equivalence within ±0.02" in r["test"] for r in softmax)
+    # the original set's intervals draw its test images once for every trained model
+    original = [r for r in verdict if r["claim"].endswith("original set, on each of the 2 pairs")]
+    assert len(original) == 3 and all("test images every model is scored on" in r["test"] for r in original)
     # the held-out retraining rows resample the held-out inputs by source image
     held = [r for r in verdict if "held-out accuracy" in r["statistic"]]
     assert held and all("source images resampled" in r["test"] for r in held)
@@ -484,10 +488,11 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     # APFD rows cover the training run: 2 models per pair at smoke, t over models with each model's item bootstrap
     apfd_rows = [r for r in verdict if "APFD(" in r["rule"]]
     assert apfd_rows and all("2 trained models per pair" in r["test"] for r in apfd_rows)
-    # the original set's images are independent; a mixed set's rows resample its source images, then their tests
+    # the original set's rows resample its test images, one draw for both models; a mixed set's rows resample its
+    # source images, then their tests
     mixed_rows = [r for r in apfd_rows if "original+adversarial" in r["claim"] or "original+corrupted" in r["claim"]]
     assert mixed_rows and all("source images resampled" in r["test"] for r in mixed_rows)
-    assert all("items bootstrapped within each of 2 seeds" in r["test"] for r in apfd_rows if r not in mixed_rows)
+    assert all("540 test images resampled" in r["test"] for r in apfd_rows if r not in mixed_rows)
     more = table(smoke_results, "deepgini_apfd", "apfd_models")
     assert len(more) == 2 * 2 * 3 and all(0 <= r["model 0"] <= 1 and 0 <= r["model 1"] <= 1 for r in more)
     assert {r["method"] for r in more} >= {"DeepGini", "max-softmax"}

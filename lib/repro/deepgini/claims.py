@@ -28,9 +28,10 @@ __all__ = [
 ]
 
 SETS = ("original", "original+adversarial")
-# the sampling unit of each set's APFD items: the original test images are independent; a mixed set holds several
-# adversarial versions of one source image beside it, and its intervals resample source images
-UNITS = {"original": "items", "original+adversarial": "source images", "original+corrupted": "source images"}
+# the sampling unit of each set's APFD items: the original set's test images, which every trained model of a pair is
+# scored on (one draw of them serves every model); a mixed set holds several adversarial versions of one source image
+# beside it, and its intervals resample source images
+UNITS = {"original": "test images", "original+adversarial": "source images", "original+corrupted": "source images"}
 # Beyond the paper (Weiss & Tonella 2022): the original tests plus corrupted versions of them (noise, blur, rotation,
 # contrast; deepgini.corruptions), a natural shift on which a misclassified input can have a confident softmax
 SHIFTED = "original+corrupted"

@@ -295,6 +295,9 @@ def order_scores(order: np.ndarray) -> np.ndarray:
     return scores
 
 
+SOURCE_UNIT, TEST_UNIT = "source images", "test images"  # what a set's APFD differences resample (apfd_differences)
+
+
 def apfd_difference(
     truth: np.ndarray,
     order_a: np.ndarray,
@@ -323,13 +326,13 @@ def apfd_difference(
                             [(flags, {"a": a, "b": b}) for flags, a, b in replicas], sources)[("a", "b")]  # fmt: skip
 
 
-def _difference_entry(runs: list, sources: list | None, n_boot: int, seed: int):
+def _difference_entry(runs: list, sources: list | None, n_boot: int, seed: int, unit: str = SOURCE_UNIT):
     """Where apfd_difference keeps the difference of `runs` (the (truth, order_a, order_b) of every model)."""
     from .. import cache, metrics, stats
 
     arrays = [a for run in runs for a in run] + list(sources or [])
     plain = [a.tolist() if np.asarray(a).dtype == object else np.asarray(a) for a in arrays]  # no object pointers
-    shape = [len(runs), sources is None, n_boot, seed, WEIGHT_BLOCK]
+    shape = [len(runs), sources is None, n_boot, seed, WEIGHT_BLOCK] + ([] if unit == SOURCE_UNIT else [unit])
     # the code that computes it (not the whole module, so that an edit elsewhere in it keeps the entries)
     code = cache.source_digest(*DIFFERENCE_CODE, stats, metrics)
     return cache.entry_path("features", "deepgini-apfd-difference", *plain, shape, code, suffix=".json")
@@ -343,24 +346,29 @@ def apfd_differences(
     seed: int,
     replicas: list = (),
     sources: list | None = None,
+    unit: str = "source images",
 ) -> dict:
     """apfd_difference of several (a, b) comparisons on one set, each kept in its own entry (the same as
     apfd_difference's): `orders` maps a method to its order on the first model, `replicas` holds (truth, orders) of
     every further model. Over source images, the comparisons the cache lacks share each block of two-stage weights
     and each method's APFD on it (the weights are most of the work: about 0.9 s per block of 100 resamples of three
-    models of 50,000 tests), with the same draws, so the same values, as one at a time."""
+    models of 50,000 tests), with the same draws, so the same values, as one at a time.
+
+    unit TEST_UNIT: `sources` are the test images themselves, the same for every model (the original set: every
+    model is scored on the same images), so one draw of images serves every model (stats.clustered_interval with
+    sharing 'items')."""
     import json
 
     from .. import cache, stats
 
     runs_of = {c: [(truth, orders[c[0]], orders[c[1]]), *((f, o[c[0]], o[c[1]]) for f, o in replicas)]
                for c in comparisons}  # fmt: skip
-    where = {c: _difference_entry(runs_of[c], sources, n_boot, seed) for c in comparisons}
+    where = {c: _difference_entry(runs_of[c], sources, n_boot, seed, unit) for c in comparisons}
     missing = [c for c in comparisons if not where[c].exists()]
     made = {}
     if missing and sources is not None:
         made = _clustered_apfd_differences([truth, *(f for f, _ in replicas)], [orders, *(o for _, o in replicas)],
-                                           missing, sources, n_boot, seed)  # fmt: skip
+                                           missing, sources, n_boot, seed, unit)  # fmt: skip
     out = {}
     for c in comparisons:
 
@@ -412,7 +420,7 @@ def _clustered_apfd_difference(runs: list, sources: list, n_boot: int, seed: int
 
 
 def _clustered_apfd_differences(flag_sets: list, orders: list, comparisons: list, sources: list, n_boot: int,
-                                seed: int) -> dict:  # fmt: skip
+                                seed: int, unit: str = "source images") -> dict:  # fmt: skip
     """apfd_difference over source images of every comparison: two-stage bootstrap weights in blocks (drawn once for
     every comparison), each method's normalized APFD on every resample of every model, and each comparison's
     clustered interval over models. flag_sets and orders: one per model (orders: method -> order)."""
@@ -448,14 +456,23 @@ def _clustered_apfd_differences(flag_sets: list, orders: list, comparisons: list
             )
     sizes = [len(f) for f in flags]
     tests = f"{sizes[0]:,} tests" if min(sizes) == max(sizes) else f"each model's tests ({min(sizes):,}–{max(sizes):,})"
-    words = (
-        f"normalized APFD difference, paired two-stage bootstrap over {tests}: source images, then the tests of each "
-        "drawn image with its misclassified count fixed, each method ordering the resample as it ordered the full set"
-    )
+    if unit == TEST_UNIT:
+        if any(not np.array_equal(lab, np.arange(len(lab))) for lab in labels) or min(sizes) != max(sizes):
+            raise ValueError("test images as units: every model's tests are the same images, labelled 0 .. n - 1")
+        words = (
+            f"normalized APFD difference, paired bootstrap over the {sizes[0]:,} test images every model is scored "
+            "on (the same draws for every model), each method ordering the resample as it ordered the full set"
+        )
+    else:
+        words = (
+            f"normalized APFD difference, paired two-stage bootstrap over {tests}: source images, then the tests of "
+            "each drawn image with its misclassified count fixed, each method ordering the resample as it ordered "
+            "the full set"
+        )
+    sharing = "items" if unit == TEST_UNIT else "clusters"
     return {
         c: stats.clustered_interval(
-            estimates[c], np.concatenate(draws[c]), clusters=labels, unit="source images", sharing="clusters",
-            words=words,
+            estimates[c], np.concatenate(draws[c]), clusters=labels, unit=unit, sharing=sharing, words=words
         )
         for c in comparisons
     }  # fmt: skip
@@ -1161,15 +1178,17 @@ def verdict_rows(
     found = {}
     for (k, clustered), comparisons in wanted.items():
         comparisons = list(dict.fromkeys(comparisons))
-        sources = None
+        sources, unit = None, SOURCE_UNIT
         if clustered:
             if mixed is None:
                 raise ValueError("a claim over source images needs the mixed sets (mixed=) for their source images")
             sources = [mixed[k].source, *(src for _, _, src in replicas.get(k, []))]
+        elif k[2] == "original":  # every model scored on the same test images: one draw of them for all
+            sources, unit = [np.arange(len(truth[k]))] * (1 + len(replicas.get(k, []))), TEST_UNIT
         names = {m for c in comparisons for m in c}
         more = [(flags, {m: o[m] for m in names}) for flags, o, _ in replicas.get(k, [])]
         ivs = apfd_differences(truth[k], {m: orders[(*k, m)] for m in names}, comparisons, n_boot, seed, more,
-                               sources)  # fmt: skip
+                               sources, unit)  # fmt: skip
         found.update({(k, clustered, *c): iv for c, iv in ivs.items()})
 
     rows = []
