@@ -1039,3 +1039,20 @@ def test_the_original_sets_differences_draw_its_test_images_once_for_every_model
     assert seen["draws"][:, 0].std() > 0 and iv.low < iv.estimate < iv.high and "300 test images" in iv.method
     with pytest.raises(ValueError, match="same images"):
         dg.apfd_differences(truth, orders, [("DeepGini", "NAC")], 200, 2, [], [rng.permutation(300)], dg.TEST_UNIT)
+
+
+def test_the_iterative_random_ranking_needs_no_forward_pass(monkeypatch) -> None:
+    """Random's score is constant, so the re-ranker orders the pool by the tie-break alone, without a forward pass,
+    in the order the softmax path gives it from any model's probabilities."""
+    from repro.deepgini import nets, prioritizers
+
+    rng = np.random.default_rng(2)
+    x = rng.random((50, 1, 8, 8)).astype(np.float32)
+    model = nets.build("lenet1", (1, 8, 8), 10, 0).eval()
+    probs = nets.predict_proba(model, x[10:40])
+    pair = dg.Pair("digits", "lenet1", (x, np.zeros(50, int)), (x, np.zeros(50, int)), model)
+    rank = dg.pool_reranker(pair, x, sa_train=20, seed=0)
+    monkeypatch.setattr(nets, "predict_proba", lambda *a, **k: pytest.fail("a forward pass for random"))
+    order = rank("random", model, np.arange(10, 40), 7)
+    assert np.array_equal(order, prioritizers.softmax_order("random", probs, 7))
+    assert sorted(order.tolist()) == list(range(30)) and not np.array_equal(order, np.arange(30))

@@ -2030,6 +2030,8 @@ def pool_reranker(pair: Pair, mixed_x: np.ndarray, sa_train: int, seed: int):
         from . import nets
 
         x = mixed_x[pool]
+        if name == "random":  # a constant score: the tie-break alone orders the pool, no forward pass needed
+            return softmax_order(name, np.zeros((len(pool), 1)), tie_seed)
         if name in SOFTMAX_SCORES:
             return softmax_order(name, nets.predict_proba(model, x), tie_seed)
         t_probs, t_acts, layer, _ = forward(model, pair.train[0][sample])
