@@ -385,4 +385,4 @@ def test_our_paired_at_chance_row_is_an_equivalence_test_over_every_cell() -> No
     wide = decide(cells((0.47, 0.53), (0.40, 0.70)), 0.9)
     assert wide["decision"] == "inconclusive" and wide["ci_high"] == 0.70
     weak = decide(cells((0.47, 0.53), (0.48, 0.54)), 0.5)
-    assert weak["decision"] == "inconclusive" and weak["why"].startswith("the test's power at the margin is 50%")
+    assert weak["decision"] == "inconclusive" and weak["why"].startswith("the test's power is 50%")

@@ -666,7 +666,7 @@ def judge(
     elif decision == "held" and claim.rule.kind == "equivalent" and not power[0] >= POWER_FLOOR:
         decision = "inconclusive"
         cause = (
-            f"the test's power at the margin is {power[0]:.0%}, below {POWER_FLOOR:.0%}: a narrow interval from a weak "
+            f"the test's power is {power[0]:.0%}, below {POWER_FLOOR:.0%}: a narrow interval from a weak "
             "test does not show no effect"
         )
     elif decision == "held" and claim.rule.fails_to_reject and not claim.ours:
