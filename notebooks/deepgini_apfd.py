@@ -508,10 +508,10 @@ repro.publish("cam_implementations", dg.cam_implementations(bench), show=False)
 # the held-out half. The paper compares DeepGini with the coverage-based techniques. We take
 # the coverage method whose retraining outcome the artifact reports best (its `retrain.xlsx` at
 # 10 %: the pair's sheet, or CIFAR-10 ResNet-20's, the pair of the paper's table, where it has
-# none) among those that order the pool: at least as many pool tests ranked by coverage as the
-# largest percentage retrains on, and the tie-break deciding at most half of that top $k$ (a
-# place is decided by the tie-break when a test left out had an equal claim to it: the same
-# count at the $k$-th score, or the same greedy gain at its step for CAM). A rival whose top $k$
+# none) among those that order the pool: the tie-break decides at most half of the top $k$ the
+# largest percentage retrains on (a place is decided by the tie-break when a test left out had
+# an equal claim to it: the same count at the $k$-th score, or the same greedy gain at its step
+# for CAM; a place beyond the tests coverage ranks at all is the tie-break's). A rival whose top $k$
 # its tie-break decides is no rival: where no candidate orders the pool, the pair is left out of
 # the coverage rows, and a row with no pair left is untestable. Every method breaks its ties
 # with a seed of its own. Random is our own comparison, and the control **training images

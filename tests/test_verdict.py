@@ -366,7 +366,7 @@ def test_the_views_name_a_null_band_as_such_and_the_row_is_compact() -> None:
     # rows sit under their statistic; an inconclusive row shows how much more data would decide it, the whole text
     # sits behind the disclosure with source, regime, rule and test
     assert '<tr class="repro-group"><td colspan="5">the estimate</td></tr>' in html
-    assert '<div class="repro-why">to decide: about 1.3× the items (and seeds, where models are trained)</div>' in html
+    assert '<div class="repro-why">to decide: about 1.3× the items</div>' in html
     assert (
         "<b>why</b>: to decide at this estimate: about 1.3×" in html
         and "<b>regime</b>: miniature: classes K = 60" in html
@@ -429,10 +429,11 @@ def test_a_rows_cause_at_a_glance_is_cut_at_a_word_and_names_what_would_decide_i
     long = "finding: DeepGini's picks come from fewer source images than the rival's, and the ablation that caps them"
     row = {"decision": "not held", "why": long + "; more text"}
     short = verdict._cause(row)
-    assert short.endswith("…") and len(short) <= verdict.SHORT_WHY and long.startswith(short[:-1])
-    assert short.startswith("finding: DeepGini's picks") and not short[:-1].endswith(" ")
+    assert short.endswith("… (more)") and len(short) <= verdict.SHORT_WHY
+    assert long.startswith(short.removesuffix("… (more)")) and short.startswith("finding: DeepGini's picks")
+    assert not short.removesuffix("… (more)").endswith(" ")
     assert verdict._cause({"decision": "not held", "why": "setup: narrow; rest"}) == "setup: narrow"
-    why = verdict.narrowing(Rule.above(0.0), 0.1, -0.05, 0.25, "timing repeats per method")
+    why = verdict.narrowing(Rule.above(0.0), 0.1, -0.05, 0.25, "timing repeats per method (and sizes)")
     assert (
         verdict._cause({"decision": "inconclusive", "why": why})
         == "to decide: about 2.3× the timing repeats per method"

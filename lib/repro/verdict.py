@@ -770,8 +770,8 @@ def paper_text(row: Mapping[str, Any]) -> str:
 
 def _cause(row: Mapping[str, Any]) -> str:
     """What the row shows of its `why` at a glance: a cause's first clause (not held, untestable), how much more of
-    what would decide it (inconclusive), else nothing; cut at a word within SHORT_WHY characters, with an ellipsis,
-    the whole text behind the row's disclosure."""
+    what would decide it (inconclusive), else nothing; cut at a word within SHORT_WHY characters (_cut), the whole
+    text behind the row's disclosure."""
     why = str(row.get("why") or "")
     if row["decision"] == "held":
         return ""
@@ -780,8 +780,8 @@ def _cause(row: Mapping[str, Any]) -> str:
         if row["decision"] == "inconclusive"
         else None
     )
-    if more:
-        return _cut(f"to decide: {more.group(1)} the {more.group(2)}")
+    if more:  # the thing to multiply, without its parenthesis (the whole text is behind the disclosure)
+        return _cut(f"to decide: {more.group(1)} the {more.group(2).split(' (')[0]}")
     return _cut(why.partition("; ")[0])
 
 
@@ -789,10 +789,11 @@ SHORT_WHY = 80  # characters of a row's cause at a glance
 
 
 def _cut(text: str, limit: int = SHORT_WHY) -> str:
-    """`text` whole when it fits in `limit` characters, else its words that fit and an ellipsis."""
+    """`text` whole when it fits in `limit` characters, else its words that fit, an ellipsis and '(more)': the whole
+    text is behind the row's disclosure."""
     if len(text) <= limit:
         return text
-    return text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return text[: limit - 8].rsplit(" ", 1)[0].rstrip(",;:") + "… (more)"
 
 
 def by_statistic(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[int, Mapping[str, Any]]]]:
