@@ -1124,22 +1124,34 @@ def interval_df(iv: Interval) -> float:
     return float(found[-1]) if found else math.inf
 
 
+def _interval_procedure(iv: Interval, level: float) -> tuple[float, float, float]:
+    """(df, quantile, standard error) of the procedure that made `iv`: df from its method (interval_df), the t (or
+    normal) quantile at `level`, and the standard error its half-width implies."""
+    df = interval_df(iv)
+    quantile = float(sps.t.ppf(0.5 + level / 2, df) if math.isfinite(df) else sps.norm.ppf(0.5 + level / 2))
+    return df, quantile, (iv.high - iv.low) / (2 * quantile)
+
+
+def _simulated_world(rng: np.random.Generator, true: float, se: float, df: float) -> tuple[float, float]:
+    """One simulated run of an interval procedure: its estimate around `true`, and its standard error re-estimated
+    with `df` degrees of freedom (exact where df is infinite)."""
+    estimate = rng.normal(true, se)
+    return estimate, se * math.sqrt(rng.chisquare(df) / df) if math.isfinite(df) else se
+
+
 def t_interval_power(iv: Interval, effect: float, n_sims: int = 2_000, seed: int = 0, level: float = 0.95) -> float:
     """The power of `iv`'s test to detect a true difference of `effect` (an equivalence row's margin), by simulation:
     worlds whose estimate is drawn around `effect` with the standard error the interval implies (its half-width over
     its t quantile, df from its method: interval_df) and whose standard error is itself re-estimated with that many
     df; the share of worlds whose interval excludes 0 on the effect's side. It reads the interval's width, never its
     estimate, so it does not depend on the effect the run happens to show."""
-    df = interval_df(iv)
-    quantile = sps.t.ppf(0.5 + level / 2, df) if math.isfinite(df) else sps.norm.ppf(0.5 + level / 2)
-    se = (iv.high - iv.low) / (2 * float(quantile))
+    df, quantile, se = _interval_procedure(iv, level)
     if not (math.isfinite(se) and se > 0):
         return 1.0 if math.isfinite(se) else 0.0  # an interval of zero width detects any effect; no interval, none
 
     def detects(rng: np.random.Generator) -> bool:
-        estimate = rng.normal(abs(effect), se)
-        spread = se * math.sqrt(rng.chisquare(df) / df) if math.isfinite(df) else se
-        return estimate - float(quantile) * spread > 0
+        estimate, spread = _simulated_world(rng, abs(effect), se, df)
+        return estimate - quantile * spread > 0
 
     return simulated_power(detects, n_sims, seed)
 
@@ -1152,16 +1164,13 @@ def t_equivalence_power(
     standard error the interval implies and whose standard error is re-estimated with its df (as t_interval_power);
     the share of worlds whose interval lies inside the margin. Like t_interval_power it reads the interval's width,
     never its estimate."""
-    df = interval_df(iv)
-    quantile = sps.t.ppf(0.5 + level / 2, df) if math.isfinite(df) else sps.norm.ppf(0.5 + level / 2)
-    se = (iv.high - iv.low) / (2 * float(quantile))
+    df, quantile, se = _interval_procedure(iv, level)
     if not (math.isfinite(se) and se > 0):
         return float(abs(true) < abs(margin)) if math.isfinite(se) else 0.0
 
     def inside(rng: np.random.Generator) -> bool:
-        estimate = rng.normal(true, se)
-        spread = se * math.sqrt(rng.chisquare(df) / df) if math.isfinite(df) else se
-        return -abs(margin) < estimate - float(quantile) * spread and estimate + float(quantile) * spread < abs(margin)
+        estimate, spread = _simulated_world(rng, true, se, df)
+        return -abs(margin) < estimate - quantile * spread and estimate + quantile * spread < abs(margin)
 
     return simulated_power(inside, n_sims, seed)
 

@@ -346,7 +346,7 @@ def apfd_differences(
     seed: int,
     replicas: list = (),
     sources: list | None = None,
-    unit: str = "source images",
+    unit: str = SOURCE_UNIT,
 ) -> dict:
     """apfd_difference of several (a, b) comparisons on one set, each kept in its own entry (the same as
     apfd_difference's): `orders` maps a method to its order on the first model, `replicas` holds (truth, orders) of
@@ -386,7 +386,10 @@ def _apfd_difference(runs: list, n_boot: int, seed: int, sources: list | None):
     from ..metrics import apfd_bounds
 
     if sources is not None:
-        return _clustered_apfd_difference(runs, sources, n_boot, seed)
+        orders = [{"a": a, "b": b} for _, a, b in runs]
+        return _clustered_apfd_differences([f for f, _, _ in runs], orders, [("a", "b")], sources, n_boot, seed)[
+            ("a", "b")
+        ]
     estimates, draws, sizes = [], [], []
     for flags, a, b in runs:
         est, dist, method = stats.paired_apfd_draws(
@@ -412,15 +415,8 @@ def _apfd_difference(runs: list, n_boot: int, seed: int, sources: list | None):
 WEIGHT_BLOCK = 100  # resamples per block of two-stage bootstrap weights (resamples x tests per model in memory)
 
 
-def _clustered_apfd_difference(runs: list, sources: list, n_boot: int, seed: int):
-    """apfd_difference computed over source images, for one comparison (_clustered_apfd_differences)."""
-    flags = [f for f, _, _ in runs]
-    orders = [{"a": a, "b": b} for _, a, b in runs]
-    return _clustered_apfd_differences(flags, orders, [("a", "b")], sources, n_boot, seed)[("a", "b")]
-
-
 def _clustered_apfd_differences(flag_sets: list, orders: list, comparisons: list, sources: list, n_boot: int,
-                                seed: int, unit: str = "source images") -> dict:  # fmt: skip
+                                seed: int, unit: str = SOURCE_UNIT) -> dict:  # fmt: skip
     """apfd_difference over source images of every comparison: two-stage bootstrap weights in blocks (drawn once for
     every comparison), each method's normalized APFD on every resample of every model, and each comparison's
     clustered interval over models. flag_sets and orders: one per model (orders: method -> order)."""
@@ -431,6 +427,9 @@ def _clustered_apfd_differences(flag_sets: list, orders: list, comparisons: list
     labels = [np.asarray(src) for src in sources]
     if len(labels) != len(flags) or any(len(src) != len(f) for src, f in zip(labels, flags)):
         raise ValueError("sources needs one source image per test, one array per model")
+    if unit == TEST_UNIT and any(len(lab) != len(labels[0]) or not np.array_equal(lab, np.arange(len(lab)))
+                                 for lab in labels):  # fmt: skip
+        raise ValueError("test images as units: every model's tests are the same images, labelled 0 .. n - 1")
     methods = list(dict.fromkeys(m for c in comparisons for m in c))
     scorers = [{m: stats.WeightedApfd(f, order_scores(o[m])) for m in methods} for f, o in zip(flags, orders)]
     scales = []
@@ -457,8 +456,6 @@ def _clustered_apfd_differences(flag_sets: list, orders: list, comparisons: list
     sizes = [len(f) for f in flags]
     tests = f"{sizes[0]:,} tests" if min(sizes) == max(sizes) else f"each model's tests ({min(sizes):,}–{max(sizes):,})"
     if unit == TEST_UNIT:
-        if any(not np.array_equal(lab, np.arange(len(lab))) for lab in labels) or min(sizes) != max(sizes):
-            raise ValueError("test images as units: every model's tests are the same images, labelled 0 .. n - 1")
         words = (
             f"normalized APFD difference, paired bootstrap over the {sizes[0]:,} test images every model is scored "
             "on (the same draws for every model), each method ordering the resample as it ordered the full set"
