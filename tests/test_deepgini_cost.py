@@ -162,3 +162,31 @@ def test_ratio_interval_refuses_bad_times() -> None:
         cost.ratio_interval([], [1.0])
     with pytest.raises(ValueError, match="positive"):
         cost.ratio_interval([1.0, 0.0], [1.0])
+
+
+# --- shared-pass ratio ------------------------------------------------------------------------------------------
+
+
+def test_shared_pass_ratio_worked_example() -> None:
+    # (min forward 1.0 + min method 0.1) / (1.0 + min reference 0.05) = 1.1 / 1.05
+    estimate, low, high = cost.shared_pass_ratio([1.0, 1.2], [0.1, 0.2], [0.05, 0.05])
+    assert estimate == pytest.approx(1.1 / 1.05)
+    # the bootstrap's extremes: forward 1.2 with method 0.1 (1.3 / 1.25), forward 1.0 with method 0.2 (1.2 / 1.05)
+    assert 1.3 / 1.25 - 1e-12 <= low <= high <= 1.2 / 1.05 + 1e-12
+
+
+def test_shared_pass_ratio_keeps_the_shared_pass_noise_out() -> None:
+    # a forward pass noisy by ±10 % between repeats, shared by both arms; the method's own step is 2 ms quicker
+    rng = np.random.default_rng(0)
+    forward = 0.5 * (1 + rng.uniform(0, 0.1, 5))
+    method, reference = np.full(5, 0.002), np.full(5, 0.004)
+    _, _, high = cost.shared_pass_ratio(forward, method, reference)
+    assert high < 1  # the 2 ms decides: every resample is below 1
+    # resampling the end-to-end sums of each arm apart lets the pass's noise decide instead
+    _, low_apart, high_apart = cost.ratio_interval(forward + method, forward + reference)
+    assert low_apart < 1 < high_apart
+
+
+def test_shared_pass_ratio_refuses_bad_times() -> None:
+    with pytest.raises(ValueError, match="forward_seconds"):
+        cost.shared_pass_ratio([0.0], [1.0], [1.0])

@@ -452,6 +452,10 @@ def test_softmax_wins_count_the_cases_on_each_side_of_deepgini() -> None:
     words = dg.overlap_words(first, wins.reset_index(), ("original+adversarial",))
     assert "margin above DeepGini's in every case (+0.004 to +0.016)" in words
     assert "entropy below DeepGini's in every case" in words and "within 0.016 of DeepGini's" in words
+    assert "every case lies inside the ±0.02 band" in words  # 0.016 < 0.02: no score reaches beyond it
+    wide = wins.reset_index().assign(largest=lambda w: w["largest"].where(w["score"] != "margin", 0.03))
+    words = dg.overlap_words(first, wide, ("original+adversarial",))
+    assert "beyond the ±0.02 band of the softmax rows in at least one case: margin on the original+adversarial" in words
 
 
 def test_tie_share_of_a_ctm_top_k_is_its_boundary_group_when_a_test_below_ties_it() -> None:

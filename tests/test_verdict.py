@@ -113,7 +113,9 @@ def test_an_inconclusive_row_says_how_much_more_data_would_decide_it() -> None:
     assert row["why"] == "to decide at this estimate: about 4× the seeds (the interval shrinks as 1/√n)"
     on_it = judge(claim, 0.0, (-0.01, 0.01), test="t")
     assert "sits on the threshold" in on_it["why"]
-    assert "over 100×" in judge(claim, 0.001, (-0.02, 0.022), test="t")["why"]
+    far = judge(claim, 0.001, (-0.02, 0.022), test="t")
+    assert "over 100×" in far["why"] and far["why"].endswith("the statistic lies between -0.02 and 0.022")
+    assert verdict._cause(far) == "between -0.02 and 0.022; over 100× the data to decide"
 
 
 def test_a_regime_cause_needs_a_sweep_of_its_variable_that_moves_toward_the_paper() -> None:
@@ -457,3 +459,22 @@ def test_the_count_line_above_the_verdict_counts_the_papers_claims_and_our_check
     assert "not held, for example: A beats B (AUROC(A) − AUROC(B): ours -0.05 [-0.09, -0.01], paper 0.03)" in line
     assert line.endswith("Our 3 own checks: 1 held, 2 inconclusive.")
     assert verdict.count_line(rows[:2]).endswith("paper 0.03).")  # no checks of ours: no second sentence
+
+
+def test_the_count_line_counts_a_follow_up_papers_claims_apart_and_prefers_a_paper_regime_example() -> None:
+    paper = Claim("A beats B", "Table 3", "0.91 vs 0.88", Rule.above(0.0, "AUROC(A) − AUROC(B)"), paper_estimate=0.03,
+                  **PAPER)  # fmt: skip
+    later = replace(paper, claim="E matches A", follow_up="Weiss & Tonella 2022")
+    rows = [
+        judge(paper, 0.05, (0.01, 0.09), test="t"),
+        judge(later, -0.05, (-0.09, -0.01), test="t", why=("setup", "small"), measured_by="contamination_ablation"),
+    ]
+    line = verdict.count_line(rows)
+    # the follow-up's not-held row is not the paper's: the paper's sentence has no example
+    assert line.startswith("Of 1 claims of the paper: 1 held (1 in the paper's regime). Of 1 claims of Weiss")
+    assert "Of 1 claims of Weiss & Tonella 2022: 1 not held (1 in the paper's regime); not held, for example: E" in line
+    # two rows not held: the one in the paper's regime is the example, though it comes second
+    first = {**rows[1], "follow_up": "", "claim": "F beats B", "regime": "miniature: a smaller set"}
+    second = {**rows[1], "follow_up": "", "claim": "G beats B", "regime": "paper: the same set"}
+    line = verdict.count_line([first, second])
+    assert "(1 in the paper's regime); not held, for example: G beats B" in line

@@ -73,22 +73,33 @@ def tally(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     return {d: sum(r["decision"] == d for r in rows) for d in DECISIONS}
 
 
-def takeaway(rows: Sequence[Mapping[str, Any]]) -> str:
-    """One sentence read from a chapter's rows: the paper's claims by decision, how many in the paper's regime, and
-    the first claim that did not hold (else the first inconclusive one) in the row's statistic."""
-    papers = [r for r in rows if r.get("origin") != "ours"]
-    counts = tally(papers)
-    words = ", ".join(f"{n} {d}" for d, n in counts.items() if n)
-    sentence = f"Of {len(papers)} claims of the paper: {words or 'none judged'}"
-    sentence += f" ({sum(_regime(r) == 'paper' for r in papers)} in the paper's regime)"
+def _sentence(rows: Sequence[Mapping[str, Any]], whose: str) -> str:
+    """'Of N claims of <whose>: counts (k in the paper's regime); not held, for example: …' — the example is the first
+    row not held (else inconclusive), one in the paper's regime before a miniature one."""
+    words = ", ".join(f"{n} {d}" for d, n in tally(rows).items() if n)
+    sentence = f"Of {len(rows)} claims of {whose}: {words or 'none judged'}"
+    sentence += f" ({sum(_regime(r) == 'paper' for r in rows)} in the paper's regime)"
     for decision in ("not held", "inconclusive"):
-        first = next((r for r in papers if r["decision"] == decision), None)
-        if first is not None:
+        found = [r for r in rows if r["decision"] == decision]
+        if found:
+            first = min(found, key=lambda r: _regime(r) != "paper")  # the first of the paper's regime, else the first
             return (
                 f"{sentence}; {decision}, for example: {first['claim']} ({first['statistic']}: ours "
                 f"{ours_text(first)}, paper {paper_text(first)})."
             )
     return sentence + "."
+
+
+def takeaway(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Sentences read from a chapter's rows: the paper's claims by decision, how many in the paper's regime, and an
+    example that did not hold (else an inconclusive one) in the row's statistic, preferring the paper's regime; then
+    the same for each follow-up paper whose claims the chapter tests (Claim.follow_up), counted apart."""
+    claimed = [r for r in rows if r.get("origin") != "ours"]
+    papers = [r for r in claimed if not r.get("follow_up")]
+    out = [_sentence(papers, "the paper")]
+    for later in dict.fromkeys(r["follow_up"] for r in claimed if r.get("follow_up")):
+        out.append(_sentence([r for r in claimed if r.get("follow_up") == later], later))
+    return " ".join(out)
 
 
 def chance_sentence(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -55,6 +55,7 @@ COLUMNS = (
     "rule_kind",
     "rule_low",
     "rule_high",
+    "follow_up",
 )
 REGIME_TABLE = "regimes"  # published by plan(): each claim's governing variable, the paper's value and ours
 CHECKS_TABLE = "regime_checks"  # published by conclude(): each paper-regime criterion, computed on the data
@@ -312,6 +313,8 @@ class Claim:
     claim; paper_estimate: the rule's statistic computed from them (a number, or (estimate, band low, band high)
     for null-band rules; None where the paper reports nothing the rule applies to); regime: where we test it.
     ours=True marks a check of our own (no quote or comparator needed), counted apart from the paper's claims.
+    follow_up: the later paper a claim comes from ("Weiss & Tonella 2022"), for a claim the chapter tests beside the
+    paper's own: counted apart from the paper's claims on the page.
 
     What the interval resamples and what makes the comparison decidable, declared before the numbers:
     units: the sampling unit the items are clustered in ("tasks", "articles", "source images", "sets", "dialogues"),
@@ -347,6 +350,7 @@ class Claim:
     measures: Mapping[str, str] = field(default_factory=dict)
     statistic: str = ""
     paper_context: bool = False
+    follow_up: str = ""
 
     def __post_init__(self) -> None:
         if self.overlap_max is not None and not 0 < self.overlap_max <= 1:
@@ -476,7 +480,10 @@ def narrowing(rule: Rule, ours: float, low: float, high: float, narrow_by: str) 
         return f"the estimate sits on the threshold; no amount of {narrow_by} decides it at this estimate"
     factor = (half / gap) ** 2
     amount = "over 100×" if factor > 100 else f"about {math.ceil(factor * 10) / 10:g}×"
-    return f"to decide at this estimate: {amount} the {narrow_by} (the interval shrinks as 1/√n)"
+    out = f"to decide at this estimate: {amount} the {narrow_by} (the interval shrinks as 1/√n)"
+    if factor > 100:  # no reachable sample decides it: say what the interval already bounds
+        out += f"; what the data do say: the statistic lies between {low:.3g} and {high:.3g}"
+    return out
 
 
 @dataclass(frozen=True)
@@ -716,6 +723,7 @@ def judge(
         "rule_kind": claim.rule.kind,
         "rule_low": claim.rule.low if math.isfinite(claim.rule.low) else None,
         "rule_high": claim.rule.high if math.isfinite(claim.rule.high) else None,
+        "follow_up": claim.follow_up,
     }
 
 
@@ -781,6 +789,8 @@ def _cause(row: Mapping[str, Any]) -> str:
         else None
     )
     if more:  # the thing to multiply, without its parenthesis (the whole text is behind the disclosure)
+        if more.group(1) == "over 100×":  # out of reach: the bounds the interval gives come first
+            return _cut(f"between {row['ci_low']:.3g} and {row['ci_high']:.3g}; over 100× the data to decide")
         return _cut(f"to decide: {more.group(1)} the {more.group(2).split(' (')[0]}")
     return _cut(why.partition("; ")[0])
 

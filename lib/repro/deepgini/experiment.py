@@ -620,10 +620,12 @@ def _label(k: object) -> str:
 
 def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray, methods: list[str], repeats: int,
                        seed: int) -> pd.DataFrame:  # fmt: skip
-    """Seconds of each method on one real test set, end to end as the artifact times it: the forward pass it needs
-    (softmax for the softmax scores; neuron activations for coverage and for LSC/DSC, whose one pass gives the logits
-    too: LSC/DSC need both, and the softmax of ten logits is no measurable extra) plus the prioritization (LSC/DSC:
-    their surprise values and fit too), `repeats` times each."""
+    """Seconds of each method on one real test set, end to end: one forward pass shared by every method (nets.outputs
+    gives the softmax and both layer sets' neuron activations at once, as a tool that prioritizes by several criteria
+    would read them) plus the method's own prioritization (LSC/DSC: their surprise values and fit too), `repeats`
+    times each. The arms differ only by their prioritization, so the end-to-end ratio is not decided by which of two
+    separate passes ran faster (two passes differed by up to 12 % between repeats and flipped the row between builds,
+    2026-11-30)."""
     from . import nets
 
     def clock(fn) -> float:
@@ -631,41 +633,28 @@ def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray,
         fn()
         return time.perf_counter() - began
 
-    # warm-up: one untimed pass of each kind over the whole set (a first pass on a fresh set ran about 20 % slower,
-    # which widened the ratios' bootstrap of minima)
-    nets.predict_proba(pair.model, x)
-    nets.neuron_activations(pair.model, x)
-    probs, acts = [], []
-    # interleaved, so that a drift in the machine's speed reaches both forward passes alike, and each goes first in
-    # every other repeat: in a fixed order the second pass ran about 3 % quicker than the first (2026-11-30)
-    for r in range(repeats):
-        passes = [
-            (probs, lambda: nets.predict_proba(pair.model, x)),
-            (acts, lambda: nets.neuron_activations(pair.model, x)),
-        ]
-        for times, fn in passes[:: 1 if r % 2 == 0 else -1]:
-            times.append(clock(fn))
+    nets.outputs(pair.model, x)  # warm-up: a first pass on a fresh set ran about 20 % slower
+    forward = [clock(lambda: nets.outputs(pair.model, x)) for _ in range(repeats)]
     rows = []
     for name in methods:
         for r in range(repeats):
-            fwd = probs[r] if name in SOFTMAX_SCORES else acts[r]
             own = evaluate(name, s, truth, seed)["seconds"]
-            rows.append({"method": name, "repeat": r, "forward_s": fwd, "method_s": own, "seconds": fwd + own})
+            rows.append({"method": name, "repeat": r, "forward_s": forward[r], "method_s": own,
+                         "seconds": forward[r] + own})  # fmt: skip
     return pd.DataFrame(rows)
 
 
 def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: object) -> pd.DataFrame:
     """End-to-end timings on the mixed sets of the first pair (Fashion-MNIST LeNet-1 at default, the set the
     artifact timed) and of the other architectures of its dataset: DeepGini and every coverage baseline of the paper's
-    tables (KMNC up to k = 1,000), forward pass and prioritization apart (columns forward_s, method_s)."""
-    from .claims import PAPER_KMNC_K
-
-    first = next(iter(models))
+    tables (KMNC up to k = 1,000), the neuron-coverage ones over the artifact's layer set as the artifact times them,
+    forward pass and prioritization apart (columns forward_s, method_s; neurons: the layer set's width)."""
     methods = ["DeepGini"] + [
         m
-        for m in paper_baselines(method_table(params.kmnc_k, artifact_layers=False))
-        if not m.startswith("KMNC") or kmnc(m) <= PAPER_KMNC_K
+        for m in paper_baselines(method_table(params.kmnc_k, artifact_layers=True))
+        if m.endswith(ARTIFACT_LAYERS) or not m.startswith(NEURON_COVERAGE)
     ]
+    first = next(iter(models))
     frames = []
     for ds, arch in [pair for pair in models if pair[0] == first[0]]:
         key = (ds, arch, "original+adversarial")
@@ -673,7 +662,8 @@ def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: obj
         frame = end_to_end_timings(
             models[ds, arch], subjects[key], x, truth[key], methods, params.cost_repeats, params.seed
         )
-        frames.append(frame.assign(dataset=ds, model=arch, tests=len(x)))
+        neurons = subjects[key].on_artifact_layers().acts.shape[1]
+        frames.append(frame.assign(dataset=ds, model=arch, tests=len(x), neurons=neurons))
     return pd.concat(frames, ignore_index=True)
 
 
@@ -734,19 +724,21 @@ def _cost_row(
     """The smallest time ratio (method / DeepGini) among `methods`, end to end, with a bootstrap of the minima; a
     row not held is measured by the naive-vs-incremental CAM benchmark (`bench`) where one is given."""
     from ..verdict import judge
-    from .cost import ratio_interval
+    from .cost import shared_pass_ratio
 
-    gini = timings[timings["method"] == "DeepGini"]["seconds"].to_numpy()
+    gini = timings[timings["method"] == "DeepGini"].sort_values("repeat")
+    forward = gini["forward_s"].to_numpy()
     ratios = {
-        m: ratio_interval(sub["seconds"].to_numpy(), gini, n_boot, seed)
+        m: shared_pass_ratio(forward, sub["method_s"].to_numpy(), gini["method_s"].to_numpy(), n_boot, seed)
         for m, sub in timings.groupby("method", sort=False)
         if m in methods
     }
     m, (est, low, high) = min(ratios.items(), key=lambda kv: kv[1][0])
     test = (
         f"{m} vs DeepGini on {int(timings['tests'].iloc[0]):,} tests of {timings['dataset'].iloc[0]} "
-        f"{timings['model'].iloc[0]}, end to end ({len(ratios)} methods timed), minimum of {len(gini)} repeats, "
-        "bootstrap of the minima"
+        f"{timings['model'].iloc[0]}, end to end: one shared forward pass plus each prioritization ({len(ratios)} "
+        f"methods timed, neuron coverage over the artifact's {int(timings['neurons'].iloc[0])} neurons), minimum of "
+        f"{len(gini)} repeats, bootstrap of the minima"
     )
     best = timings[timings["method"] == m].nsmallest(1, "seconds").iloc[0]
     ref = timings[timings["method"] == "DeepGini"].nsmallest(1, "seconds").iloc[0]
@@ -921,6 +913,7 @@ def _retraining_row(
 
     top = diffs[(diffs["percent"] == diffs["percent"].max()) & (diffs["protocol"] == protocol)]
     top = top[top["difference"].notna() & ~top["method"].isin(["DeepGini", "none"])]
+    randoms = top[top["method"] == "random"].set_index("pair")["difference"]  # DeepGini − random, per pair
     top = top[top["method"] == "random"] if rival == "random" else top[~top["method"].isin(["random", CONTROL])]
     shares, left_out = {}, []
     if rival == "coverage" and claim.overlap_max is not None:
@@ -949,6 +942,13 @@ def _retraining_row(
         "pair, "
         f"{int(d['seeds'])} retraining seeds (tie-breaks, extra training images, batch order vary): {d['test']}"
     )
+    if rival == "coverage" and pair in randoms.index:  # the rival against random: is it a comparator at all?
+        test += (
+            f"; {d['method']} − random {randoms[pair] - d['difference']:+.3f}, DeepGini − random "
+            f"{randoms[pair]:+.3f} ({METRIC_WORDS[metric]}, seed means)"
+        )
+    if metric == "pool_accuracy" and rival == "coverage" and claim.paper_estimate is not None:
+        claim = _against_chosen_rival(claim, pair, d["method"])
     if not shares:
         return judge(claim, iv.estimate, iv, test=test, why=why, measured_by=measured, narrow_by=narrow)
     judged = [p for p in ivs if p not in left_out]  # empty when every pair's rival is degenerate
@@ -966,8 +966,36 @@ def _retraining_row(
     return row
 
 
-def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str, n_models: int) -> dict:
-    """One 'on every pair' APFD row: the rule applied to each unit (pair, comparator), the deciding unit shown."""
+def _against_chosen_rival(claim: object, pair: str, method: str) -> object:
+    """The pool row's claim with the paper's number taken against the rival the row compares with: the artifact's
+    10 % pool accuracy (retrain.xlsx) of DeepGini minus that of `method` on `pair`'s sheet (the register's number
+    is against the sheet's best, which may be a method that does not order our pool). Unchanged where the sheet has
+    no value for `method`."""
+    from dataclasses import replace
+
+    from .claims import artifact_retraining
+
+    out, sheet = artifact_retraining(tuple(pair.split()))
+    if method not in out:
+        return claim
+    values = {f"DeepGini ({' '.join(sheet)})": out["DeepGini"], f"the row's rival, {method}": out[method]}
+    return replace(
+        claim,
+        paper=f"{out['DeepGini']:.3f} vs {out[method]:.3f} ({method}, {' '.join(sheet)}, 10 %; the sheet's best "
+        f"coverage: {max(v for m, v in out.items() if m != 'DeepGini'):.3f})",
+        paper_values=values,
+        paper_estimate=round(out["DeepGini"] - out[method], 3),
+    )
+
+
+def _apfd_row(
+    claim: object, ivs: dict, norm: pd.DataFrame, against: str, n_models: int, siblings: dict | None = None
+) -> dict:
+    """One 'on every pair' APFD row: the rule applied to each unit (pair, comparator), the deciding unit shown.
+    `siblings`: the units of the same comparison on the same set in the other regime groups' rows. A row not held on
+    some pair is a finding about the methods only where the comparison fails on every pair, its own and the
+    siblings'; where it fails on some pairs and not on others, the cause is unknown (no table varies what separates
+    the pairs)."""
     from ..verdict import judge
 
     (k, m), iv, summary = every_pair(claim.rule, ivs)
@@ -985,8 +1013,21 @@ def _apfd_row(claim: object, ivs: dict, norm: pd.DataFrame, against: str, n_mode
             f"{m} finds {_label(k)}'s misclassified tests earlier (normalized APFD {norm.loc[k, m]:.3f}, DeepGini "
             f"{norm.loc[k, 'DeepGini']:.3f})",
         )
+    # a comparison that fails on some pairs and not on others is not explained by the comparison itself: no table
+    # here varies what separates the pairs (dataset, training-set size, accuracy, the test set's make-up)
+    every = {**(siblings or {}), **ivs}
+    failing = {u[0] for u, v in every.items() if claim.rule.decide(v.estimate, v.low, v.high) == "not held"}
+    others = sorted({_label(u[0]) for u in every} - {_label(u) for u in failing})
+    if failing and others:
+        why = (
+            "unknown",
+            f"{why[1]}; on {', '.join(others)} it does not fail, and no table here varies what separates the "
+            "pairs (dataset, training images, accuracy; on a corrupted set, per-corruption APFD would tell)",
+        )
     trained = f"{n_models} trained model{'s' if n_models > 1 else ''} per pair"
     test = f"deciding unit {_label(k)} vs {m}; {summary}; {trained}: {iv.method}"
+    if against == "coverage" and "random" in norm.columns:  # how far the best baseline itself is from a random order
+        test += f"; {m} − random {norm.loc[k, m] - norm.loc[k, 'random']:+.3f} (random {norm.loc[k, 'random']:.3f})"
     # the interval holds the test inputs' noise (source images on a mixed set) and the models' spread: both shrink
     # it, and which dominates varies by row, so the remedy names both
     inputs = "source images" if "source images resampled" in iv.method else "test inputs"
@@ -1101,9 +1142,11 @@ def check_regimes(claim_set: dict, accuracy: pd.DataFrame, test_sets: pd.DataFra
             prop = _shortfall(accuracy, judged)
         elif kind in ("cost", "cost_slow"):
             ds, arch = timings["dataset"].iloc[0], timings["model"].iloc[0]
-            sets = test_sets[(test_sets["dataset"] == ds) & (test_sets["model"] == arch)]
             variable = float(timings["tests"].iloc[0])
-            prop = float(sets["neurons"].iloc[0]) / PAPER_NEURONS[ds, arch] if (ds, arch) in PAPER_NEURONS else math.nan
+            # the timed neuron coverage reads the artifact's layer set (cost_for)
+            prop = (
+                float(timings["neurons"].iloc[0]) / PAPER_NEURONS[ds, arch] if (ds, arch) in PAPER_NEURONS else math.nan
+            )
         else:
             continue
         if math.isfinite(variable) and math.isfinite(prop):
@@ -1188,15 +1231,22 @@ def verdict_rows(
                                sources, unit)  # fmt: skip
         found.update({(k, clustered, *c): iv for c, iv in ivs.items()})
 
+    units = {}  # every APFD row's units, so that a row can see how its comparison fares on the other regime groups
+    for key, claim in claim_set.items():
+        kind, *rest = key.split("|")
+        if kind in ("beats_coverage", "beats_surprise", "softmax_match"):
+            clustered = by_source(claim, rest)
+            units[key] = {(k, a if kind == "softmax_match" else b): found[(k, clustered, a, b)]
+                          for k in row_sets(rest) for a, b in compared(kind, k)}  # fmt: skip
+
     rows = []
     for key, claim in claim_set.items():
         kind, *rest = key.split("|")
-        keys, clustered = row_sets(rest), by_source(claim, rest)
         if kind in ("beats_coverage", "beats_surprise", "softmax_match"):
-            ivs = {(k, a if kind == "softmax_match" else b): found[(k, clustered, a, b)]
-                   for k in keys for a, b in compared(kind, k)}  # fmt: skip
             family = {"beats_coverage": "coverage", "beats_surprise": "surprise", "softmax_match": "softmax"}[kind]
-            rows.append(_apfd_row(claim, ivs, norm, family, n_models))
+            siblings = {u: iv for other, ivs in units.items() if other != key
+                        and other.split("|")[:2] == key.split("|")[:2] for u, iv in ivs.items()}  # fmt: skip
+            rows.append(_apfd_row(claim, units[key], norm, family, n_models, siblings))
         elif kind == "max_coverage":
             rows.append(_max_coverage_row(claim, maxcov))
         elif kind == "retraining":
@@ -1880,10 +1930,15 @@ def overlap_words(apfd_frame: pd.DataFrame, wins: pd.DataFrame, sets: tuple[str,
         else "No surprise score beats DeepGini on any set."
     )
     largest = wins[["smallest", "largest"]].abs().max().max()
-    band = "inside" if largest <= SOFTMAX_MARGIN else "outside"
+    reach = wins[wins[["smallest", "largest"]].abs().max(axis=1) > SOFTMAX_MARGIN]
+    band = (
+        f"beyond the ±{SOFTMAX_MARGIN} band of the softmax rows in at least one case: "
+        + "; ".join(f"{r['score']} on the {r['test_set']} set" for r in reach.to_dict("records"))
+        if len(reach)
+        else f"every case lies inside the ±{SOFTMAX_MARGIN} band of the softmax rows"
+    )
     return (
-        f"The softmax scores' normalized APFD lies within {largest:.3f} of DeepGini's in every case ({band} the "
-        f"±{SOFTMAX_MARGIN} band of the softmax rows). Which side of DeepGini each score lies on, case by case "
+        f"The softmax scores' normalized APFD lies within {largest:.3f} of DeepGini's in every case; {band}. Which side of DeepGini each score lies on, case by case "
         "(score − DeepGini, smallest to largest): " + " ".join(parts) + " " + surprise
     )
 
@@ -2188,9 +2243,17 @@ def retraining_words(runs: pd.DataFrame, diffs: pd.DataFrame) -> str:
             for d in mine.to_dict("records")
         ]
         fresh = ", ".join(f"{m} {v:.3f}" for m, v in means["fresh_fgsm_accuracy"].items())
+        gap = mine.set_index("method")["difference"]
+        # a comparator is only as informative as its distance from a random pick: method − random = the differences'
+        # difference (DeepGini − random) − (DeepGini − method)
+        versus = "; ".join(
+            f"{m} {gap['random'] - g:+.3f}" for m, g in gap.items() if m != "random" and "random" in gap.index
+        )
         lines.append(
             f"* **{ds} {arch}, {protocol}**: DeepGini {means.loc['DeepGini', 'held_out_accuracy']:.3f}; "
-            f"{'; '.join(rivals)}. Under a fresh FGSM: {fresh}."
+            f"{'; '.join(rivals)}."
+            + (f" Against random: {versus}, DeepGini {gap['random']:+.3f}." if versus else "")
+            + f" Under a fresh FGSM: {fresh}."
         )
     return (
         f"Held-out adversarial accuracy at {top} % of the pool (in brackets DeepGini − method and its 95 % "
