@@ -315,12 +315,36 @@ def test_every_pair_rows_apply_the_rule_to_each_pair() -> None:
     ivs = {"a": _iv(0.1, -0.5, 0.3), "b": _iv(-0.15, -0.2, -0.1), "c": _iv(0.3, 0.2, 0.4)}
     key, iv, summary = dg.every_pair(rule, ivs)
     assert key == "b" and rule.decide(iv.estimate, iv.low, iv.high) == "not held"
-    assert summary == "3 units: 1 held, 1 inconclusive, 1 not held"
+    assert summary.startswith("3 units: 1 held, 1 inconclusive, 1 not held; not held needs a unit's interval at 98.3%")
     # no pair not held: the worst inconclusive pair decides; every pair held: the pair nearest the threshold
     assert dg.every_pair(rule, {"a": _iv(0.1, -0.5, 0.3), "c": _iv(0.3, 0.2, 0.4), "d": _iv(0.0, -0.1, 0.1)})[0] == "d"
     assert dg.every_pair(rule, {"c": _iv(0.3, 0.2, 0.4), "e": _iv(0.2, 0.1, 0.25)})[0] == "e"
     within = Rule.within(-0.02, 0.02)  # a unit wholly outside the band on either side makes the claim not held
     assert dg.every_pair(within, {"x": _iv(0.0, -0.01, 0.01), "y": _iv(-0.05, -0.06, -0.04)})[0] == "y"
+
+
+def test_an_every_pair_row_is_not_held_only_where_a_unit_fails_at_the_bonferroni_level() -> None:
+    from repro.stats import seed_summary
+    from repro.verdict import Rule
+
+    rule = Rule.above(0)
+    # per-seed differences whose 95 % t interval lies just below 0 (to -0.0006 at 4 df) but whose 97.5 % one (two
+    # units) does not
+    close = seed_summary([-0.0095, -0.0035, -0.0055, -0.0015, -0.0025])
+    far = seed_summary([-0.050, -0.045, -0.055, -0.048, -0.052])
+    fine = seed_summary([0.05, 0.06, 0.04, 0.05, 0.055])
+    assert close.high < 0 and rule.decide(close.estimate, close.low, close.high) == "not held"
+    key, iv, summary = dg.every_pair(rule, {"a": close, "b": fine})
+    assert key == "a" and iv.high > 0 and iv.method.endswith("at 97.5%")  # read at 97.5 %: inconclusive
+    assert summary == (
+        "2 units: 1 held, 1 inconclusive, 0 not held; not held needs a unit's interval at 97.5% (Bonferroni over 2 "
+        "units): 1 not held at 95 %, 0 at 97.5%"
+    )
+    key, iv, summary = dg.every_pair(rule, {"a": close, "b": far})
+    assert key == "b" and iv.high < 0 and summary.startswith("2 units: 0 held, 1 inconclusive, 1 not held")
+    # an interval with no standard error (a bootstrap of minima) is read at 95 %, and the words say so
+    _, _, summary = dg.every_pair(rule, {"a": _iv(-0.15, -0.2, -0.1), "b": fine})
+    assert summary.endswith("1 not held at 95 %, 1 at 97.5% (1 uncorrected: not a t interval)")
 
 
 def test_a_coverage_rival_must_order_the_pool() -> None:
@@ -700,7 +724,10 @@ def test_the_paper_pairs_criterion_needs_the_papers_training_size_and_accuracy()
     # the MNIST sample's row: planned paper (the paper's pairs), labelled by the criterion on the run's data
     regime = register["beats_coverage|original|mnist:lenet1+mnist:lenet5"].regime
     assert regime.kind == "paper" and regime.criterion is c
-    assert "4,000 training" in regime.ours and "60,000" not in regime.ours and "50,000-73,257 training" in regime.paper
+    assert (
+        "4,000 training" in regime.ours and "60,000" not in regime.ours and regime.paper.startswith("50,000-73,257 (")
+    )
+    assert regime.ours.startswith("4,000 (")  # the governing variable's value leads, its setting follows
     fashion = register["beats_coverage|original|fashion_mnist:lenet1+fashion_mnist:lenet5"].regime
     assert "60,000 training" in fashion.ours and "4,000" not in fashion.ours
 

@@ -333,3 +333,15 @@ def test_different_ridges_on_the_two_covariances_break_the_invariance() -> None:
         return (md_k - np.einsum("ij,jk,ik->i", z - train.mean(0), p_t, z - train.mean(0))[:, None]).min(1)
 
     assert np.abs(rmd(test + step) - rmd(test)).max() > 0.1
+
+
+def test_a_random_orders_expected_normalized_apfd_is_one_half() -> None:
+    """Over every order of 6 tests with 2 failing, the mean normalized APFD is exactly 0.5 (the DeepGini rows compare
+    the best coverage baseline with this expectation rather than with one seeded random order)."""
+    from itertools import permutations
+
+    from repro.metrics import apfd_normalized
+
+    flags = [True, True, False, False, False, False]
+    values = [apfd_normalized(list(order)) for order in set(permutations(flags))]
+    assert np.mean(values) == pytest.approx(0.5, abs=1e-12)

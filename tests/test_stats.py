@@ -393,6 +393,21 @@ def test_seed_summary_matches_scipy_t_interval() -> None:
     assert one.estimate == one.low == one.high == 0.7 and one.method == "1 seed, no interval"
 
 
+def test_an_interval_at_another_level_is_the_t_interval_at_that_level() -> None:
+    values = np.array([0.71, 0.74, 0.69, 0.73, 0.70])
+    wide = stats.at_level(stats.seed_summary(values), 0.99)
+    assert wide.as_tuple() == pytest.approx(stats.seed_summary(values, level=0.99).as_tuple(), abs=1e-12)
+    assert wide.method == "mean over 5 seeds, t interval; at 99.0%"
+    # a clustered interval: the same standard error and df at the new level
+    rng = np.random.default_rng(0)
+    per_seed, draws = np.array([0.1, 0.12, 0.08]), rng.normal(0.1, 0.02, size=(400, 3))
+    kw = dict(clusters=np.repeat(np.arange(40), 5), unit="source images")
+    at99 = stats.at_level(stats.clustered_interval(per_seed, draws, **kw), 0.99)
+    assert at99.as_tuple() == pytest.approx(stats.clustered_interval(per_seed, draws, level=0.99, **kw).as_tuple())
+    # a percentile interval has no standard error: no other level can be read from it
+    assert stats.at_level(stats.Interval(0.1, 0.0, 0.2, "percentile bootstrap"), 0.99) is None
+
+
 def test_paired_seed_diff_is_seed_summary_of_differences() -> None:
     a = np.array([0.81, 0.79, 0.84, 0.80])
     b = np.array([0.78, 0.77, 0.80, 0.79])

@@ -110,7 +110,10 @@ def test_an_inconclusive_row_says_how_much_more_data_would_decide_it() -> None:
     row = judge(claim, 0.01, (-0.01, 0.03), test="DeLong test", why=("finding", "ignored"), narrow_by="seeds")
     # half-width 0.02 at a gap of 0.01 from the threshold: (0.02 / 0.01)^2 = 4x the seeds
     assert row["decision"] == "inconclusive" and row["measured_by"] == ""
-    assert row["why"] == "to decide at this estimate: about 4× the seeds (the interval shrinks as 1/√n)"
+    assert row["why"] == "to decide at this estimate (held): about 4× the seeds (the interval shrinks as 1/√n)"
+    below = judge(claim, -0.01, (-0.03, 0.01), test="t", narrow_by="seeds")
+    assert below["why"].startswith("to decide at this estimate (not held): about 4× the seeds")
+    assert verdict._cause(below) == "to decide (not held): about 4× the seeds"
     on_it = judge(claim, 0.0, (-0.01, 0.01), test="t")
     assert "sits on the threshold" in on_it["why"]
     far = judge(claim, 0.001, (-0.02, 0.022), test="t")
@@ -368,9 +371,9 @@ def test_the_views_name_a_null_band_as_such_and_the_row_is_compact() -> None:
     # rows sit under their statistic; an inconclusive row shows how much more data would decide it, the whole text
     # sits behind the disclosure with source, regime, rule and test
     assert '<tr class="repro-group"><td colspan="5">the estimate</td></tr>' in html
-    assert '<div class="repro-why">to decide: about 1.3× the items</div>' in html
+    assert '<div class="repro-why">to decide (held): about 1.3× the items</div>' in html
     assert (
-        "<b>why</b>: to decide at this estimate: about 1.3×" in html
+        "<b>why</b>: to decide at this estimate (held): about 1.3×" in html
         and "<b>regime</b>: miniature: classes K = 60" in html
     )
 
@@ -438,7 +441,7 @@ def test_a_rows_cause_at_a_glance_is_cut_at_a_word_and_names_what_would_decide_i
     why = verdict.narrowing(Rule.above(0.0), 0.1, -0.05, 0.25, "timing repeats per method (and sizes)")
     assert (
         verdict._cause({"decision": "inconclusive", "why": why})
-        == "to decide: about 2.3× the timing repeats per method"
+        == "to decide (held): about 2.3× the timing repeats per method"
     )
     assert verdict._cause({"decision": "held", "why": long}) == ""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from scipy import stats as sps
 __all__ = [
     "DeLongResult",
     "Interval",
+    "at_level",
     "attack_null",
     "bootstrap",
     "bootstrap_interval",
@@ -60,6 +61,8 @@ class Interval:
     low: float
     high: float
     method: str
+    se: float | None = None  # a t or normal interval's standard error (None: a percentile or exact interval)
+    df: float | None = None  # its degrees of freedom (inf: normal)
 
     def as_tuple(self) -> tuple[float, float]:
         """The interval as (low, high)."""
@@ -72,6 +75,17 @@ class Interval:
     def side(self, above: str, below: str, neither: str) -> str:
         """`above` when the whole interval lies above zero, `below` when it lies below, else `neither`."""
         return above if self.low > 0 else below if self.high < 0 else neither
+
+
+def at_level(iv: Interval, level: float) -> Interval | None:
+    """The same t (or normal) interval at another level: estimate ± quantile(level, df) × se, the method saying the
+    level; None where the interval is not one (a percentile bootstrap, an exact value: no se)."""
+    _check_level(level)
+    if iv.se is None or iv.df is None or not math.isfinite(iv.se):
+        return None
+    q = sps.t.ppf(0.5 + level / 2, iv.df) if math.isfinite(iv.df) else sps.norm.ppf(0.5 + level / 2)
+    half = float(q) * iv.se
+    return replace(iv, low=iv.estimate - half, high=iv.estimate + half, method=f"{iv.method}; at {level:.1%}")
 
 
 @dataclass(frozen=True)
@@ -465,7 +479,7 @@ def hierarchical_interval(
         f"{lead}items bootstrapped within each of {n:,} seeds ({resamples:,} resamples), "
         f"combined with a t interval over seeds ({how})"
     )
-    return Interval(estimate, estimate - half, estimate + half, method)
+    return Interval(estimate, estimate - half, estimate + half, method, math.sqrt(total), df)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -671,7 +685,7 @@ def clustered_interval(
     half = float(quantile) * math.sqrt(total)
     df_text = "normal" if not math.isfinite(df) else f"{df:.1f} df"
     method = f"{head}, combined with a t interval ({how}; {df_text}){note}"
-    return Interval(estimate, estimate - half, estimate + half, method)
+    return Interval(estimate, estimate - half, estimate + half, method, math.sqrt(total), df)
 
 
 def seeds_and_items_contrast(
@@ -1091,8 +1105,9 @@ def seed_summary(values: ArrayLike, level: float = 0.95) -> Interval:
     mean = float(v.mean())
     if v.size == 1:
         return Interval(mean, mean, mean, "1 seed, no interval")
-    half = float(sps.t.ppf(0.5 + level / 2, v.size - 1)) * float(v.std(ddof=1)) / math.sqrt(v.size)
-    return Interval(mean, mean - half, mean + half, f"mean over {v.size:,} seeds, t interval")
+    se = float(v.std(ddof=1)) / math.sqrt(v.size)
+    half = float(sps.t.ppf(0.5 + level / 2, v.size - 1)) * se
+    return Interval(mean, mean - half, mean + half, f"mean over {v.size:,} seeds, t interval", se, float(v.size - 1))
 
 
 def paired_seed_diff(a: ArrayLike, b: ArrayLike, level: float = 0.95) -> Interval:
@@ -1103,7 +1118,7 @@ def paired_seed_diff(a: ArrayLike, b: ArrayLike, level: float = 0.95) -> Interva
     summary = seed_summary(x - y, level)
     if x.size == 1:
         return summary
-    return Interval(summary.estimate, summary.low, summary.high, f"paired difference over {x.size:,} seeds, t interval")
+    return replace(summary, method=f"paired difference over {x.size:,} seeds, t interval")
 
 
 def simulated_power(detects: Callable[[np.random.Generator], bool], n_sims: int = 200, seed: int = 0) -> float:

@@ -480,7 +480,8 @@ def narrowing(rule: Rule, ours: float, low: float, high: float, narrow_by: str) 
         return f"the estimate sits on the threshold; no amount of {narrow_by} decides it at this estimate"
     factor = (half / gap) ** 2
     amount = "over 100×" if factor > 100 else f"about {math.ceil(factor * 10) / 10:g}×"
-    out = f"to decide at this estimate: {amount} the {narrow_by} (the interval shrinks as 1/√n)"
+    side = rule.decide(ours, ours, ours)  # the decision more data would reach if the estimate stayed put
+    out = f"to decide at this estimate ({side}): {amount} the {narrow_by} (the interval shrinks as 1/√n)"
     if factor > 100:  # no reachable sample decides it: say what the interval already bounds
         out += f"; what the data do say: the statistic lies between {low:.3g} and {high:.3g}"
     return out
@@ -791,7 +792,9 @@ def _cause(row: Mapping[str, Any]) -> str:
     if more:  # the thing to multiply, without its parenthesis (the whole text is behind the disclosure)
         if more.group(1) == "over 100×":  # out of reach: the bounds the interval gives come first
             return _cut(f"between {row['ci_low']:.3g} and {row['ci_high']:.3g}; over 100× the data to decide")
-        return _cut(f"to decide: {more.group(1)} the {more.group(2).split(' (')[0]}")
+        side = re.search(r"at this estimate \(([a-z ]+)\)", why)
+        toward = f" ({side.group(1)})" if side else ""
+        return _cut(f"to decide{toward}: {more.group(1)} the {more.group(2).split(' (')[0]}")
     return _cut(why.partition("; ")[0])
 
 

@@ -374,7 +374,7 @@ def apfd_differences(
 
         def write(tmp, c=c) -> None:
             iv = made[c] if c in made else _apfd_difference(runs_of[c], n_boot, seed, sources)
-            tmp.write_text(json.dumps([iv.estimate, iv.low, iv.high, iv.method]), encoding="utf-8")
+            tmp.write_text(json.dumps([iv.estimate, iv.low, iv.high, iv.method, iv.se, iv.df]), encoding="utf-8")
 
         out[c] = stats.Interval(*cache.file_entry(where[c], write, cache.read_json)[0])
     return out
@@ -602,15 +602,51 @@ def _margin(rule: object, ours: float) -> float:
     return min(ours - rule.low, rule.high - ours)
 
 
+FAMILY_ALPHA = 0.05  # a row's error rate for "not held" over its units (Bonferroni: each unit at 1 − 0.05 / units)
+
+
+def unit_decisions(rule: object, ivs: dict) -> tuple[dict, dict, str]:
+    """Each unit's decision and the interval it reads, with the row's units as one family: a row is not held if any
+    unit is, so a unit not held at 95 % is not held only if its interval at 1 − FAMILY_ALPHA / units (Bonferroni)
+    lies wholly on the failing side too, else it is inconclusive, read at that level (a wider interval that excludes
+    the threshold side cannot make a unit held). A unit whose interval is not a t interval (no standard error: a
+    bootstrap of minima) is read at 95 %, and the words say so. Held needs every unit held at 95 % (an
+    intersection-union test: no correction). Returns (decisions, intervals read, words)."""
+    from ..stats import at_level
+
+    n = len(ivs)
+    level = 1 - FAMILY_ALPHA / n
+    decided, read, uncorrected, plain = {}, {}, 0, 0
+    for u, iv in ivs.items():
+        d = rule.decide(iv.estimate, iv.low, iv.high)
+        if d == "not held" and n > 1:
+            plain += 1
+            wide = at_level(iv, level)
+            if wide is None:
+                uncorrected += 1
+            else:
+                iv, d = wide, rule.decide(wide.estimate, wide.low, wide.high)
+        decided[u], read[u] = d, iv
+    words = ""
+    if plain:
+        words = (
+            f"; not held needs a unit's interval at {level:.1%} (Bonferroni over {n} units): {plain} not held at 95 %, "
+            f"{sum(d == 'not held' for d in decided.values())} at {level:.1%}"
+            + (f" ({uncorrected} uncorrected: not a t interval)" if uncorrected else "")
+        )
+    return decided, read, words
+
+
 def every_pair(rule: object, ivs: dict) -> tuple[object, object, str]:
     """Apply `rule` to every unit's interval (a unit: a pair, or a pair and a method); an 'on every pair' claim is
-    not held if any unit is not held, held if every unit is held, else inconclusive. Returns the deciding unit (the
-    worst of the decisive kind: the farthest on the failing side), its interval, and every unit's decision."""
-    decided = {k: rule.decide(iv.estimate, iv.low, iv.high) for k, iv in ivs.items()}
+    not held if any unit is not held (Bonferroni over the units: unit_decisions), held if every unit is held, else
+    inconclusive. Returns the deciding unit (the worst of the decisive kind: the farthest on the failing side), the
+    interval its decision reads, and every unit's decision."""
+    decided, read, corrected = unit_decisions(rule, ivs)
     kind = next(d for d in ("not held", "inconclusive", "held") if d in decided.values())
     key = min((k for k in ivs if decided[k] == kind), key=lambda k: _margin(rule, ivs[k].estimate))
     counts = ", ".join(f"{sum(d == x for d in decided.values())} {x}" for x in ("held", "inconclusive", "not held"))
-    return key, ivs[key], f"{len(ivs)} units: {counts}"
+    return key, read[key], f"{len(ivs)} units: {counts}{corrected}"
 
 
 def _label(k: object) -> str:
@@ -762,7 +798,10 @@ def _cost_row(
             f"({fastest['criterion']})",
         )
         measured = "cam_implementations"
-    return judge(claim, est, (low, high), test=test, why=why, measured_by=measured, narrow_by="timing repeats")
+    row = judge(claim, est, (low, high), test=test, why=why, measured_by=measured, narrow_by="timing repeats")
+    if row["decision"] == "inconclusive":  # what the timings do show, behind the row's disclosure
+        row["why"] += f"; what the timings show: {why[1]}"
+    return row
 
 
 METRIC_WORDS = {"held_out_accuracy": "held-out accuracy", "pool_accuracy": "pool accuracy"}
@@ -924,15 +963,19 @@ def _retraining_row(
         left_out = [p for p in top["pair"] if not bool(chosen.loc[p, "orders_pool"])]
         if len(left_out) < len(top):
             top = top[~top["pair"].isin(left_out)]
-    ivs = {r["pair"]: stats.Interval(r["difference"], r["ci_low"], r["ci_high"], r["test"]) for _, r in top.iterrows()}
+    ivs = {
+        r["pair"]: stats.Interval(r["difference"], r["ci_low"], r["ci_high"], r["test"], r.get("se"), r.get("df"))
+        for _, r in top.iterrows()
+    }
     pair, iv, summary = every_pair(claim.rule, ivs)
     d = top[top["pair"] == pair].iloc[0]
     why, measured = _picks_cause(picks, pair, d["method"], int(d["percent"]), protocol, ablation, metric)
     if claim.rule.decide(iv.estimate, iv.low, iv.high) == "not held":
+        decided = unit_decisions(claim.rule, ivs)[0]
         failing = {
             p: _picks_cause(picks, p, r["method"], int(r["percent"]), protocol, ablation, metric)
             for p, r in top.set_index("pair").iterrows()
-            if claim.rule.decide(r["difference"], r["ci_low"], r["ci_high"]) == "not held"
+            if decided[p] == "not held"
         }
         why, measured = _consistent_cause(why, measured, failing, ablation, metric, rival)
     # held-out rows resample the held-out source images as well as the seeds, and those often dominate
@@ -999,11 +1042,12 @@ def _apfd_row(
     from ..verdict import judge
 
     (k, m), iv, summary = every_pair(claim.rule, ivs)
+    decided = unit_decisions(claim.rule, ivs)[0]
     if against == "softmax":  # every score and pair outside the band, with its side: the scores may fail both ways
         outside = [
             f"{u[1]} on {_label(u[0])} {'better' if ivs[u].estimate > 0 else 'worse'} ({ivs[u].estimate:+.3f})"
             for u in ivs
-            if claim.rule.decide(ivs[u].estimate, ivs[u].low, ivs[u].high) == "not held"
+            if decided[u] == "not held"
         ]
         why = ("finding", "outside the band, ranking tests " + "; ".join(outside or [f"{m} on {_label(k)}"]) +
                " than DeepGini")  # fmt: skip
@@ -1016,7 +1060,7 @@ def _apfd_row(
     # a comparison that fails on some pairs and not on others is not explained by the comparison itself: no table
     # here varies what separates the pairs (dataset, training-set size, accuracy, the test set's make-up)
     every = {**(siblings or {}), **ivs}
-    failing = {u[0] for u, v in every.items() if claim.rule.decide(v.estimate, v.low, v.high) == "not held"}
+    failing = {u[0] for u, d in unit_decisions(claim.rule, every)[0].items() if d == "not held"}
     others = sorted({_label(u[0]) for u in every} - {_label(u) for u in failing})
     if failing and others:
         why = (
@@ -1026,8 +1070,11 @@ def _apfd_row(
         )
     trained = f"{n_models} trained model{'s' if n_models > 1 else ''} per pair"
     test = f"deciding unit {_label(k)} vs {m}; {summary}; {trained}: {iv.method}"
-    if against == "coverage" and "random" in norm.columns:  # how far the best baseline itself is from a random order
-        test += f"; {m} − random {norm.loc[k, m] - norm.loc[k, 'random']:+.3f} (random {norm.loc[k, 'random']:.3f})"
+    if against == "coverage":  # how far the best baseline itself is from a random order
+        # a random order's expected normalized APFD is exactly 0.5 (APFD is linear in the failing tests' positions,
+        # whose mean under a random order is the midpoint of the best and worst), where one seeded order scatters
+        seeded = f", the seeded random order {norm.loc[k, 'random']:.3f}" if "random" in norm.columns else ""
+        test += f"; {m} − a random order {norm.loc[k, m] - 0.5:+.3f} (its expected normalized APFD, 0.5{seeded})"
     # the interval holds the test inputs' noise (source images on a mixed set) and the models' spread: both shrink
     # it, and which dominates varies by row, so the remedy names both
     inputs = "source images" if "source images resampled" in iv.method else "test inputs"
@@ -2151,8 +2198,8 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
         mean = made.drop(columns="seed").groupby(["protocol", "method", "percent"], as_index=False, sort=False).mean()
         picks.append(mean.assign(pair=pair))
     first = lambda f: f[["pair", *f.columns.drop("pair")]]
-    curve_cols = ["pair", "protocol", "method", "percent", "pool_accuracy", "difference", "ci_low", "ci_high", "seeds",
-                  "test"]  # fmt: skip
+    curve_cols = ["pair", "protocol", "method", "percent", "pool_accuracy", "difference", "ci_low", "ci_high", "se",
+                  "df", "seeds", "test"]  # fmt: skip
     return Retraining(
         pd.concat(runs, ignore_index=True),
         pd.concat(diffs, ignore_index=True),

@@ -330,6 +330,8 @@ def paired_differences(
                 "difference": iv.estimate,
                 "ci_low": iv.low,
                 "ci_high": iv.high,
+                "se": iv.se,  # a t interval's standard error and df: its Bonferroni-widened form (stats.at_level)
+                "df": iv.df,
                 "seeds": len(ref),
                 "test": iv.method,
             }
