@@ -128,7 +128,10 @@ P = repro.start(globals(), checks=[dg.local_pairs], **dg.SPEC)
 # the interval is taken over source images and models. Retraining differences are paired by
 # retraining seed on one held-out half; their intervals resample its inputs by source image (the
 # same draws for every seed and method) as well as the seeds. Pool accuracy, the artifact's
-# metric, is read on the fixed pool, over seeds only. A retraining row's cause stands only if the
+# metric, is read on the fixed pool, over seeds only. A row judged on every pair (or every pair
+# and score) is held only if every unit holds at 95 %, and not held only if some unit's interval
+# at 1 − 0.05 / units (Bonferroni over the row's units) lies wholly on the failing side, so that
+# more units do not make "not held" easier. A retraining row's cause stands only if the
 # ablation names it on every pair the row fails on and no pair contradicts it. The cost ratio is
 # a ratio of minimum timings. A row is labelled with the paper's regime only when the register's
 # criterion, computed on the run's data, passes: for the APFD rows, every pair's model trained on

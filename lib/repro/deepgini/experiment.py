@@ -982,7 +982,7 @@ def _retraining_row(
     narrow = "retraining seeds and held-out source images" if "source images resampled" in d["test"] else "seeds"
     test = (
         f"deciding pair {pair}, vs {d['method']} ({protocol}, {METRIC_WORDS[metric]}); {summary}; 1 trained model per "
-        "pair, "
+        "pair, one pool / held-out split for every seed (the split's own variation is not in the interval), "
         f"{int(d['seeds'])} retraining seeds (tie-breaks, extra training images, batch order vary): {d['test']}"
     )
     if rival == "coverage" and pair in randoms.index:  # the rival against random: is it a comparator at all?
