@@ -1059,9 +1059,10 @@ def _apfd_row(
         )
     # a comparison that fails on some pairs and not on others is not explained by the comparison itself: no table
     # here varies what separates the pairs (dataset, training-set size, accuracy, the test set's make-up)
-    every = {**(siblings or {}), **ivs}
-    failing = {u[0] for u, d in unit_decisions(claim.rule, every)[0].items() if d == "not held"}
-    others = sorted({_label(u[0]) for u in every} - {_label(u) for u in failing})
+    # (each row's units read as their own row reads them: the row's family, and the siblings' as theirs)
+    sibling_decided = unit_decisions(claim.rule, siblings)[0] if siblings else {}
+    failing = {u[0] for u, d in {**sibling_decided, **decided}.items() if d == "not held"}
+    others = sorted({_label(u[0]) for u in [*ivs, *(siblings or {})]} - {_label(u) for u in failing})
     if failing and others:
         why = (
             "unknown",
@@ -1985,8 +1986,11 @@ def overlap_words(apfd_frame: pd.DataFrame, wins: pd.DataFrame, sets: tuple[str,
         else f"every case lies inside the ±{SOFTMAX_MARGIN} band of the softmax rows"
     )
     return (
-        f"The softmax scores' normalized APFD lies within {largest:.3f} of DeepGini's in every case; {band}. Which side of DeepGini each score lies on, case by case "
-        "(score − DeepGini, smallest to largest): " + " ".join(parts) + " " + surprise
+        f"The softmax scores' normalized APFD lies within {largest:.3f} of DeepGini's in every case; {band}. Which side "
+        "of DeepGini each score lies on, case by case (score − DeepGini, smallest to largest): "
+        + " ".join(parts)
+        + " "
+        + surprise
     )
 
 
