@@ -654,7 +654,7 @@ page.say(dg.artifact_cam_words())
 # ## How the rows are decided
 
 # %%
-dg.check_regimes(CLAIMS, accuracy, test_sets, cost, P)
+dg.check_regimes(CLAIMS, accuracy, cost, P)
 verdict.conclude(
     dg.verdict_rows(
         CLAIMS,

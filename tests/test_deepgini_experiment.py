@@ -871,7 +871,7 @@ def test_each_regime_group_is_labelled_by_its_own_pairs() -> None:
             ]
         )
         verdict.forget_checks()
-        dg.check_regimes(register, accuracy, pd.DataFrame(), pd.DataFrame(), SimpleNamespace(**p))
+        dg.check_regimes(register, accuracy, pd.DataFrame(), SimpleNamespace(**p))
         return fashion.regime.computed()[0], sample.regime.computed()[0]
 
     assert labels(0.89) == ("paper", "miniature")
@@ -1016,7 +1016,7 @@ def test_a_mixed_set_is_the_papers_only_when_every_attack_attacks_every_image() 
         claim = claims.claims(p)[key]
         assert claim.regime.kind == "paper" and claim.regime.criterion is claims.MIXED_CRITERION  # planned
         verdict.forget_checks()
-        dg.check_regimes({key: claim}, accuracy, pd.DataFrame(), pd.DataFrame(), p)
+        dg.check_regimes({key: claim}, accuracy, pd.DataFrame(), p)
         assert claim.regime.computed()[0] == kind
         assert verdict.checks_table()["value"].tolist() == [share]
     verdict.forget_checks()

@@ -1160,12 +1160,12 @@ def _shortfall(accuracy: pd.DataFrame, pairs: list[str]) -> float:
     return float(gaps.max()) if len(gaps) else math.nan
 
 
-def check_regimes(claim_set: dict, accuracy: pd.DataFrame, test_sets: pd.DataFrame, timings: pd.DataFrame,
-                  params: object) -> None:  # fmt: skip
+def check_regimes(claim_set: dict, accuracy: pd.DataFrame, timings: pd.DataFrame, params: object) -> None:
     """Compute every paper regime's criterion on this run (verdict.check_regime), from what the run measured: the
     fewest training images any pair's model was trained on and the pairs' test accuracy against the artifact's models
     (the APFD rows; the max-coverage row's test images and accuracy), and for the cost rows the
-    tests timed and the neurons the coverage methods track against the artifact's Fashion-MNIST LeNet-1. A property
+    tests timed and the neurons the timed coverage methods track (table cost's column neurons) against the
+    artifact's Fashion-MNIST LeNet-1. A property
     the run cannot compute (no artifact accuracy for any pair judged, a timed pair the artifact does not count
     neurons for) leaves the criterion uncomputed: the row then reads miniature."""
     from ..verdict import check_regime
