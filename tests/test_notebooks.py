@@ -183,8 +183,8 @@ def test_rmd_chapter_tables(smoke_results) -> None:
     verdict = tables["verdict"]
     text = 2  # the article and task settings (the domain splits are tables only)
     # per-direction rows (no label-free contrast on the local images: the two look-alike directions and the
-    # upside-down one), near rows (tasks, both feature types), far rows (tasks, both image-near directions, the far
-    # pair), eigen rows, then the class trends, CLP, PC and covariance rows
+    # upside-down one), near rows (tasks, both feature types), far rows (tasks, the first image-near direction, the
+    # far pair both ways), eigen rows, then the class trends, CLP, PC and covariance rows
     assert len(verdict) == 4 * text + 3 * 2 + 3 + 2 + 4 + 2 + 2 + 3 <= 30
     assert all(r["ci_low"] <= r["ci_high"] for r in verdict if r["ci_low"] is not None)
     assert all(r["why"] for r in verdict if r["decision"] != "held")
@@ -197,7 +197,8 @@ def test_rmd_chapter_tables(smoke_results) -> None:
         "miniature: classes K = 5 (paper 10 / 100)",
     }
     assert all(
-        r["measured_by"] in ("", "class_sweep", "regimes", "covariance", "per_ood_class", "auroc", "near_far")
+        r["measured_by"]
+        in ("", "class_sweep", "regimes", "covariance", "per_ood_class", "auroc", "near_far", "md_below_chance")
         for r in verdict
     )
     assert not any("would tell would tell" in r["why"] for r in verdict)

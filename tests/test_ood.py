@@ -142,6 +142,14 @@ def test_cached_weights_train_once_and_reload(tmp_path, monkeypatch) -> None:
     assert len(calls) == 1 and (was_cached_a, was_cached_b) == (False, True)
     np.testing.assert_allclose(training.predict(a, x)[1], training.predict(b, x)[1])
     assert len(list((tmp_path / "models").glob("cnn-*.pt"))) == 1
+    # both carry their entry's identity, so features are keyed without reading the weights; a rebuilt entry (removed,
+    # trained again) is another model
+    assert cache.identity(a) == cache.identity(b) == cache.model_key(b) and cache.identity(a) is not None
+    fresh = nets.SmallCNN(2, 8)
+    assert cache.model_key(fresh) == cache.model_digest(fresh)  # unmarked: the digest of its weights
+    next(iter((tmp_path / "models").glob("cnn-*.pt"))).unlink()
+    c, _ = cache.weights("cnn", nets.SmallCNN(2, 8), train, "k")
+    assert len(calls) == 2 and cache.identity(c) != cache.identity(a)
 
 
 def test_features_are_cached_by_weights_and_inputs(tmp_path, monkeypatch) -> None:
@@ -574,3 +582,109 @@ def test_the_label_free_text_encoder_is_the_same_model_whatever_ran_before() -> 
     torch.rand(1000)
     features.label_free_text_encoder(budget)
     assert torch.equal(torch.rand(1), drawn)  # the global generator is left as it was
+
+
+def test_class_trend_check_fits_use_each_subsets_leading_components() -> None:
+    """The check fits project on the top principal components of the fit's own training rows (fewer than the rows)
+    and apply maximum-likelihood or Ledoit-Wolf MD/RMD there: compared with the projection written out."""
+    from repro.rmd import experiment as ex
+
+    rng = np.random.default_rng(3)
+    x, y, z = rng.normal(size=(40, 50)), np.arange(40) % 2, rng.normal(size=(7, 50))
+    dims = min(ex.CLASS_CHECK_DIMS, 40 - 2 - 1)  # 32: fewer than the 40 rows
+    centred = x - x.mean(axis=0)
+    axes = np.linalg.svd(centred, full_matrices=False)[2][:dims]
+    for fit, ridge in (("ml_leading", 0.0), ("lw_leading", "ledoit-wolf")):
+        got = ex._sweep_scores(x, y, z, fit)
+        want = metrics.mahalanobis_scores(centred @ axes.T, y, (z - x.mean(axis=0)) @ axes.T, ridge=ridge)
+        assert np.allclose(got.md, want.md) and np.allclose(got.rmd, want.rmd)
+    assert not np.allclose(ex._sweep_scores(x, y, z, "ml_leading").md, ex._sweep_scores(x, y, z, "lw_leading").md)
+    lw = ex._sweep_scores(x, y, z, "ledoit-wolf")
+    assert np.allclose(lw.md, metrics.mahalanobis_scores(x, y, z, ridge="ledoit-wolf").md)
+
+
+def test_class_trend_row_is_decided_only_where_both_fits_agree() -> None:
+    from repro import stats
+    from repro.params import resolve
+    from repro.rmd import claims as C
+    from repro.rmd import experiment as ex
+    from repro.verdict import judge
+
+    p = resolve({"profile": "default"}, C.SPEC)
+    claim = C.claims(p)["class_trend|text-articles"]
+    main = stats.Interval(0.021, 0.006, 0.035, "slope in articles")
+
+    def row(low: float, high: float) -> dict:
+        rises = {"text-articles": stats.Interval(0.03, 0.01, 0.05, "slope, ML")}
+        checks = {"ml_leading": rises, "lw_leading": {"text-articles": stats.Interval((low + high) / 2, low, high, "")}}
+        res = ex.Results(*[None] * 12, checks)
+        return ex._fits_agree(judge(claim, main.estimate, main), claim, res, "text-articles")
+
+    agree = row(0.01, 0.05)
+    assert agree["decision"] == "held" and "the check fits agree" in agree["test"]
+    assert "Ledoit-Wolf on 32 leading components held at +0.030" in agree["test"]
+    for low, high in ((-0.04, -0.005), (-0.02, 0.01)):  # one check fit falls, or does not tell: inconclusive
+        split = row(low, high)
+        assert split["decision"] == "inconclusive" and split["why"].startswith("unknown: held under Ledoit-Wolf")
+        assert "maximum likelihood on 32 leading components held" in split["why"]
+
+
+def test_far_rows_are_tests_only_where_md_detects_the_far_classes() -> None:
+    import pandas as pd
+
+    from repro.params import resolve
+    from repro.rmd import claims as C
+    from repro.rmd import experiment as ex
+    from repro.verdict import judge
+
+    p = resolve({"profile": "default"}, C.SPEC)
+    planned = C.claims(p)
+    far = [k for k in planned if k.startswith("far|")]
+    # the task setting, the first image-near direction, the far pair both ways
+    assert [k.split("|")[1] for k in far] == [
+        f"{p['task_classes']} BIG-bench tasks → held-out BIG-bench tasks",
+        "group A → group B",
+        "Fashion-MNIST → digits",
+        "digits → Fashion-MNIST",
+    ]
+    by_class = pd.DataFrame(
+        {
+            "in_dist": ["a"] * 4,
+            "features": ["pretrained"] * 4,
+            "near": [False, False, False, True],
+            "MD": [0.95, 0.80, 0.40, 0.10],  # far mean 0.717, one far class below chance; the near one is not counted
+            "gain": [0.0, 0.1, 0.4, 0.5],
+        }
+    )
+    claim = planned[far[0]]
+    blind = ex._md_ineffective(claim, by_class, "a", "pretrained")
+    assert blind["decision"] == "untestable here" and "mean AUROC 0.717 over 3" in blind["why"]
+    assert "below chance on 1" in blind["why"]
+    by_class.loc[:2, "MD"] = [0.95, 0.92, 0.90]
+    assert ex._md_ineffective(claim, by_class, "a", "pretrained") is None
+    # a held RMD > MD row says how much of its gain sits on classes MD ranks below chance (the near one here)
+    near_claim = planned[next(k for k in planned if k.startswith("near|"))]
+    held = judge(near_claim, 0.1, (0.05, 0.15), "paired AUC over tasks")
+    noted = ex._held_on_md_failure(held, by_class, "a", "pretrained", "near")
+    assert noted["why"].startswith("held, but MD ranks 1 of these 1 OOD classes below chance: RMD − MD is +0.500")
+    assert ex._held_on_md_failure(held, by_class, "a", "pretrained", "far") is held  # no far class below chance now
+
+
+def test_task_pool_is_kept_by_its_inputs_and_read_back(tmp_path, monkeypatch) -> None:
+    """A cached run reads the filtered task pool from the data folder instead of filtering and tokenizing again;
+    another minimum of inputs is another entry."""
+    from repro.rmd import experiment as ex
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    calls = []
+
+    def tasks(min_inputs: int) -> dict:
+        calls.append(min_inputs)
+        return {"a": {"inputs": ["x y", "z"]}, "b": {"inputs": ["w"] * min_inputs}}
+
+    monkeypatch.setattr(ex.data, "bigbench_tasks", tasks)
+    pool = ex._task_pool.__wrapped__
+    first, again = pool(3, None), pool(3, None)
+    assert first == again == {"a": ["x y", "z"], "b": ["w"] * 3} and calls == [3]
+    assert pool(4, None)["b"] == ["w"] * 4 and calls == [3, 4]
+    assert len(list((tmp_path / "features").glob("rmd-task-pool-*.json"))) == 2

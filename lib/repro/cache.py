@@ -71,6 +71,12 @@ def model_digest(model: Any) -> str:
 IDENTITY = "_repro_cache_identity"
 
 
+def model_key(model: Any) -> str:
+    """What identifies a model's weights in a cache key: the identity `mark` gave it (its checkpoint's entry, no
+    tensor read), else the digest of its weights (model_digest)."""
+    return identity(model) or model_digest(model)
+
+
 def mark(model: Any, *parts: Any) -> Any:
     """Give `model` an identity digested from `parts` (the inputs that determine its weights, e.g. its checkpoint's
     cache entry), so what is computed from it can be cached by that identity; returns the model."""
@@ -166,7 +172,8 @@ def weights_path(name: str, model: Any, *parts: Any) -> Path:
 
 
 def weights(name: str, model: Any, train: Callable[[Any], Any], *parts: Any) -> tuple[Any, bool]:
-    """(model, was_cached): torch `model` with the weights trained by `train(model)` on inputs digested from `parts`."""
+    """(model, was_cached): torch `model` with the weights trained by `train(model)` on inputs digested from `parts`,
+    marked (mark) by its entry's name, size and modification time: a rebuilt entry is another model."""
     import torch
 
     path = weights_path(name, model, *parts)
@@ -179,4 +186,6 @@ def weights(name: str, model: Any, train: Callable[[Any], Any], *parts: Any) -> 
         model.load_state_dict(torch.load(found, weights_only=True, map_location="cpu"))
         return model.eval()
 
-    return file_entry(path, build, load)
+    model, cached = file_entry(path, build, load)
+    stat = path.stat()
+    return mark(model, path.name, stat.st_size, stat.st_mtime_ns), cached

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -384,9 +386,27 @@ def class_direction(
 @functools.lru_cache(maxsize=4)
 def _task_pool(min_inputs: int, encoder: Any) -> dict[str, list[str]]:
     """The inputs of every BIG-bench task data.bigbench_tasks keeps, distinct to `encoder` where one is given: read
-    and tokenized once per process (the caller copies the dict; the lists are not changed)."""
-    tasks = {n: t["inputs"] for n, t in data.bigbench_tasks(min_inputs).items()}
-    return tasks if encoder is None else {n: distinct_to_encoder(x, encoder) for n, x in tasks.items()}
+    and tokenized once per process (the caller copies the dict; the lists are not changed), and kept in the data
+    folder by the task file's content, the filters' code and thresholds and the tokenizer's files, so that a cached
+    run neither filters nor tokenizes again."""
+
+    def pool() -> dict[str, list[str]]:
+        tasks = {n: t["inputs"] for n, t in data.bigbench_tasks(min_inputs).items()}
+        return tasks if encoder is None else {n: distinct_to_encoder(x, encoder) for n, x in tasks.items()}
+
+    tokenizer = cache.folder_stamp(encoder) if isinstance(encoder, Path) and encoder.is_dir() else encoder
+    where = cache.entry_path(
+        "features",
+        "rmd-task-pool",
+        data.bigbench_dir() / data.TASK_INPUTS,
+        min_inputs,
+        str(encoder),
+        tokenizer,
+        cache.source_digest(data.bigbench_tasks, data.is_english_prose, data.prose_shares, distinct_to_encoder),
+        (data.PROSE_ASCII, data.PROSE_WORDS, data._WORD.pattern, TEXT_MAX_TOKENS),
+        suffix=".json",
+    )
+    return cache.file_entry(where, lambda tmp: tmp.write_text(json.dumps(pool()), encoding="utf-8"), cache.read_json)[0]
 
 
 def task_direction(
@@ -1013,14 +1033,56 @@ CLASS_SWEEP_DRAWS = 5  # random class subsets per K below the full set
 CLASS_SWEEP_ESTIMATOR = "ledoit-wolf"  # defined at every K (a fit of 2 classes has fewer rows than dimensions)
 
 
-def class_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int) -> tuple[pd.DataFrame, dict]:
+# The class trend's check fits: this many leading principal components of each subset's own training rows, so that
+# every fit of the sweep has more rows than dimensions (2 classes of 24 rows: 48 > 32), with the maximum-likelihood
+# covariance and with Ledoit-Wolf. The register's row is held or not held only where both check fits agree with
+# Ledoit-Wolf on every dimension: with few rows per dimension the estimator alone can set the slope's sign, since K
+# moves the training rows with it.
+CLASS_CHECK_DIMS = 32
+SWEEP_FITS = {
+    "ledoit-wolf": "Ledoit-Wolf",
+    "ml_leading": f"maximum likelihood on {CLASS_CHECK_DIMS} leading components",
+    "lw_leading": f"Ledoit-Wolf on {CLASS_CHECK_DIMS} leading components",
+}
+CHECK_FITS = ("ml_leading", "lw_leading")
+
+
+def _sweep_scores(train: np.ndarray, labels: np.ndarray, test: np.ndarray, fit: str) -> metrics.MahalanobisScores:
+    """MD and RMD of one fit of the class sweep (SWEEP_FITS): Ledoit-Wolf on every dimension, or the maximum-likelihood
+    ("ml_leading") or Ledoit-Wolf ("lw_leading") estimate on the leading principal components of these training rows
+    (CLASS_CHECK_DIMS, fewer than the rows)."""
+    if fit == "ledoit-wolf":
+        return metrics.mahalanobis_scores(train, labels, test, ridge=CLASS_SWEEP_ESTIMATOR)
+    dims = max(1, min(CLASS_CHECK_DIMS, len(train) - len(np.unique(labels)) - 1, train.shape[1]))
+    centre = train.mean(axis=0)
+    axes = np.linalg.svd(train - centre, full_matrices=False)[2][:dims]
+    ridge = CLASS_SWEEP_ESTIMATOR if fit == "lw_leading" else 0.0
+    return metrics.mahalanobis_scores((train - centre) @ axes.T, labels, (test - centre) @ axes.T, ridge=ridge)
+
+
+def class_checks(
+    inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int, n_boot: int
+) -> dict[str, dict[str, stats.Interval]]:
+    """The class trend's slope under each check fit (CHECK_FITS), per setting of the sweep: the same class subsets
+    as class_sweep's (the same draws), refitted."""
+    out = {}
+    for fit in CHECK_FITS:
+        rows, fits = class_sweep(inputs, feats, seed_list, seed, fit=fit)
+        out[fit] = {st: class_slope(inputs, fits, st, n_boot, seed, fit=fit) for st in rows["setting"].unique()}
+    return out
+
+
+def class_sweep(
+    inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int, fit: str = "ledoit-wolf"
+) -> tuple[pd.DataFrame, dict]:
     """RMD − MD with label-free features as the number of real in-distribution classes K halves (K, K/2, ... down to
     2), each K below the full set on CLASS_SWEEP_DRAWS random subsets of the classes, every OOD row kept: the sweep
     of the governing variable, real classes (not k-means sub-clusters of them). Every fit reads the verdict's own
     features with Ledoit-Wolf shrinkage, one estimator for every K: a small K has fewer training rows than dimensions,
     where the maximum-likelihood covariance is singular (RMD fell below chance there), and projecting onto fewer
-    dimensions instead changes MD itself. Returns the rows and, per direction, the (K, in-distribution row mask, MD,
-    RMD) of every fit for the slope's resampling."""
+    dimensions instead changes MD itself. `fit`: a check fit of _sweep_scores, on the same class subsets (the
+    same draws). Returns the rows and, per direction, the (K, in-distribution row mask, MD, RMD) of every
+    fit for the slope's resampling."""
     rng = np.random.default_rng(seed)
     rows, kept = [], {}
     for d in [d for d in near(inputs) if d.setting in CLASS_SWEEP_SETTINGS]:
@@ -1033,7 +1095,7 @@ def class_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int
                 train = np.isin(f.train_y, chosen)
                 keep = np.r_[np.isin(d.test_in_y, chosen), np.ones(len(d.test_ood_class), bool)]
                 labels = np.searchsorted(chosen, f.train_y[train])
-                sc = metrics.mahalanobis_scores(f.train[train], labels, f.test[keep], ridge=CLASS_SWEEP_ESTIMATOR)
+                sc = _sweep_scores(f.train[train], labels, f.test[keep], fit)
                 md, rmd = metrics.auroc(d.is_ood[keep], sc.md), metrics.auroc(d.is_ood[keep], sc.rmd)
                 fits.append((k, keep, sc.md, sc.rmd))
                 rows.append({**_keys(d, "pretrained"), "K": k, "draw": draw, "MD": md, "RMD": rmd, "gain": rmd - md})
@@ -1041,7 +1103,9 @@ def class_sweep(inputs: Inputs, feats: dict, seed_list: Sequence[int], seed: int
     return pd.DataFrame(rows), kept
 
 
-def class_slope(inputs: Inputs, kept: dict, setting: str, n_boot: int, seed: int) -> stats.Interval:
+def class_slope(
+    inputs: Inputs, kept: dict, setting: str, n_boot: int, seed: int, fit: str = "ledoit-wolf"
+) -> stats.Interval:
     """Least-squares slope of the mean RMD − MD gain per doubling of the number of real classes (class_sweep), the
     test rows resampled by their clusters (one resample shared by every K and draw, so the points are paired); the
     interval's degrees of freedom follow the OOD clusters, the in-distribution classes' spread enters through the
@@ -1073,8 +1137,8 @@ def class_slope(inputs: Inputs, kept: dict, setting: str, n_boot: int, seed: int
     slope = float(x @ np.asarray(full)) / float(x @ x)
     draws = (np.stack(boot, axis=1) @ x / float(x @ x))[:, None]
     words = (
-        f"slope per doubling of real classes K over K = {', '.join(map(str, ks))} (label-free features, Ledoit-Wolf; "
-        "test rows and class subsets resampled)"
+        f"slope per doubling of real classes K over K = {', '.join(map(str, ks))} (label-free features, "
+        f"{SWEEP_FITS[fit]}; test rows and class subsets resampled)"
     )
     return stats.clustered_interval(
         [slope],
@@ -1087,9 +1151,12 @@ def class_slope(inputs: Inputs, kept: dict, setting: str, n_boot: int, seed: int
     )
 
 
-def class_trends(rows: pd.DataFrame, slopes: dict[str, stats.Interval]) -> pd.DataFrame:
+def class_trends(
+    rows: pd.DataFrame, slopes: dict[str, stats.Interval], checks: dict[str, dict[str, stats.Interval]] | None = None
+) -> pd.DataFrame:
     """Per setting of the sweep of real classes: the slope per doubling of K of the mean gain (with its interval) and,
-    apart, of MD's and RMD's own AUROC, so that a rising gain shows whether RMD rose or MD fell."""
+    apart, of MD's and RMD's own AUROC, so that a rising gain shows whether RMD rose or MD fell; with `checks`, the
+    gain's slope under each check fit (class_checks) with its interval."""
     out = []
     for setting, part in rows.groupby("setting", sort=False):
         means = part.groupby("K")[["MD", "RMD"]].mean()
@@ -1104,6 +1171,11 @@ def class_trends(rows: pd.DataFrame, slopes: dict[str, stats.Interval]) -> pd.Da
                 "ci_high": iv.high,
                 "MD_slope": float(np.polyfit(x, means["MD"], 1)[0]) if len(x) > 1 else float("nan"),
                 "RMD_slope": float(np.polyfit(x, means["RMD"], 1)[0]) if len(x) > 1 else float("nan"),
+                **{
+                    f"{fit}_{part}": getattr(by_setting[setting], attr)
+                    for fit, by_setting in (checks or {}).items()
+                    for part, attr in (("slope", "estimate"), ("low", "low"), ("high", "high"))
+                },
             }
         )
     return pd.DataFrame(out)
@@ -1729,6 +1801,7 @@ class Results:
     n_boot: int
     seed: int
     accuracy: pd.DataFrame | None = None  # the classifiers' in-distribution accuracy (the fine-tuned arm's fitness)
+    class_checks: dict[str, dict[str, stats.Interval]] | None = None  # the class trend's slope per check fit
 
 
 def pc_units(ranges: pd.DataFrame) -> pd.Series:
@@ -1810,6 +1883,19 @@ def _contrast_cause(claim: Claim, kind: str, features: str, row: pd.Series, res:
     slope = res.class_slopes.get(row["setting"]) if features == "pretrained" else None
     if regime is None or slope is None or not np.isfinite(slope.estimate):
         return {"why": unexplained(f"a sweep of the number of real classes with {features} features in this setting")}
+    side = lambda iv: int(iv.low > 0) - int(iv.high < 0)  # +1 rises, -1 falls, 0 undecided
+    apart = [
+        f"{by_setting[row['setting']].estimate:+.3f} under {SWEEP_FITS[fit]}"
+        for fit, by_setting in (res.class_checks or {}).items()
+        if row["setting"] in by_setting and side(by_setting[row["setting"]]) != side(slope)
+    ]
+    if apart:
+        return {
+            "why": unexplained(
+                "a sweep of real classes at a fixed number of training rows per dimension (the fits of class_trends "
+                f"disagree: {slope.estimate:+.3f} under Ledoit-Wolf, {', '.join(apart)})"
+            )
+        }
     sentence = (
         f"RMD reads only K − 1 = {int(row['K']) - 1} directions here; with fewer real classes of the same setting "
         f"the gain moves by {slope.estimate:+.3f} AUROC per doubling of K (95 % interval {slope.low:+.3f} to "
@@ -1889,6 +1975,9 @@ def _blind(row: dict[str, Any], best: float) -> dict[str, Any]:
 
 
 MIN_SIDE_CLASSES = 3  # a near or far row needs this many OOD classes on its side: with fewer, one class decides it
+# A far-class row tests whether RMD gives up what MD does well (§1: MD is "highly effective" on far OOD). Where MD's
+# AUROC, averaged over the far classes, is below this, MD has nothing to give up there: RMD could only pass.
+FAR_MD_EFFECTIVE = 0.9
 
 
 def _no_classes(claim: Claim, side: str, n: int) -> dict[str, Any]:
@@ -1902,6 +1991,62 @@ def _no_classes(claim: Claim, side: str, n: int) -> dict[str, Any]:
     why = (
         f"{n} of this direction's OOD classes are {side} by the register's cut (CLP {sign} {NEAR_CLP:g}; "
         f"per_ood_class), fewer than {MIN_SIDE_CLASSES}: one class would decide the row"
+    )
+    return {**row, "decision": "untestable here", "why": why, "measured_by": "per_ood_class"}
+
+
+def _fits_agree(row: dict[str, Any], claim: Claim, res: Results, setting: str) -> dict[str, Any]:
+    """A class-trend row decided (held or not held) under Ledoit-Wolf, checked against each check fit (class_checks):
+    where one decides otherwise, the estimator, not K, sets the answer, and the row is inconclusive."""
+    if row["decision"] not in ("held", "not held"):
+        return row
+    checks = {fit: by[setting] for fit, by in (res.class_checks or {}).items() if setting in by}
+    decided = {fit: claim.rule.decide(iv.estimate, iv.low, iv.high) for fit, iv in checks.items()}
+    words = "; ".join(
+        f"{SWEEP_FITS[fit]} {decided[fit]} at {iv.estimate:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}]"
+        for fit, iv in checks.items()
+    )
+    if all(d == row["decision"] for d in decided.values()):
+        return {**row, "test": f"{row['test']}; the check fits agree ({words})"} if checks else row
+    why = (
+        f"unknown: {row['decision']} under Ledoit-Wolf ({row['ours']:+.3f}), but {words} (table class_trends): the "
+        "estimator sets the answer; a sweep at a fixed number of training rows per dimension would tell"
+    )
+    return {**row, "decision": "inconclusive", "why": why, "measured_by": "", "varies": ""}
+
+
+def _held_on_md_failure(
+    row: dict[str, Any], by_class: pd.DataFrame, in_dist: str, features: str, side: str = ""
+) -> dict:
+    """A held RMD > MD row whose OOD classes include some MD ranks below chance: its `why` says how much of the gain
+    sits there (table md_below_chance), where RMD repairs a failure of MD's shared covariance rather than detecting
+    near classes better. Other rows are returned as they are."""
+    part = by_class[(by_class["in_dist"] == in_dist) & (by_class["features"] == features)]
+    if side:
+        part = part[part["near"].astype(bool) == (side == "near")]
+    low = part["MD"] < 0.5
+    if row["decision"] != "held" or not low.any():
+        return row
+    why = (
+        f"held, but MD ranks {int(low.sum())} of these {len(part)} OOD classes below chance: RMD − MD is "
+        f"{part.loc[low, 'gain'].mean():+.3f} on them and {part.loc[~low, 'gain'].mean():+.3f} on the others "
+        "(per class, seed means; table md_below_chance)"
+    )
+    return {**row, "why": why, "measured_by": "md_below_chance"}
+
+
+def _md_ineffective(claim: Claim, by_class: pd.DataFrame, in_dist: str, features: str) -> dict[str, Any] | None:
+    """The row of a far claim where MD's mean AUROC over the far classes is under FAR_MD_EFFECTIVE (untestable: a
+    check that RMD loses nothing to MD cannot fail where MD detects poorly); None where MD is effective."""
+    part = by_class[(by_class["in_dist"] == in_dist) & (by_class["features"] == features)]
+    md = part.loc[~part["near"].astype(bool), "MD"]
+    if md.empty or md.mean() >= FAR_MD_EFFECTIVE:
+        return None
+    units = claim.units if claim.units not in ("", "items", "none") else "test rows"
+    row = judge(claim, float("nan"), (float("nan"), float("nan")), f"{len(md)} far OOD classes among the {units}")
+    why = (
+        f"MD is not effective on these far classes (mean AUROC {md.mean():.3f} over {len(md)}, under "
+        f"{FAR_MD_EFFECTIVE:g}; below chance on {int((md < 0.5).sum())}): RMD cannot give up what MD lacks"
     )
     return {**row, "decision": "untestable here", "why": why, "measured_by": "per_ood_class"}
 
@@ -1959,6 +2104,8 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
             row = judged(
                 claim, r["delta"], (r["ci_low"], r["ci_high"]), test, narrow_by=_narrow_by(r["setting"]), **cause
             )
+            if kind == "rmd_beats_md":
+                row = _held_on_md_failure(row, res.by_class, in_dist, features)
             rows.append(row if r["best_auroc"] >= DETECTABLE_AUROC else _blind(row, r["best_auroc"]))
         elif kind in ("near", "far"):
             in_dist, features = rest[0].split(" → ")[0], rest[1]
@@ -1966,6 +2113,10 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
             r = sides.loc[(in_dist, features, kind)] if found else None
             if r is None or r["ood_classes"] < MIN_SIDE_CLASSES:
                 rows.append(_no_classes(claim, kind, 0 if r is None else int(r["ood_classes"])))
+                continue
+            blind = _md_ineffective(claim, res.by_class, in_dist, features) if kind == "far" else None
+            if blind is not None:
+                rows.append(blind)
                 continue
             _check_k(claim, int(r["K"]))
             test = f"{r['test']}; {r['ood_classes']} {kind} OOD classes, {r['ood_rows']} OOD rows" + _md_below(
@@ -1981,11 +2132,10 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
                     )
                 }
             )
-            rows.append(
-                judged(
-                    claim, r["delta"], (r["ci_low"], r["ci_high"]), test, narrow_by=_narrow_by(r["setting"]), **cause
-                )
+            row = judged(
+                claim, r["delta"], (r["ci_low"], r["ci_high"]), test, narrow_by=_narrow_by(r["setting"]), **cause
             )
+            rows.append(_held_on_md_failure(row, res.by_class, in_dist, features, kind) if kind == "near" else row)
         elif kind == "eigen":
             r = eigen.loc[(rest[0].split(" → ")[0], rest[1])]
             why = unexplained("the same analysis on the paper's features (the `paper` profile)")
@@ -2015,7 +2165,7 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
         elif kind == "class_trend":
             iv = res.class_slopes[rest[0]]
             why = unexplained("the same sweep with fine-tuned features (one fine-tune per class subset)")
-            row = judged(claim, iv.estimate, iv, why=why, narrow_by="test rows")
+            row = _fits_agree(judged(claim, iv.estimate, iv, why=why, narrow_by="test rows"), claim, res, rest[0])
             if not np.isfinite(iv.estimate):  # too few classes to halve K twice (smoke): no slope to judge
                 row = {**row, "decision": "untestable here", "why": iv.method, "measured_by": "class_sweep"}
             rows.append(row)

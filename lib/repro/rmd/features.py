@@ -219,9 +219,10 @@ class Embedder:
 
     @property
     def key(self) -> str:
-        """Digest of the model's class and weights (computed once): the features' cache key with their inputs."""
+        """What identifies the model's weights (cache.model_key, computed once): the features' cache key with their
+        inputs."""
         if not self._key:
-            self._key = cache.model_digest(self.model)
+            self._key = cache.model_key(self.model)
         return self._key
 
     def __call__(self, inputs: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -309,7 +310,7 @@ def validation_accuracy(d: Direction, budget: Budget, seed: int) -> float:
 
     # keyed by the weights and the held-out rows: a cached re-run reads it instead of running the model again
     where = cache.entry_path(
-        "features", "rmd-validation", cache.model_digest(model), held_x, d.train_y[held], suffix=".npz"
+        "features", "rmd-validation", cache.model_key(model), held_x, d.train_y[held], suffix=".npz"
     )
     return float(cache.arrays_entry(where, score)[0]["accuracy"])
 
