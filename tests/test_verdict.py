@@ -401,6 +401,13 @@ def test_the_verdict_figure_has_a_panel_per_statistic_with_threshold_and_paper_m
     # the legend names what the figure draws: held and inconclusive rows here, no null band
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert labels == ["held", "inconclusive", "paper's value", "rule's threshold"]
+    # no paper value on any row: no diamond in the legend; a row with no estimate is labelled where it would be
+    ours = Claim("E beats F", "ours", "—", Rule.above(0.0, "AUROC(E) − AUROC(F)"), ours=True)
+    blank = {**judge(ours, float("nan"), (float("nan"), float("nan")), "t"), "decision": "untestable here"}
+    fig = forest([judge(ours, 0.05, (0.01, 0.09), "t"), blank])
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == ["held", "untestable here", "rule's threshold"]
+    assert [t.get_text() for t in fig.axes[0].texts] == ["untestable here"]
+    assert problems(fig) == []
 
 
 def test_paper_numbers_from_another_benchmark_are_checked_by_the_rule_but_not_shown_on_the_row() -> None:

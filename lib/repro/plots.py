@@ -86,6 +86,7 @@ def forest(rows, width: float | None = None):
 
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
+    from matplotlib.transforms import blended_transform_factory
 
     from .page import FIGURE_WIDTH
     from .verdict import by_statistic
@@ -99,6 +100,7 @@ def forest(rows, width: float | None = None):
         gridspec_kw={"height_ratios": [n + 1.6 for n in sizes]},
         squeeze=False,
     )
+    diamonds = False
     for ax, (stat, items) in zip(axes[:, 0], groups.items()):
         xs = []
         for j, (i, row) in enumerate(items):
@@ -114,10 +116,14 @@ def forest(rows, width: float | None = None):
             if finite_number(ours):
                 ax.plot([ours], [y], "o", color=color, ms=6, zorder=3)
                 xs.append(ours)
+            elif not (finite_number(low) and finite_number(high)):  # no estimate (untestable here): say so, not a gap
+                at = blended_transform_factory(ax.transAxes, ax.transData)
+                ax.text(0.01, y, str(row.get("decision")), transform=at, va="center", fontsize=7.5, color=color)
             paper = row.get("paper_estimate")
             if finite_number(paper) and not row.get("values"):
                 ax.plot([paper], [y], "D", mfc="none", mec="black", ms=6, mew=1.2, zorder=4)
                 xs.append(paper)
+                diamonds = True
         for bound in {r.get(k) for _, r in items for k in ("rule_low", "rule_high")}:
             if finite_number(bound):
                 ax.axvline(bound, color="0.3", ls="--", lw=1, zorder=0)
@@ -131,10 +137,12 @@ def forest(rows, width: float | None = None):
         ax.grid(axis="y", visible=False)
         ax.tick_params(axis="both", labelsize=8, pad=1)
         ax.set_title("\n".join(textwrap.wrap(stat, 95)), fontsize=8.5, loc="left", pad=3)
-    # the legend names what the figure draws: the decisions its rows reach, a null band only where a row has one
+    # the legend names what the figure draws: the decisions its rows reach, the paper's value and a null band only
+    # where a row has one
     shown = {str(r.get("decision")) for items in groups.values() for _, r in items}
     handles = [Line2D([], [], marker="o", ls="-", color=c, label=d) for d, c in DECISION_COLORS.items() if d in shown]
-    handles.append(Line2D([], [], marker="D", ls="", mfc="none", mec="black", label="paper's value"))
+    if diamonds:
+        handles.append(Line2D([], [], marker="D", ls="", mfc="none", mec="black", label="paper's value"))
     if any(str(r.get("rule_kind") or "").endswith("null") for items in groups.values() for _, r in items):
         handles.append(Line2D([], [], color="0.82", lw=7, label="null band"))
     handles.append(Line2D([], [], color="0.3", ls="--", label="rule's threshold"))
