@@ -865,5 +865,6 @@ results = ex.Results(
     P.seed,
     accuracy,
     class_checks,
+    by_estimator,
 )
 verdict.conclude(ex.verdict_rows(CLAIMS, results))

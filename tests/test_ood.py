@@ -688,3 +688,29 @@ def test_task_pool_is_kept_by_its_inputs_and_read_back(tmp_path, monkeypatch) ->
     assert first == again == {"a": ["x y", "z"], "b": ["w"] * 3} and calls == [3]
     assert pool(4, None)["b"] == ["w"] * 4 and calls == [3, 4]
     assert len(list((tmp_path / "features").glob("rmd-task-pool-*.json"))) == 2
+
+
+def test_an_rmd_row_that_ledoit_wolf_decides_otherwise_says_so() -> None:
+    import pandas as pd
+
+    from repro.rmd import experiment as ex
+
+    est = pd.DataFrame(
+        {
+            "in_dist": ["a", "a"],
+            "features": ["pretrained"] * 2,
+            "estimator": ["maximum likelihood", "ledoit-wolf"],
+            "delta": [0.021, 0.061],
+            "ci_low": [-0.009, 0.014],
+            "ci_high": [0.051, 0.107],
+            "decision": ["inconclusive", "held"],
+        }
+    )
+    res = ex.Results(*[None] * 13, est)
+    row = {"decision": "inconclusive", "why": "to decide at this estimate (held): about 2.1× the articles"}
+    noted = ex._estimator_note(row, res, "a", "pretrained")
+    assert noted["why"] == (
+        "to decide at this estimate (held): about 2.1× the articles; under Ledoit-Wolf it is held, +0.061 "
+        "[+0.014, +0.107] (table gains_by_estimator): the covariance estimator decides this row"
+    )
+    assert ex._estimator_note({**row, "decision": "held"}, res, "a", "pretrained")["why"] == row["why"]

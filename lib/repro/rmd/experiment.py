@@ -1802,6 +1802,7 @@ class Results:
     seed: int
     accuracy: pd.DataFrame | None = None  # the classifiers' in-distribution accuracy (the fine-tuned arm's fitness)
     class_checks: dict[str, dict[str, stats.Interval]] | None = None  # the class trend's slope per check fit
+    by_estimator: pd.DataFrame | None = None  # the RMD > MD rows again under Ledoit-Wolf (estimator_gains)
 
 
 def pc_units(ranges: pd.DataFrame) -> pd.Series:
@@ -2015,6 +2016,23 @@ def _fits_agree(row: dict[str, Any], claim: Claim, res: Results, setting: str) -
     return {**row, "decision": "inconclusive", "why": why, "measured_by": "", "varies": ""}
 
 
+def _estimator_note(row: dict[str, Any], res: Results, in_dist: str, features: str) -> dict[str, Any]:
+    """An RMD > MD row that Ledoit-Wolf would decide otherwise (table gains_by_estimator): its `why` says so, since
+    with few training rows per dimension the covariance estimator, not RMD, can set the answer."""
+    if res.by_estimator is None:
+        return row
+    est = res.by_estimator
+    other = est[(est["in_dist"] == in_dist) & (est["features"] == features) & (est["estimator"] == "ledoit-wolf")]
+    if other.empty or other["decision"].iloc[0] == row["decision"]:
+        return row
+    r = other.iloc[0]
+    note = (
+        f"under Ledoit-Wolf it is {r['decision']}, {r['delta']:+.3f} [{r['ci_low']:+.3f}, {r['ci_high']:+.3f}] "
+        "(table gains_by_estimator): the covariance estimator decides this row"
+    )
+    return {**row, "why": f"{row['why']}; {note}" if row.get("why") else note}
+
+
 def _held_on_md_failure(
     row: dict[str, Any], by_class: pd.DataFrame, in_dist: str, features: str, side: str = ""
 ) -> dict:
@@ -2105,7 +2123,7 @@ def verdict_rows(claim_set: dict[str, Claim], res: Results) -> list[dict]:
                 claim, r["delta"], (r["ci_low"], r["ci_high"]), test, narrow_by=_narrow_by(r["setting"]), **cause
             )
             if kind == "rmd_beats_md":
-                row = _held_on_md_failure(row, res.by_class, in_dist, features)
+                row = _estimator_note(_held_on_md_failure(row, res.by_class, in_dist, features), res, in_dist, features)
             rows.append(row if r["best_auroc"] >= DETECTABLE_AUROC else _blind(row, r["best_auroc"]))
         elif kind in ("near", "far"):
             in_dist, features = rest[0].split(" → ")[0], rest[1]
