@@ -450,7 +450,9 @@ def test_a_rows_cause_at_a_glance_is_cut_at_a_word_and_names_what_would_decide_i
         verdict._cause({"decision": "inconclusive", "why": why})
         == "to decide (held): about 2.3× the timing repeats per method"
     )
-    assert verdict._cause({"decision": "held", "why": long}) == ""
+    assert verdict._cause({"decision": "held", "why": ""}) == ""  # judge gives a held row no cause
+    # a caveat a chapter (or a built-in control's note) attached to a held row shows, as a cause would
+    assert verdict._cause({"decision": "held", "why": "held, but MD fails on 11; rest"}) == "held, but MD fails on 11"
 
 
 def test_the_count_line_above_the_verdict_counts_the_papers_claims_and_our_checks_apart() -> None:

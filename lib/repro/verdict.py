@@ -779,11 +779,11 @@ def paper_text(row: Mapping[str, Any]) -> str:
 
 def _cause(row: Mapping[str, Any]) -> str:
     """What the row shows of its `why` at a glance: a cause's first clause (not held, untestable), how much more of
-    what would decide it (inconclusive), else nothing; cut at a word within SHORT_WHY characters (_cut), the whole
-    text behind the row's disclosure."""
+    what would decide it (inconclusive), a caveat's first clause where a chapter gave a held row one, else nothing;
+    cut at a word within SHORT_WHY characters (_cut), the whole text behind the row's disclosure."""
     why = str(row.get("why") or "")
     if row["decision"] == "held":
-        return ""
+        return _cut(why.partition("; ")[0]) if why else ""
     more = (
         re.search(r"(about [\d.]+×|over 100×) the (.+?) \(the interval", why)
         if row["decision"] == "inconclusive"
