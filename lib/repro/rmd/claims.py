@@ -64,7 +64,7 @@ TEXT = {
     "pc": "RMD is less sensitive than MD to the number of principal components (median over near units)",
     "covariance": "with more training rows than dimensions, the covariance estimator moves no AUROC by more than 0.01",
     "near": f"RMD improves on MD on the near OOD classes (CLP ≥ {NEAR_CLP:g})",
-    "far": f"RMD loses no more than 0.01 AUROC to MD on the far OOD classes (CLP < {NEAR_CLP:g})",
+    "far": f"RMD loses at most 0.01 AUROC to MD on far OOD classes (CLP < {NEAR_CLP:g})",
     "eigen": "MD from the leading half of the eigendirections beats MD from the trailing half",
 }
 EIGEN = (
@@ -269,7 +269,7 @@ def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 )
         if n.setting in ("text-tasks", "image-far") or n in first_image:
             out[f"far|{n.tag}|pretrained"] = _our_check(
-                f"{TEXT['far']}, label-free features: {n.tag}",
+                f"{TEXT['far']}, label-free: {n.tag}",
                 "our check of §1 (MD is 'highly effective' on far OOD: RMD should not give that up), judged only where "
                 f"MD is (mean AUROC over the far classes at least {FAR_MD_EFFECTIVE:g})",
                 "(MD good on far OOD)",

@@ -2063,8 +2063,8 @@ def _md_ineffective(claim: Claim, by_class: pd.DataFrame, in_dist: str, features
     units = claim.units if claim.units not in ("", "items", "none") else "test rows"
     row = judge(claim, float("nan"), (float("nan"), float("nan")), f"{len(md)} far OOD classes among the {units}")
     why = (
-        f"MD is not effective on these far classes (mean AUROC {md.mean():.3f} over {len(md)}, under "
-        f"{FAR_MD_EFFECTIVE:g}; below chance on {int((md < 0.5).sum())}): RMD cannot give up what MD lacks"
+        f"MD detects these far classes poorly (mean AUROC {md.mean():.3f} < {FAR_MD_EFFECTIVE:g}); it is below chance "
+        f"on {int((md < 0.5).sum())} of the {len(md)}: RMD cannot give up what MD lacks"
     )
     return {**row, "decision": "untestable here", "why": why, "measured_by": "per_ood_class"}
 
