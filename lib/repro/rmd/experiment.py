@@ -1922,12 +1922,17 @@ def _far_loss(in_dist: str, features: str, res: Results) -> dict[str, Any] | Non
     return {"why": ("finding", sentence), "measured_by": "near_far"}
 
 
+def _side_classes(by_class: pd.DataFrame, in_dist: str, features: str, side: str = "") -> pd.DataFrame:
+    """Table per_ood_class's rows of one direction and feature type: its near or far OOD classes (by the register's
+    CLP cut), or all of them (side "")."""
+    part = by_class[(by_class["in_dist"] == in_dist) & (by_class["features"] == features)]
+    return part[part["near"].astype(bool) == (side == "near")] if side else part
+
+
 def _md_below(by_class: pd.DataFrame, in_dist: str, features: str, side: str) -> str:
     """How many of a near or far row's OOD classes MD ranks below chance (AUROC < 0.5): there a gain over MD repairs
     a failure of MD rather than detecting those classes better."""
-    part = by_class[(by_class["in_dist"] == in_dist) & (by_class["features"] == features)]
-    part = part[part["near"].astype(bool) == (side == "near")]
-    below = int((part["MD"] < 0.5).sum())
+    below = int((_side_classes(by_class, in_dist, features, side)["MD"] < 0.5).sum())
     return f"; MD below chance on {below} of them" if below else ""
 
 
@@ -1985,14 +1990,18 @@ def _no_classes(claim: Claim, side: str, n: int) -> dict[str, Any]:
     """The row of a near or far claim whose direction has fewer than MIN_SIDE_CLASSES OOD classes on that side of the
     register's CLP cut."""
     sign = "≥" if side == "near" else "<"
-    units = claim.units if claim.units not in ("", "items", "none") else "test rows"
-    row = judge(
-        claim, float("nan"), (float("nan"), float("nan")), f"{n} {side} OOD classes among the direction's {units}"
-    )
     why = (
         f"{n} of this direction's OOD classes are {side} by the register's cut (CLP {sign} {NEAR_CLP:g}; "
         f"per_ood_class), fewer than {MIN_SIDE_CLASSES}: one class would decide the row"
     )
+    return _class_untestable(claim, f"{n} {side} OOD classes among the direction's", why)
+
+
+def _class_untestable(claim: Claim, classes: str, why: str) -> dict[str, Any]:
+    """An untestable near or far row: no estimate, its test naming the `classes` it would have scored among the
+    claim's units, `why`, and table per_ood_class as what shows it."""
+    units = claim.units if claim.units not in ("", "items", "none") else "test rows"
+    row = judge(claim, float("nan"), (float("nan"), float("nan")), f"{classes} {units}")
     return {**row, "decision": "untestable here", "why": why, "measured_by": "per_ood_class"}
 
 
@@ -2039,9 +2048,7 @@ def _held_on_md_failure(
     """A held RMD > MD row whose OOD classes include some MD ranks below chance: its `why` says how much of the gain
     sits there (table md_below_chance), where RMD repairs a failure of MD's shared covariance rather than detecting
     near classes better. Other rows are returned as they are."""
-    part = by_class[(by_class["in_dist"] == in_dist) & (by_class["features"] == features)]
-    if side:
-        part = part[part["near"].astype(bool) == (side == "near")]
+    part = _side_classes(by_class, in_dist, features, side)
     low = part["MD"] < 0.5
     if row["decision"] != "held" or not low.any():
         return row
@@ -2056,17 +2063,14 @@ def _held_on_md_failure(
 def _md_ineffective(claim: Claim, by_class: pd.DataFrame, in_dist: str, features: str) -> dict[str, Any] | None:
     """The row of a far claim where MD's mean AUROC over the far classes is under FAR_MD_EFFECTIVE (untestable: a
     check that RMD loses nothing to MD cannot fail where MD detects poorly); None where MD is effective."""
-    part = by_class[(by_class["in_dist"] == in_dist) & (by_class["features"] == features)]
-    md = part.loc[~part["near"].astype(bool), "MD"]
+    md = _side_classes(by_class, in_dist, features, "far")["MD"]
     if md.empty or md.mean() >= FAR_MD_EFFECTIVE:
         return None
-    units = claim.units if claim.units not in ("", "items", "none") else "test rows"
-    row = judge(claim, float("nan"), (float("nan"), float("nan")), f"{len(md)} far OOD classes among the {units}")
     why = (
         f"MD detects these far classes poorly (mean AUROC {md.mean():.3f} < {FAR_MD_EFFECTIVE:g}); it is below chance "
         f"on {int((md < 0.5).sum())} of the {len(md)}: RMD cannot give up what MD lacks"
     )
-    return {**row, "decision": "untestable here", "why": why, "measured_by": "per_ood_class"}
+    return _class_untestable(claim, f"{len(md)} far OOD classes among the", why)
 
 
 def finetuned_gain_words(gains: pd.DataFrame) -> str:
