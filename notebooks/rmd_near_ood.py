@@ -531,7 +531,7 @@ page.say(
 eigen_dirs = [d for d in inputs.directions if d.setting in ("text-articles", "text-tasks", "text-near")] + [
     d for d in inputs.directions if d.setting == "image-near"
 ][:1]
-eig_curves, eig_summary = ex.eigen_tables(eigen_dirs, feats, SEEDS, P.n_boot, P.seed)
+eig_curves, eig_summary = ex.eigen_tables(inputs, eigen_dirs, feats, SEEDS, P.n_boot, P.seed)
 repro.publish("eigen", eig_summary.drop(columns="test"))
 first = eigen_dirs[-1]
 grid = sns.relplot(

@@ -58,7 +58,7 @@ def _old_auc_contrast(d: Direction, terms: list, n_boot: int, seed: int, keep: n
         per_seed.append(sum(w * auc.many(np.ones((1, y.size)))[0] for w, auc in aucs))
         draws.append(sum(w * auc.many(weights) for w, auc in aucs))
     g = int(np.unique(clusters).size)
-    words = f"paired AUC over {y.size:,} test rows in {g:,} {d.unit} (within class)"
+    words = f"{'paired ' if len(terms) > 1 else ''}AUC over {y.size:,} test rows in {g:,} {d.unit} (within class)"
     return stats.clustered_interval(
         np.asarray(per_seed), np.stack(draws, axis=1), clusters=clusters, strata=y, unit=d.unit, words=words
     )
@@ -82,7 +82,11 @@ def test_auc_contrast_and_tables_equal_the_direct_calls(clustered: bool) -> None
     table = ex.auroc_table(inputs, scored, 200, 4)
     for row in table.itertuples():
         rows = scored[(d.setting, d.in_dist, row.features)].by_score[row.score]
-        iv = stats.seeds_and_items_auc(d.is_ood, rows, n_resamples=200, seed=4)
+        iv = (
+            _old_auc_contrast(d, [(1.0, rows)], 200, 4)
+            if clustered
+            else stats.seeds_and_items_auc(d.is_ood, rows, n_resamples=200, seed=4)
+        )
         assert (row.auroc, row.ci_low, row.ci_high) == (iv.estimate, iv.low, iv.high)
         assert row.seed_min == min(metrics.auroc(d.is_ood, r) for r in rows)
     gains = ex.gain_table(inputs, scored, 200, 4)
@@ -91,6 +95,48 @@ def test_auc_contrast_and_tables_equal_the_direct_calls(clustered: bool) -> None
     old = _old_auc_contrast(d, [(1.0, pre["RMD"]), (-1.0, pre["MD"])], 200, 4)
     assert (rmd_md["delta"], rmd_md["ci_low"], rmd_md["ci_high"]) == (old.estimate, old.low, old.high)
     assert rmd_md["test"].startswith(old.method)
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+def test_seeds_with_their_own_draws_are_combined_as_independent_replicates(clustered: bool) -> None:
+    rng = np.random.default_rng(5)
+    draws = [_direction(rng, clustered) for _ in range(3)]
+    for j, x in enumerate(draws[1:], start=1):  # another draw of classes and rows: the same layout, other rows
+        x.test_ood_class = np.roll(x.test_ood_class, 7 * j)
+        x.test_in_y = np.roll(x.test_in_y, j)
+        x.test_in_x = [f"row {j}"]
+    scores_ = {name: rng.normal(size=(3, draws[0].is_ood.size)) + 0.6 * draws[0].is_ood for name in ("RMD", "MD")}
+    terms = [(1.0, scores_["RMD"]), (-1.0, scores_["MD"])]
+    keep = lambda x: np.r_[np.ones(120, bool), x.test_ood_class == "x"]
+    iv = ex.auc_contrast(draws, terms, 300, 2, keep)
+    per_seed, boots, first = [], [], None
+    for j, x in enumerate(draws):  # the direct formula: each seed resampled by its own units, from seed 2 + j
+        k = keep(x)
+        y, units = x.is_ood[k], None if x.test_units is None else x.test_units[k]
+        weights = (
+            stats.resample_weights(y.size, y, n_resamples=300, seed=2 + j)
+            if units is None
+            else stats.unit_weights(units, y, n_resamples=300, seed=2 + j)
+        )
+        aucs = [(w, stats.WeightedAuc(y, a[j][k])) for w, a in terms]
+        per_seed.append(sum(w * auc.many(np.ones((1, y.size)))[0] for w, auc in aucs))
+        boots.append(sum(w * auc.many(weights) for w, auc in aucs))
+        if j == 0:
+            first = (units, y)  # the cluster counts are read from the first seed's draw
+    per_seed, boots = np.asarray(per_seed), np.stack(boots, axis=1)
+    units, y = first
+    direct = (
+        stats.hierarchical_interval(per_seed, boots, shared_items=False)
+        if not clustered
+        else stats.clustered_interval(per_seed, boots, clusters=units, strata=y, unit="tasks", sharing="none")
+    )
+    assert (iv.estimate, iv.low, iv.high) == pytest.approx((direct.estimate, direct.low, direct.high), abs=1e-12)
+    assert "each of the 3 seeds its own draw of test rows" in iv.method
+    shared = ex.auc_contrast([draws[0]] * 3, terms, 300, 2, keep)  # one draw for every seed: one shared resample
+    assert shared == ex.auc_contrast(draws[0], terms, 300, 2, keep) and "own draw" not in shared.method
+    draws[2].test_ood_class = np.full(80, "y")  # a seed whose draw holds none of the kept OOD class is left out
+    fewer = ex.auc_contrast(draws, terms, 300, 2, keep)
+    assert fewer.estimate == pytest.approx(per_seed[:2].mean()) and "each of the 2 seeds" in fewer.method
 
 
 def test_auc_draws_are_keyed_by_everything_they_depend_on() -> None:
@@ -151,7 +197,8 @@ def test_clp_is_cached_by_its_inputs(tmp_path, monkeypatch) -> None:
     assert len(list((tmp_path / "features").glob("rmd-per-class-*.npz"))) == 1
 
 
-def test_the_task_pool_is_read_once_per_encoder(monkeypatch) -> None:
+def test_the_task_pool_is_read_once_per_encoder(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))  # an empty cache: the pool is built here, not read from disk
     calls = []
     pool = {"t1": {"inputs": ["a", "b"]}, "t2": {"inputs": ["c", "d"]}}
     monkeypatch.setattr(ex.data, "bigbench_tasks", lambda n: calls.append(n) or pool)

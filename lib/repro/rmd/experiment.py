@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -160,15 +161,23 @@ CHECKS = [text_layers_need_the_local_encoder]
 @dataclass
 class Inputs:
     """Every direction of the chapter and the unlabeled images the label-free image encoder learns from; `redrawn`
-    holds each seed's own draw of the training rows (the test rows, classes and groups are those of `directions`)."""
+    holds each seed's own draw of the split (its classes where they are drawn, its test and training rows);
+    `directions` are the first seed's."""
 
     directions: list[Direction]
     unlabeled_images: torch.Tensor
     redrawn: dict[int, Inputs] = field(default_factory=dict)
 
     def for_seed(self, seed: int) -> Inputs:
-        """The inputs whose training rows the model of `seed` learns from (these inputs where none were redrawn)."""
+        """The inputs the model of `seed` learns from and is scored on (these inputs where none were redrawn)."""
         return self.redrawn.get(seed, self)
+
+    def own(self, d: Direction, seed_list: Sequence[int]) -> tuple[Direction, ...]:
+        """Each seed's own draw of direction `d` (the one of the same setting and in-distribution group)."""
+        return tuple(
+            next(x for x in self.for_seed(s).directions if (x.setting, x.in_dist) == (d.setting, d.in_dist))
+            for s in seed_list
+        )
 
 
 def _fashion(split: str, n: int, seed: int, source: str = "local") -> tuple[torch.Tensor, np.ndarray]:
@@ -431,9 +440,11 @@ def article_direction(k: int, n_train: int, n_test: int, seed: int, train_seed: 
     )
 
 
-def text_directions(p: Any, train_seed: int | None = None) -> list[Direction]:
+def text_directions(p: Any, seed: int | None = None) -> list[Direction]:
     """Text: BIG-bench tasks as K classes and squad_shifts questions with one domain held out as OOD ("local"), or
-    CLINC150 in-scope vs out-of-scope ("hub"); test rows drawn by p.seed, training rows by `train_seed`."""
+    CLINC150 in-scope vs out-of-scope ("hub", its published split for every seed); classes, test and training rows
+    drawn by `seed` (default p.seed)."""
+    seed = p.seed if seed is None else seed
     if p.text_source == "hub":
         train, train_y, names = data.clinc_oos("train")
         test, test_y, _ = data.clinc_oos("test")
@@ -449,9 +460,9 @@ def text_directions(p: Any, train_seed: int | None = None) -> list[Direction]:
         )  # the reverse would have one class, where RMD is identically zero
     encoder = pretrained.minilm_path(n_layers=p.text_layers)
     k, n_train, n_test = p.task_classes, p.train_per_class, p.test_per_class
-    tasks = task_direction(k, n_train, n_test, p.seed, p.task_ood, encoder=encoder, train_seed=train_seed)
-    wiki = article_direction(p.article_classes, n_train, n_test, p.seed, train_seed)
-    split = squad_split_articles(p.text_per_domain, p.text_per_domain, p.seed, train_seed)
+    tasks = task_direction(k, n_train, n_test, seed, p.task_ood, encoder=encoder, train_seed=seed)
+    wiki = article_direction(p.article_classes, n_train, n_test, seed, seed)
+    split = squad_split_articles(p.text_per_domain, p.text_per_domain, seed, seed)
     domains = list(data.SQUAD_DOMAINS)
     names = list(data.SQUAD_DOMAINS.values())
     train = [q for d in domains for q in split[d][0]]
@@ -497,12 +508,13 @@ def seeds(params: Any) -> list[int]:
 
 
 def all_inputs(p: Any) -> Inputs:
-    """Every direction, image and text: the classes, groups and test rows drawn once by p.seed, the training rows
-    redrawn for every seed (each model learns from its own draw; the intervals resample the test rows' units)."""
+    """Every direction, image and text, drawn afresh for every seed: the classes where a setting draws them (tasks,
+    articles), the test rows and the training rows (each model learns from and is scored on its own draw; the
+    intervals combine the seeds' draws, each resampled by its own units: auc_contrast)."""
 
-    def drawn(train_seed: int) -> Inputs:
-        out = image_inputs(p.image_source, p.n_per_class, p.n_test_per_class, p.seed, train_seed)
-        out.directions += text_directions(p, train_seed)
+    def drawn(s: int) -> Inputs:
+        out = image_inputs(p.image_source, p.n_per_class, p.n_test_per_class, s, s)
+        out.directions += text_directions(p, s)
         return out
 
     by_seed = {s: drawn(s) for s in seeds(p)}
@@ -618,10 +630,16 @@ def all_features(
 
 @dataclass
 class Scored:
-    """MSP, MD and RMD of one direction and feature type, one row per seed: arrays (seeds, test rows)."""
+    """MSP, MD and RMD of one direction and feature type, one row per seed: arrays (seeds, test rows), each seed's row
+    on its own draw of test rows (`directions`, in seed order; the labels `is_ood` are laid out alike in every draw)."""
 
     is_ood: np.ndarray
     by_score: dict[str, np.ndarray]
+    directions: tuple[Direction, ...] = ()
+
+    def seeds_of(self, d: Direction) -> tuple[Direction, ...]:
+        """Each seed's draw of `d` (`d` itself for every seed where none was given)."""
+        return self.directions or (d,)
 
 
 _FITS: list[tuple[np.ndarray, np.ndarray, np.ndarray, Any, metrics.MahalanobisScores]] = []
@@ -646,11 +664,18 @@ def mahalanobis(
 
 
 def score_all(
-    inputs: Inputs, feats: dict, seed_list: Sequence[int], ridge: float | str = 0.0
+    inputs: Inputs,
+    feats: dict,
+    seed_list: Sequence[int],
+    ridge: float | str = 0.0,
+    directions: Sequence[Direction] | None = None,
 ) -> dict[tuple[str, str, str], Scored]:
-    """Scores of every direction and feature type, stacked over seeds."""
+    """Scores of every direction (or of `directions`) and feature type, stacked over seeds."""
     out = {}
-    for d in inputs.directions:
+    for d in inputs.directions if directions is None else directions:
+        own = inputs.own(d, seed_list)
+        if any(not np.array_equal(x.is_ood, d.is_ood) for x in own):
+            raise ValueError(f"{d.setting} {d.in_dist}: the seeds' draws differ in their numbers of test rows")
         for kind in KINDS:
             rows = {name: [] for name in SCORES}
             for seed in seed_list:
@@ -658,7 +683,7 @@ def score_all(
                 s = mahalanobis(f.train, f.train_y, f.test, ridge=ridge)
                 for name, v in zip(SCORES, (scores.msp(f.logits), s.md, s.rmd)):
                     rows[name].append(v)
-            out[(d.setting, d.in_dist, kind)] = Scored(d.is_ood, {k: np.stack(v) for k, v in rows.items()})
+            out[(d.setting, d.in_dist, kind)] = Scored(d.is_ood, {k: np.stack(v) for k, v in rows.items()}, own)
     return out
 
 
@@ -784,16 +809,13 @@ def _combine(parts: Sequence[tuple[float, tuple[np.ndarray, np.ndarray]]]) -> tu
 
 
 def auroc_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataFrame:
-    """AUROC of each score, averaged over seeds, with its bootstrap interval over test rows and seeds (the test rows
-    resampled within class: stats.seeds_and_items_auc)."""
+    """AUROC of each score, averaged over seeds, with its bootstrap interval over test rows and seeds (auc_contrast)."""
     rows = []
     for d in inputs.directions:
         for kind in KINDS:
             sc = scored[(d.setting, d.in_dist, kind)]
             for name in SCORES:
-                per, draws = auc_draws(sc.is_ood, sc.by_score[name], n_boot, seed)
-                words = f"AUC over {sc.is_ood.size:,} test items (resampled within class)"
-                iv = stats.hierarchical_interval(per, draws, words=words)
+                iv = auc_contrast(sc.seeds_of(d), [(1.0, sc.by_score[name])], n_boot, seed)
                 per_seed = [metrics.auroc(sc.is_ood, row) for row in sc.by_score[name]]
                 rows.append(
                     {
@@ -825,25 +847,55 @@ def _weighted_auc_draws(
 
 
 def auc_contrast(
-    d: Direction, terms: Sequence[tuple[float, np.ndarray]], n_boot: int, seed: int, keep: np.ndarray | None = None
+    d: Direction | Sequence[Direction],
+    terms: Sequence[tuple[float, np.ndarray]],
+    n_boot: int,
+    seed: int,
+    keep: np.ndarray | Callable[[Direction], np.ndarray] | None = None,
 ) -> stats.Interval:
-    """Mean over seeds of sum_j w_j AUROC(scores_j) on d's test rows (those in `keep`), paired over the same rows:
+    """Mean over seeds of sum_j w_j AUROC(scores_j) on the test rows (those `keep` marks), paired over the same rows:
     where the rows come in clusters (tasks, articles) the clusters are resampled within class, then the rows within
-    them (stats.unit_weights, stats.clustered_interval); else the rows within class (seeds_and_items_contrast). The
-    AUC draws of a score row are computed once (auc_draws)."""
-    keep = np.ones(len(d.is_ood), bool) if keep is None else keep
-    y = d.is_ood[keep]
-    clusters = None if d.test_units is None else d.test_units[keep]
+    them (stats.unit_weights, stats.clustered_interval); else the rows within class (seeds_and_items_contrast). `d`:
+    one direction, or each seed's draw of it (Scored.seeds_of); where the seeds' draws differ, each seed's rows are
+    resampled by their own units (its own resample seed) and the seeds combined as independent replicates (sharing
+    'none': the seeds' spread holds the split's variability); a seed whose kept rows lack a class is left out. `keep`:
+    a row mask, or a function giving each draw's. The AUC draws of a score row are computed once (auc_draws)."""
+    draws_of = [d] if isinstance(d, Direction) else list(d)
     if len(terms) == 0 or n_boot < 2:
         raise ValueError(f"need at least one term and n_boot >= 2, got {len(terms)} and {n_boot}")
-    per_seed, draws = _combine([(w, auc_draws(y, np.atleast_2d(a)[:, keep], n_boot, seed, clusters)) for w, a in terms])
+    arrays = [(w, np.atleast_2d(a)) for w, a in terms]
+    n = arrays[0][1].shape[0]
+    draws_of = draws_of * n if len(draws_of) == 1 else draws_of
+    mask = lambda x: np.ones(len(x.is_ood), bool) if keep is None else keep(x) if callable(keep) else keep
+    if len({x.test_digest for x in draws_of}) == 1:
+        x = draws_of[0]
+        k = mask(x)
+        y, clusters = x.is_ood[k], None if x.test_units is None else x.test_units[k]
+        per_seed, draws = _combine([(w, auc_draws(y, a[:, k], n_boot, seed, clusters)) for w, a in arrays])
+        sharing, first = "items", x
+    else:
+        parts, used = [], []
+        for j, x in enumerate(draws_of):
+            k = mask(x)
+            y, clusters = x.is_ood[k], None if x.test_units is None else x.test_units[k]
+            if 0 < y.sum() < y.size:
+                parts.append(
+                    _combine([(w, auc_draws(y, a[j : j + 1, k], n_boot, seed + j, clusters)) for w, a in arrays])
+                )
+                used.append((x, y, clusters))
+        if not parts:
+            return stats.Interval(math.nan, math.nan, math.nan, "no seed's draw keeps rows of both kinds")
+        per_seed, draws = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts], axis=1)
+        (first, y, clusters), sharing = used[0], "none"
+    paired = "paired " if len(terms) > 1 else ""
+    own = f"; each of the {per_seed.size} seeds its own draw of test rows" if sharing == "none" else ""
     if clusters is None:
-        words = f"{'paired ' if len(terms) > 1 else ''}AUC over {y.size:,} test items (resampled within class)"
-        return stats.hierarchical_interval(per_seed, draws, words=words)
+        words = f"{paired}AUC over {y.size:,} test items (resampled within class){own}"
+        return stats.hierarchical_interval(per_seed, draws, shared_items=sharing == "items", words=words)
     g = int(np.unique(clusters).size)
-    words = f"paired AUC over {y.size:,} test rows in {g:,} {d.unit} (within class)"
+    words = f"{paired}AUC over {y.size:,} test rows in {g:,} {first.unit} (within class){own}"
     return stats.clustered_interval(
-        per_seed, draws, clusters=clusters, strata=y, unit=d.unit, sharing="items", words=words
+        per_seed, draws, clusters=clusters, strata=y, unit=first.unit, sharing=sharing, words=words
     )
 
 
@@ -883,7 +935,7 @@ def gain_table(inputs: Inputs, scored: dict, n_boot: int, seed: int) -> pd.DataF
                 ]
             best = max(_mean_auroc(d, sc.by_score[name]) for name in SCORES)
             for name, terms in pairs.items():
-                iv = auc_contrast(d, terms, n_boot, seed)
+                iv = auc_contrast(sc.seeds_of(d), terms, n_boot, seed)
                 rows.append(
                     {
                         **_keys(d, kind),
@@ -908,7 +960,7 @@ def estimator_gains(
     each (the rows' decisions under either estimator)."""
     rows = []
     for d in [d for d in near(inputs) if d.setting not in TABLE_ONLY]:
-        lw = score_all(Inputs([d], inputs.unlabeled_images), feats, seed_list, ridge=CLASS_SWEEP_ESTIMATOR)
+        lw = score_all(inputs, feats, seed_list, ridge=CLASS_SWEEP_ESTIMATOR, directions=[d])
         for kind in KINDS:
             claim = claim_set.get(f"rmd_beats_md|{d.in_dist} → {d.ood}|{kind}")
             if claim is None:
@@ -917,7 +969,7 @@ def estimator_gains(
                 ("maximum likelihood", scored[(d.setting, d.in_dist, kind)]),
                 ("ledoit-wolf", lw[(d.setting, d.in_dist, kind)]),
             ):
-                iv = auc_contrast(d, [(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MD"])], n_boot, seed)
+                iv = auc_contrast(sc.seeds_of(d), [(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MD"])], n_boot, seed)
                 rows.append(
                     {
                         **_keys(d, kind),
@@ -970,7 +1022,7 @@ def per_class_covariance(
                 for f in (feats[(d.setting, d.in_dist, "pretrained", s)] for s in seed_list)
             ]
         )
-        iv = auc_contrast(d, [(1.0, sc.by_score["RMD"]), (-1.0, own)], n_boot, seed)
+        iv = auc_contrast(sc.seeds_of(d), [(1.0, sc.by_score["RMD"]), (-1.0, own)], n_boot, seed)
         rows.append(
             {
                 **_keys(d, "pretrained"),
@@ -996,7 +1048,7 @@ def feature_contrast(d: Direction, scored: dict, n_boot: int, seed: int) -> stat
         (-1.0, fine.by_score["RMD"]),
         (1.0, fine.by_score["MD"]),
     ]
-    return auc_contrast(d, terms, n_boot, seed)
+    return auc_contrast(pre.seeds_of(d), terms, n_boot, seed)
 
 
 # Nearness, the near-OOD setting's defining property (the paper's §1: near OOD is "more challenging to detect" because
@@ -1285,35 +1337,46 @@ def _inlier_mass(
     return stored("rmd-clp", mass, code, x, y, k, ood, members, per_class, seed)
 
 
+def _with_classes(names: Sequence[str]) -> Callable[[Direction], np.ndarray]:
+    """A draw's row mask: its in-distribution test rows and its OOD test rows of the classes `names`."""
+    return lambda x: np.r_[np.ones(len(x.test_in_y), bool), np.isin(x.test_ood_class, list(names))]
+
+
 def per_ood_class(
     inputs: Inputs, feats: dict, scored: dict, seed_list: Sequence[int], members: int, per_class: int, seed: int
 ) -> pd.DataFrame:
-    """AUROC of each score against each OOD class alone (seed mean), beside that class's CLP on label-free features."""
+    """AUROC of each score against each OOD class alone, beside that class's CLP on label-free features: each seed's
+    draw scored on its own rows, a class pooled (mean) over the seeds whose draw holds it as OOD (`seeds`)."""
     rows = []
     for d in inputs.directions:
-        f = feats[(d.setting, d.in_dist, "pretrained", seed_list[0])]
-        both_x = np.concatenate([f.train, f.ood_train])
-        both_y = np.concatenate([f.train_y, f.ood_train_y + d.n_classes])
-        mass = _inlier_mass(both_x, both_y, d.n_classes, f.test[d.is_ood == 1], members, per_class, seed)
-        n_in = len(d.test_in_y)
-        classes = list(dict.fromkeys(d.test_ood_class))
-        clps = {cls: float(np.log(mass[d.test_ood_class == cls].mean())) for cls in classes}
-        for cls in classes:
-            keep = np.r_[np.ones(n_in, bool), d.test_ood_class == cls]
+        own = inputs.own(d, seed_list)
+        clp: dict[str, list[float]] = {}
+        auc: dict[tuple[str, str, str], list[float]] = {}
+        for j, (s, x) in enumerate(zip(seed_list, own)):
+            f = feats[(x.setting, x.in_dist, "pretrained", s)]
+            both_x = np.concatenate([f.train, f.ood_train])
+            both_y = np.concatenate([f.train_y, f.ood_train_y + x.n_classes])
+            mass = _inlier_mass(both_x, both_y, x.n_classes, f.test[x.is_ood == 1], members, per_class, seed)
+            for cls in dict.fromkeys(x.test_ood_class):
+                clp.setdefault(cls, []).append(float(np.log(mass[x.test_ood_class == cls].mean())))
+                keep = _with_classes([cls])(x)
+                for kind in KINDS:
+                    by_score = scored[(d.setting, d.in_dist, kind)].by_score
+                    for name in SCORES:
+                        value = metrics.auroc(x.is_ood[keep], by_score[name][j][keep])
+                        auc.setdefault((cls, kind, name), []).append(float(value))
+        for cls, values in clp.items():
             for kind in KINDS:
-                sc = scored[(d.setting, d.in_dist, kind)]
-                auc = {
-                    name: float(np.mean([metrics.auroc(sc.is_ood[keep], row[keep]) for row in sc.by_score[name]]))
-                    for name in SCORES
-                }
+                mean = {name: float(np.mean(auc[(cls, kind, name)])) for name in SCORES}
                 rows.append(
                     {
                         **_keys(d, kind),
                         "ood_class": cls,
-                        "clp": clps[cls],
-                        "near": clps[cls] >= NEAR_CLP,  # the register's cut, fixed before any score
-                        **auc,
-                        "gain": auc["RMD"] - auc["MD"],
+                        "seeds": len(values),
+                        "clp": float(np.mean(values)),
+                        "near": float(np.mean(values)) >= NEAR_CLP,  # the register's cut, fixed before any score
+                        **mean,
+                        "gain": mean["RMD"] - mean["MD"],
                     }
                 )
     return pd.DataFrame(rows)
@@ -1340,16 +1403,18 @@ def near_far_table(inputs: Inputs, scored: dict, by_class: pd.DataFrame, n_boot:
             for side, classes in sides:
                 if classes.empty or (side == "near, MD ≥ chance" and len(classes) == len(sides[0][1])):
                     continue  # no class on that side, or no near class below chance to leave out
-                keep = np.r_[np.ones(len(d.test_in_y), bool), np.isin(d.test_ood_class, classes["ood_class"].tolist())]
+                keep = _with_classes(classes["ood_class"].tolist())
                 sc = scored[(d.setting, d.in_dist, kind)]
-                iv = auc_contrast(d, [(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MD"])], n_boot, seed, keep)
+                terms = [(1.0, sc.by_score["RMD"]), (-1.0, sc.by_score["MD"])]
+                iv = auc_contrast(sc.seeds_of(d), terms, n_boot, seed, keep)
+                ood_rows = np.mean([keep(x).sum() - len(x.test_in_y) for x in sc.seeds_of(d)])
                 rows.append(
                     {
                         **_keys(d, kind),
                         "K": d.n_classes,
                         "classes": side,
                         "ood_classes": len(classes),
-                        "ood_rows": int(keep.sum()) - len(d.test_in_y),
+                        "ood_rows": int(round(ood_rows)),  # per seed's draw, on average
                         "delta": iv.estimate,
                         "ci_low": iv.low,
                         "ci_high": iv.high,
@@ -1462,7 +1527,7 @@ def external_background(
                 [(1.0, (full, EXTERNAL)), (-1.0, (full, "RMD (own background)"))],
             ),
         ):
-            iv = auc_contrast(d, [(w, stacked[key]) for w, key in terms], n_boot, seed)
+            iv = auc_contrast(inputs.own(d, seed_list), [(w, stacked[key]) for w, key in terms], n_boot, seed)
             contrasts.append(
                 {
                     "setting": d.setting,
@@ -1541,9 +1606,10 @@ def leakage_words(leak: pd.DataFrame) -> str:
 
 
 def clp_distribution(by_class: pd.DataFrame, inputs: Inputs) -> pd.DataFrame:
-    """Per near direction, the distribution of its OOD classes' CLP (label-free features): the quartiles, how many are
-    near by the register's cut, the 95 % lower bound of the median and whether it meets the regime criterion, beside
-    the CLP of an ensemble that cannot tell the classes apart (uniform over K + OOD classes: log K / (K + K_out))."""
+    """Per near direction, the distribution of its OOD classes' CLP (label-free features; every class OOD in some
+    seed's draw, per_ood_class): the quartiles, how many are near by the register's cut, the 95 % lower bound of the
+    median and whether it meets the regime criterion, beside the CLP of an ensemble that cannot tell the classes apart
+    (uniform over one draw's K + OOD classes: log K / (K + K_out))."""
     sub = by_class[(by_class["features"] == "pretrained") & by_class["setting"].isin(NEAR_SETTINGS)]
     out = sub.groupby(["setting", "in_dist"], sort=False)["clp"].describe()[
         ["count", "min", "25%", "50%", "75%", "max"]
@@ -1552,8 +1618,8 @@ def clp_distribution(by_class: pd.DataFrame, inputs: Inputs) -> pd.DataFrame:
     out["near_classes"] = sub.groupby(["setting", "in_dist"], sort=False)["near"].sum().to_numpy()
     out["median_low"] = sub.groupby(["setting", "in_dist"], sort=False)["clp"].agg(median_clp_low).to_numpy()
     out["near_by_criterion"] = out["median_low"] >= NEAR_CLP
-    k = {d.in_dist: d.n_classes for d in inputs.directions}
-    out["chance_clp"] = [np.log(k[i] / (k[i] + n)) for i, n in zip(out["in_dist"], out["ood_classes"])]
+    k = {d.in_dist: (d.n_classes, len(set(d.test_ood_class))) for d in inputs.directions}  # a draw's K and OOD classes
+    out["chance_clp"] = [np.log(k[i][0] / sum(k[i])) for i in out["in_dist"]]
     return out
 
 
@@ -1660,7 +1726,7 @@ def covariance_table(inputs: Inputs, feats: dict, seed: int, ridges: Sequence[fl
 
 
 def eigen_tables(
-    directions: Sequence[Direction], feats: dict, seed_list: Sequence[int], n_boot: int, seed: int
+    inputs: Inputs, directions: Sequence[Direction], feats: dict, seed_list: Sequence[int], n_boot: int, seed: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Mean MD term per covariance eigendirection and mean RMD term per discriminant direction, ID vs OOD (first seed),
     and per direction and feature type the AUROC of MD from the leading half of the eigendirections against the
@@ -1685,7 +1751,7 @@ def eigen_tables(
                         ]
                 first = (vals, md_terms, betas, rmd_terms)
             top, bottom = (np.stack(h) for h in zip(*halves))
-            iv = auc_contrast(d, [(1.0, top), (-1.0, bottom)], n_boot, seed)
+            iv = auc_contrast(inputs.own(d, seed_list), [(1.0, top), (-1.0, bottom)], n_boot, seed)
             vals, md_terms, betas, rmd_terms = first
             ood_above = md_terms[d.is_ood == 1].mean(0) > md_terms[d.is_ood == 0].mean(0)
             summary.append(

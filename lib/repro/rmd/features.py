@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -45,6 +46,11 @@ class Direction:
     def is_ood(self) -> np.ndarray:
         """Labels of the test rows (in-distribution first): 1 = OOD."""
         return np.r_[np.zeros(len(self.test_in_y)), np.ones(len(self.test_ood_class))].astype(int)
+
+    @cached_property
+    def test_digest(self) -> str:
+        """The digest of the test rows (inputs, classes, clusters): two draws with the same digest share their rows."""
+        return cache.digest(self.test_in_x, self.test_in_y, self.test_ood_x, self.test_ood_class, self.test_units)
 
 
 def both_ways(
