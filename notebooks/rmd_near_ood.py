@@ -115,10 +115,13 @@ P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
 # models together, so it covers test-set noise and training noise. Text test rows come in
 # clusters, BIG-bench tasks in the task setting and Wikipedia articles in the article setting:
 # there the interval resamples the tasks or articles (within in-distribution and OOD), then the
-# rows within them, and its test column names how many there are. The classes and test rows are
-# drawn once; every seed draws its own training rows, so the models of a direction differ by what
-# they learned from as well as by their initial weights. The label-free text encoder is the same
-# for every seed, so there the seeds differ by their training draw alone, and the rows say so.
+# rows within them, and its test column names how many there are. Every seed draws its own split:
+# the in-distribution classes where a setting draws them (tasks, articles), the test rows and the
+# training rows. Each seed's rows are resampled by their own units and the seeds are combined as
+# independent replicates, so the interval covers a redraw of the split as well as training noise
+# (with 3 seeds a t interval on 2 degrees of freedom, wider than one shared test set would give).
+# The label-free text encoder is the same for every seed, so there the seeds differ by their
+# draw alone, and the rows say so.
 # `inconclusive` means the interval straddles the rule's threshold. A row not held names the
 # table that measures its cause, or the ablation that would tell. A miniature RMD − MD row names
 # its small $K$ as the cause only where section 5's sweep of real classes in its own setting moves
@@ -824,10 +827,10 @@ repro.publish("paper_comparison", ex.paper_table(aurocs))
 #   by a transformation (a covariate shift), not by meaning as CIFAR-100's classes do. The article setting is built to be near but has fewer than 50
 #   classes; the image near splits have $K = 5$. Their rows
 #   are `miniature`, and section 5's sweep of real classes measures how the gain moves with $K$.
-# - **Test rows are drawn once, training rows per seed.** Which classes are in-distribution and
-#   which inputs are test rows follow `seed`; each model learns from its own draw of training
-#   rows among the rest. The intervals resample the test rows (by task, article or OOD class) and
-#   the models, so they cover the training draw but not a redraw of the test set.
+# - **A split per seed.** Which classes are in-distribution (tasks, articles) and which inputs are
+#   test and training rows follow each model's seed; the per-class tables pool an OOD class over
+#   the seeds whose draw holds it (column `seeds`). Section 5's class sweep, the covariance
+#   table and the score histograms read the first seed's draw alone.
 # - **Input-RMD** (the conditional-LM follow-up, Ren et al. 2023) left this chapter: it belongs
 #   with that paper's own claims.
 # - **Text OOD.** In text-articles only the topic shifts. In text-domain (off at `default`) it is

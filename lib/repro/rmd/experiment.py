@@ -906,7 +906,7 @@ def _seedless(d: Direction, kind: str, contrast: str = "RMD - MD") -> str:
     """What the interval's seeds mean where the features are label-free text embeddings (one encoder for every seed)."""
     if d.modality != "text" or kind != "pretrained":
         return ""
-    return "; the label-free MiniLM encoder is the same for every seed: its seeds differ by their draw of training rows"
+    return "; the label-free MiniLM encoder is the same for every seed: its seeds differ by their draw of the split"
 
 
 STRONGER_MSP = "RMD - stronger MSP"
