@@ -98,40 +98,42 @@ def test_auc_contrast_and_tables_equal_the_direct_calls(clustered: bool) -> None
 
 
 @pytest.mark.parametrize("clustered", [False, True])
-def test_seeds_with_their_own_draws_are_combined_as_independent_replicates(clustered: bool) -> None:
+def test_seeds_with_their_own_draws_are_combined_by_what_they_share(clustered: bool) -> None:
     rng = np.random.default_rng(5)
     draws = [_direction(rng, clustered) for _ in range(3)]
     for j, x in enumerate(draws[1:], start=1):  # another draw of classes and rows: the same layout, other rows
         x.test_ood_class = np.roll(x.test_ood_class, 7 * j)
         x.test_in_y = np.roll(x.test_in_y, j)
         x.test_in_x = [f"row {j}"]
+    if clustered:  # the second draw gives tasks 0-7 and 100-107 the other side: one pool, not drawn within sides
+        draws[1].test_units = np.r_[100 + np.arange(120) // 10, np.arange(80) // 10]
     scores_ = {name: rng.normal(size=(3, draws[0].is_ood.size)) + 0.6 * draws[0].is_ood for name in ("RMD", "MD")}
     terms = [(1.0, scores_["RMD"]), (-1.0, scores_["MD"])]
     keep = lambda x: np.r_[np.ones(120, bool), x.test_ood_class == "x"]
     iv = ex.auc_contrast(draws, terms, 300, 2, keep)
-    per_seed, boots, first = [], [], None
-    for j, x in enumerate(draws):  # the direct formula: each seed resampled by its own units, from seed 2 + j
-        k = keep(x)
-        y, units = x.is_ood[k], None if x.test_units is None else x.test_units[k]
-        weights = (
-            stats.resample_weights(y.size, y, n_resamples=300, seed=2 + j)
-            if units is None
-            else stats.unit_weights(units, y, n_resamples=300, seed=2 + j)
-        )
-        aucs = [(w, stats.WeightedAuc(y, a[j][k])) for w, a in terms]
-        per_seed.append(sum(w * auc.many(np.ones((1, y.size)))[0] for w, auc in aucs))
-        boots.append(sum(w * auc.many(weights) for w, auc in aucs))
-        if j == 0:
-            first = (units, y)  # the cluster counts are read from the first seed's draw
+    ys = [x.is_ood[keep(x)] for x in draws]
+    units = [None if x.test_units is None else x.test_units[keep(x)] for x in draws]
+    weights = (  # the direct formula: each seed resampled from seed 2 + j, or one cluster draw for all of them
+        [stats.resample_weights(y.size, y, n_resamples=300, seed=2 + j) for j, y in enumerate(ys)]
+        if not clustered
+        else stats.unit_weights(units, ys, n_resamples=300, seed=2, clusters_within_strata=False)
+    )
+    per_seed, boots = [], []
+    for j, x in enumerate(draws):
+        aucs = [(w, stats.WeightedAuc(ys[j], a[j][keep(x)])) for w, a in terms]
+        per_seed.append(sum(w * auc.many(np.ones((1, ys[j].size)))[0] for w, auc in aucs))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            boots.append(sum(w * auc.many(weights[j]) for w, auc in aucs))
     per_seed, boots = np.asarray(per_seed), np.stack(boots, axis=1)
-    units, y = first
+    boots = boots[np.isfinite(boots).all(axis=1)]  # a cluster draw that leaves a seed without OOD rows is left out
     direct = (
         stats.hierarchical_interval(per_seed, boots, shared_items=False)
         if not clustered
-        else stats.clustered_interval(per_seed, boots, clusters=units, strata=y, unit="tasks", sharing="none")
+        else stats.clustered_interval(per_seed, boots, clusters=units, strata=ys, unit="tasks", sharing="clusters")
     )
     assert (iv.estimate, iv.low, iv.high) == pytest.approx((direct.estimate, direct.low, direct.high), abs=1e-12)
     assert "each of the 3 seeds its own draw of test rows" in iv.method
+    assert ("drawn once for all of them" in iv.method) == clustered
     shared = ex.auc_contrast([draws[0]] * 3, terms, 300, 2, keep)  # one draw for every seed: one shared resample
     assert shared == ex.auc_contrast(draws[0], terms, 300, 2, keep) and "own draw" not in shared.method
     draws[2].test_ood_class = np.full(80, "y")  # a seed whose draw holds none of the kept OOD class is left out

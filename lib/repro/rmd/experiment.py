@@ -745,23 +745,55 @@ _AUC_DRAWS_KEPT = 4096  # entries kept (each n_boot floats); the oldest go first
 _WEIGHTS: dict[str, np.ndarray] = {}  # the last resampling's multiplicities, items x resamples
 
 
-def _resampling(y: np.ndarray, clusters: np.ndarray | None, n_boot: int, seed: int) -> str:
+Pool = tuple[Sequence[np.ndarray], Sequence[np.ndarray], int]  # every seed's clusters and labels, and which seed
+
+
+def _resampling(y: np.ndarray, clusters: np.ndarray | None, n_boot: int, seed: int, pool: Pool | None = None) -> str:
     """The digest of one resampling of test rows: within class (stats.resample_weights, the resamples of
-    seeds_and_items_contrast and paired_bootstrap_diff) or clusters within class, then rows (stats.unit_weights)."""
-    units = None if clusters is None else (clusters.tolist() if clusters.dtype == object else clusters)
-    return cache.digest("within class" if clusters is None else "clusters, then rows", y, units, n_boot, seed)
+    seeds_and_items_contrast and paired_bootstrap_diff) or clusters within class, then rows (stats.unit_weights); with
+    `pool`, seed `pool[2]`'s part of one cluster draw shared by every seed's draw of rows (_shared_weights)."""
+    plain = lambda c: None if c is None else (c.tolist() if c.dtype == object else c)
+    if pool is not None:
+        units, labels, j = pool
+        shared = [[plain(c) for c in units], [np.asarray(y, bool) for y in labels]]
+        return cache.digest("clusters shared by the seeds' draws", shared, j, n_boot, seed)
+    return cache.digest("within class" if clusters is None else "clusters, then rows", y, plain(clusters), n_boot, seed)
 
 
-def _by_item(key: str, y: np.ndarray, clusters: np.ndarray | None, n_boot: int, seed: int) -> np.ndarray:
-    """The multiplicities (items x resamples) of resampling `key`, drawn once while it is the latest asked for."""
+def _shared_weights(pool: Pool, n_boot: int, seed: int) -> list[np.ndarray]:
+    """One two-stage resample for every seed's draw: the clusters (tasks, articles, classes) drawn once for all the
+    seeds, each seed's rows within them drawn for that seed (stats.unit_weights with one array per seed). A cluster
+    that is in-distribution in one seed's draw and OOD in another's is drawn from one pool; where every cluster keeps
+    its side in every draw, the clusters are drawn within their side."""
+    units, labels, _ = pool
+    sides: dict[Any, set] = {}
+    for c, y in zip(units, labels):
+        for u, v in zip(c.tolist(), np.asarray(y, bool).tolist()):
+            sides.setdefault(u, set()).add(v)
+    within = all(len(v) == 1 for v in sides.values())
+    weights = stats.unit_weights(
+        list(units), list(labels), n_resamples=n_boot, seed=seed, clusters_within_strata=within
+    )
+    return [stats.items_first(w) for w in weights]
+
+
+def _by_item(
+    key: str, y: np.ndarray, clusters: np.ndarray | None, n_boot: int, seed: int, pool: Pool | None = None
+) -> np.ndarray:
+    """The multiplicities (items x resamples) of resampling `key`, drawn once while it is the latest asked for (with
+    `pool`, every seed's part of the shared draw at once)."""
     if key not in _WEIGHTS:
         _WEIGHTS.clear()
-        weights = (
-            stats.resample_weights(y.size, y, n_resamples=n_boot, seed=seed)
-            if clusters is None
-            else stats.unit_weights(clusters, y, n_resamples=n_boot, seed=seed)
-        )
-        _WEIGHTS[key] = stats.items_first(weights)
+        if pool is not None:
+            for j, w in enumerate(_shared_weights(pool, n_boot, seed)):
+                _WEIGHTS[_resampling(pool[1][j], pool[0][j], n_boot, seed, (*pool[:2], j))] = w
+        else:
+            weights = (
+                stats.resample_weights(y.size, y, n_resamples=n_boot, seed=seed)
+                if clusters is None
+                else stats.unit_weights(clusters, y, n_resamples=n_boot, seed=seed)
+            )
+            _WEIGHTS[key] = stats.items_first(weights)
     return _WEIGHTS[key]
 
 
@@ -773,27 +805,35 @@ def _remember(entry: str, found: tuple[np.float64, np.ndarray]) -> None:
 
 
 def auc_draws(
-    y: np.ndarray, rows: np.ndarray, n_boot: int, seed: int, clusters: np.ndarray | None = None
+    y: np.ndarray,
+    rows: np.ndarray,
+    n_boot: int,
+    seed: int,
+    clusters: np.ndarray | None = None,
+    pool: Pool | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each row's AUC (scores of shape (seeds, items)) on the test rows, shape (seeds,), and on every resample of them,
     shape (resamples, seeds): rows resampled within class, or their clusters within class and then the rows (with
-    `clusters`), from `seed`; each row's draws computed once per process (stats.WeightedAuc) and stored in
-    data/features by the labels, clusters, scores, resampling and the statistics code (a cached re-run reads them)."""
+    `clusters`), or seed pool[2]'s part of a cluster draw shared by the seeds (with `pool`: its y and clusters are
+    that seed's), from `seed`; a resample that leaves one class without rows gives NaN. Each row's draws are
+    computed once per process (stats.WeightedAuc) and stored in data/features by the labels, clusters, scores,
+    resampling and the statistics code (a cached re-run reads them)."""
     y = np.asarray(y)
-    key = _resampling(y.astype(bool), clusters, n_boot, seed)  # 0/1 or False/True labels: the same resamples
+    key = _resampling(y.astype(bool), clusters, n_boot, seed, pool)  # 0/1 or False/True labels: the same resamples
     rows = np.atleast_2d(np.asarray(rows, dtype=np.float64))
     entries = [key + cache.digest(row) for row in rows]
     if any(e not in _AUC_DRAWS for e in entries):
 
         def build() -> dict[str, np.ndarray]:
-            found = [
-                _AUC_DRAWS.get(e)
-                or (
-                    (auc := stats.WeightedAuc(y, row)).many_by_item(np.ones((y.size, 1)))[0],
-                    auc.many_by_item(_by_item(key, y, clusters, n_boot, seed)),
-                )
-                for e, row in zip(entries, rows)
-            ]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                found = [
+                    _AUC_DRAWS.get(e)
+                    or (
+                        (auc := stats.WeightedAuc(y, row)).many_by_item(np.ones((y.size, 1)))[0],
+                        auc.many_by_item(_by_item(key, y, clusters, n_boot, seed, pool)),
+                    )
+                    for e, row in zip(entries, rows)
+                ]
             return {"per_seed": np.asarray([f[0] for f in found]), "draws": np.stack([f[1] for f in found], axis=1)}
 
         where = cache.entry_path("features", "rmd-auc-draws", cache.source_digest(stats), *entries, suffix=".npz")
@@ -856,10 +896,13 @@ def auc_contrast(
     """Mean over seeds of sum_j w_j AUROC(scores_j) on the test rows (those `keep` marks), paired over the same rows:
     where the rows come in clusters (tasks, articles) the clusters are resampled within class, then the rows within
     them (stats.unit_weights, stats.clustered_interval); else the rows within class (seeds_and_items_contrast). `d`:
-    one direction, or each seed's draw of it (Scored.seeds_of); where the seeds' draws differ, each seed's rows are
-    resampled by their own units (its own resample seed) and the seeds combined as independent replicates (sharing
-    'none': the seeds' spread holds the split's variability); a seed whose kept rows lack a class is left out. `keep`:
-    a row mask, or a function giving each draw's. The AUC draws of a score row are computed once (auc_draws)."""
+    one direction, or each seed's draw of it (Scored.seeds_of). Where the seeds' draws differ: independent rows are
+    resampled per seed (its own resample seed) and the seeds combined as independent replicates (sharing 'none');
+    clustered rows come from one pool of clusters (the same tasks or articles take other roles in another draw), so
+    one cluster draw serves every seed, each seed's rows resampled within it (sharing 'clusters': the pool's
+    variance is not divided by the seeds, the seeds' spread holds the split and training), and a resample that
+    leaves one seed's draw without a class is left out. A seed whose kept rows lack a class is left out. `keep`: a
+    row mask, or a function giving each draw's. The AUC draws of a score row are computed once (auc_draws)."""
     draws_of = [d] if isinstance(d, Direction) else list(d)
     if len(terms) == 0 or n_boot < 2:
         raise ValueError(f"need at least one term and n_boot >= 2, got {len(terms)} and {n_boot}")
@@ -874,26 +917,38 @@ def auc_contrast(
         per_seed, draws = _combine([(w, auc_draws(y, a[:, k], n_boot, seed, clusters)) for w, a in arrays])
         sharing, first = "items", x
     else:
-        parts, used = [], []
-        for j, x in enumerate(draws_of):
-            k = mask(x)
-            y, clusters = x.is_ood[k], None if x.test_units is None else x.test_units[k]
-            if 0 < y.sum() < y.size:
-                parts.append(
-                    _combine([(w, auc_draws(y, a[j : j + 1, k], n_boot, seed + j, clusters)) for w, a in arrays])
-                )
-                used.append((x, y, clusters))
-        if not parts:
+        kept = [(j, x, mask(x)) for j, x in enumerate(draws_of)]
+        kept = [(j, x, k) for j, x, k in kept if 0 < x.is_ood[k].sum() < k.sum()]  # a seed lacking a class is out
+        if not kept:
             return stats.Interval(math.nan, math.nan, math.nan, "no seed's draw keeps rows of both kinds")
+        ys = [x.is_ood[k] for _, x, k in kept]
+        units = [None if x.test_units is None else x.test_units[k] for _, x, k in kept]
+        parts = []
+        for i, ((j, _, k), y, c) in enumerate(zip(kept, ys, units)):
+            if c is None:  # independent rows, each seed its own: nothing is shared, each its own resample seed
+                parts.append(_combine([(w, auc_draws(y, a[j : j + 1, k], n_boot, seed + j)) for w, a in arrays]))
+            else:  # the seeds draw from one pool of clusters: one cluster draw serves them all
+                pool = (units, ys, i)
+                parts.append(_combine([(w, auc_draws(y, a[j : j + 1, k], n_boot, seed, c, pool)) for w, a in arrays]))
         per_seed, draws = np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts], axis=1)
-        (first, y, clusters), sharing = used[0], "none"
+        defined = np.isfinite(draws).all(axis=1)  # a shared cluster draw can leave one seed's draw without a class
+        draws, first = draws[defined], kept[0][1]
+        sharing = "none" if units[0] is None else "clusters"
+        clusters, y = (None, ys[0]) if units[0] is None else (units, ys)
     paired = "paired " if len(terms) > 1 else ""
-    own = f"; each of the {per_seed.size} seeds its own draw of test rows" if sharing == "none" else ""
+    own = ""
+    if sharing != "items":
+        dropped = f", {int((~defined).sum())} resamples without both kinds left out" if not defined.all() else ""
+        pooled = "" if sharing == "none" else f", the {first.unit} drawn once for all of them"
+        own = f"; each of the {per_seed.size} seeds its own draw of test rows{pooled}{dropped}"
     if clusters is None:
         words = f"{paired}AUC over {y.size:,} test items (resampled within class){own}"
         return stats.hierarchical_interval(per_seed, draws, shared_items=sharing == "items", words=words)
-    g = int(np.unique(clusters).size)
-    words = f"{paired}AUC over {y.size:,} test rows in {g:,} {first.unit} (within class){own}"
+    if sharing == "items":
+        rows_n, g = y.size, int(np.unique(clusters).size)
+    else:  # the rows of one seed's draw, the clusters of all of them
+        rows_n, g = ys[0].size, len(set().union(*(c.tolist() for c in clusters)))
+    words = f"{paired}AUC over {rows_n:,} test rows in {g:,} {first.unit} (within class){own}"
     return stats.clustered_interval(
         per_seed, draws, clusters=clusters, strata=y, unit=first.unit, sharing=sharing, words=words
     )
@@ -1346,19 +1401,24 @@ def per_ood_class(
     inputs: Inputs, feats: dict, scored: dict, seed_list: Sequence[int], members: int, per_class: int, seed: int
 ) -> pd.DataFrame:
     """AUROC of each score against each OOD class alone, beside that class's CLP on label-free features: each seed's
-    draw scored on its own rows, a class pooled (mean) over the seeds whose draw holds it as OOD (`seeds`)."""
+    draw scored on its own rows, a class pooled (mean) over the seeds whose draw holds it as OOD (`seeds`). The CLP
+    probes are fitted on the first seed's draw, and again on a later seed's only where its draw gives the classes
+    other roles (tasks, articles): where every draw has the same in-distribution and OOD classes (the image splits)
+    a class's CLP is the first draw's."""
     rows = []
     for d in inputs.directions:
         own = inputs.own(d, seed_list)
         clp: dict[str, list[float]] = {}
         auc: dict[tuple[str, str, str], list[float]] = {}
         for j, (s, x) in enumerate(zip(seed_list, own)):
-            f = feats[(x.setting, x.in_dist, "pretrained", s)]
-            both_x = np.concatenate([f.train, f.ood_train])
-            both_y = np.concatenate([f.train_y, f.ood_train_y + x.n_classes])
-            mass = _inlier_mass(both_x, both_y, x.n_classes, f.test[x.is_ood == 1], members, per_class, seed)
+            if j == 0 or x.in_classes != d.in_classes or set(x.test_ood_class) != set(d.test_ood_class):
+                f = feats[(x.setting, x.in_dist, "pretrained", s)]
+                both_x = np.concatenate([f.train, f.ood_train])
+                both_y = np.concatenate([f.train_y, f.ood_train_y + x.n_classes])
+                mass = _inlier_mass(both_x, both_y, x.n_classes, f.test[x.is_ood == 1], members, per_class, seed)
+                for cls in dict.fromkeys(x.test_ood_class):
+                    clp.setdefault(cls, []).append(float(np.log(mass[x.test_ood_class == cls].mean())))
             for cls in dict.fromkeys(x.test_ood_class):
-                clp.setdefault(cls, []).append(float(np.log(mass[x.test_ood_class == cls].mean())))
                 keep = _with_classes([cls])(x)
                 for kind in KINDS:
                     by_score = scored[(d.setting, d.in_dist, kind)].by_score
@@ -1372,7 +1432,7 @@ def per_ood_class(
                     {
                         **_keys(d, kind),
                         "ood_class": cls,
-                        "seeds": len(values),
+                        "seeds": len(auc[(cls, KINDS[0], SCORES[0])]),
                         "clp": float(np.mean(values)),
                         "near": float(np.mean(values)) >= NEAR_CLP,  # the register's cut, fixed before any score
                         **mean,
