@@ -180,7 +180,19 @@ def test_a_paper_label_needs_its_criterion_computed_on_the_data() -> None:
     assert (
         failed["regime"].startswith("miniature: classes K = 60") and "median OOD-class CLP = -3.4" in failed["regime"]
     )
+    assert failed["regime_tag"] == "miniature: classes K 60 vs 150"  # no word for a setting that fails it
+    far = Regime("classes K", 150, 60, "paper", "K ≥ 50", replace(criterion, lacking="far"), tag="K")
+    assert not verdict.check_regime(far, 60, -3.4)
+    assert judge(replace(claim, regime=far), 0.1, (0.05, 0.15), test="12 tasks")["regime_tag"] == (
+        "miniature, far: K 60 vs 150"  # the defining property failed: the tag says what the setting is
+    )
     assert not verdict.check_regime(near, 60, -0.5)  # checked twice: passes only if every check passed
+    verdict.forget_checks()
+    small = Regime("classes K", 150, 20, "paper", "K ≥ 50", replace(criterion, lacking="far"), tag="K")
+    assert not verdict.check_regime(small, 20, -0.5)  # near, but K outside the paper's range: not called far
+    assert judge(replace(claim, regime=small), 0.1, (0.05, 0.15), test="12 tasks")["regime_tag"] == (
+        "miniature: K 20 vs 150"
+    )
     verdict.forget_checks()
     with pytest.raises(ValueError, match="not ours"):
         verdict.check_regime(near, 150, -0.5)  # the variable checked is ours, not a value chosen to pass

@@ -186,6 +186,7 @@ class Criterion:
     variable_range: tuple[float, float]
     prop: str
     prop_range: tuple[float, float]
+    lacking: str = ""  # a word for a setting whose defining property fails ("far"), shown in the row's regime tag
 
     def __post_init__(self) -> None:
         for name, (low, high) in (("variable_range", self.variable_range), ("prop_range", self.prop_range)):
@@ -243,9 +244,15 @@ class Regime:
         return f"{self.kind}: {self.variable} = {_as_cell(self.ours)} (paper {_as_cell(self.paper)})"
 
     def short(self, kind: str) -> str:
-        """The row's regime tag: `kind`, with the variable's value against the paper's when both are short."""
+        """The row's regime tag: `kind`, with the variable's value against the paper's when both are short, and the
+        criterion's word for the setting (`lacking`, "far") where this run computed its defining property outside
+        the paper's range."""
         name = self.tag or (self.variable if len(self.variable.split()) <= 2 else "")
         ours, paper = str(_as_cell(self.ours)), str(_as_cell(self.paper))
+        check = _CHECKS.get(repr(self)) if self.criterion is not None and self.criterion.lacking else None
+        low, high = self.criterion.prop_range if check is not None else (0.0, 0.0)
+        if check is not None and not low <= check["prop"] <= high:
+            kind = f"{kind}, {self.criterion.lacking}"
         if name and len(ours) <= 14 and len(paper) <= 14:
             return f"{kind}: {name} {ours} vs {paper}"
         return kind

@@ -128,7 +128,7 @@ class Near:
         if not self.many:
             return Regime(K, self.paper_k, self.k)
         ks = (self.k, self.k) if self.k == self.paper_k else (PAPER_K_FLOOR, CLINC_K)
-        return Regime(K, self.paper_k, self.k, "paper", why, Criterion(ks, NEARNESS, (NEAR_CLP, 0.0)))
+        return Regime(K, self.paper_k, self.k, "paper", why, Criterion(ks, NEARNESS, (NEAR_CLP, 0.0), "far"))
 
 
 def near_directions(p: Mapping[str, Any]) -> list[Near]:

@@ -2084,12 +2084,12 @@ def regime_checks(claim_set: dict[str, Claim], res: Results) -> None:
 def _pc_cause(res: Results) -> dict[str, Any]:
     """judge() keywords for the PC row: the ablation that would tell (the units are in table pc_range)."""
     diff = pc_units(res.pc_ranges)
-    return {
-        "why": unexplained(
-            f"a PC sweep over more seeds and near directions ({int((diff > 0).sum())} of {len(diff)} near "
-            "direction × features units favour RMD)"
-        )
-    }
+    text = diff.index.get_level_values("setting").str.startswith("text")
+    split = "; ".join(
+        f"{name} {int((part > 0).sum())} of {len(part)}"
+        for name, part in (("image", diff[~text]), ("text", diff[text]))
+    )
+    return {"why": unexplained(f"a PC sweep over more seeds and near directions (units favouring RMD: {split})")}
 
 
 # A comparison of detectors needs one that detects: where no score (MSP, MD, RMD) of a direction's features reaches
