@@ -119,7 +119,7 @@ P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
 # the in-distribution classes where a setting draws them (tasks, articles), the test rows where
 # the data hold more than a draw (the Fashion-MNIST test set is taken whole, so the image seeds
 # share their test images) and the training rows. The seeds' draws come from one pool of tasks,
-# articles or classes, so one resample of that pool serves every seed, each seed's rows resampled
+# articles or images, so one resample of that pool serves every seed, each seed's rows resampled
 # within it: the pool's noise is not divided by the seeds, and the seeds' spread carries the
 # split's and training's. The label-free text encoder is the same for every seed, so there the
 # seeds differ by their draw alone, and the rows say so.
@@ -586,10 +586,11 @@ page.say(
 # (Fashion-MNIST ↔ digits): there RMD should not lose what MD does well. Such a row is a test
 # only where MD does detect those classes well, its AUROC averaged over them at least 0.9 (the
 # register's reading of "highly effective"); elsewhere it reads `untestable here`, since RMD
-# cannot give up what MD lacks. Every interval of a clustered setting
-# resamples its clusters (tasks, articles, or an image direction's classes) and then the rows
-# within them, so a row speaks for classes like those, not for the few it happens to hold; with
-# 2 to 5 classes on a side that interval is wide, and it says so. Table `md_below_chance` counts
+# cannot give up what MD lacks. In the text settings the interval resamples the tasks or articles
+# and then the rows within them, so a row speaks for classes like those, not for the few it
+# happens to hold. The image splits use every class Fashion-MNIST holds, a fixed benchmark as
+# the paper's CIFAR-10 ↔ CIFAR-100 is, so their images are resampled within class: an image row
+# speaks for this benchmark's classes, not for other ones. Table `md_below_chance` counts
 # the OOD classes on which MD ranks OOD rows below the in-distribution ones. There the shared
 # covariance misfits the classes: a gain there repairs a failure of MD and says nothing about RMD
 # against MSP.

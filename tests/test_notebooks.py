@@ -225,6 +225,8 @@ def test_rmd_chapter_analyses(smoke_results) -> None:
         if row["claim"].startswith("RMD improves on MD for near-OOD"):
             text = any(w in row["claim"] for w in ("BIG-bench", "Reddit", "Wikipedia articles"))
             assert ("label-free MiniLM" in row["test"]) == (text and "pretrained features" in row["claim"])
+            # the image splits use every class of their data set: their images are resampled, not their classes
+            assert ("test images" in row["test"] or "images drawn once" in row["test"]) == (not text)
     assert {r["k"] for r in tables["pc_sweep"]} == {2, 32}
     assert all(r["MD_range"] >= 0 and r["RMD_range"] >= 0 for r in tables["pc_range"])
     assert all(r["speedup_vs_naive"] > 0 for r in tables["throughput"])  # a report: timings are not asserted

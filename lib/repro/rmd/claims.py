@@ -103,11 +103,11 @@ class Near:
 
     @property
     def units(self) -> str:
-        """What this direction's test rows cluster in: a task's inputs share its format, an article's questions
-        its source text; Fashion-MNIST images, CIFAR images and CLINC queries are independent items."""
-        return {"text-tasks": "tasks", "text-domain": "articles", "text-articles": "articles"}.get(
-            self.setting, "items"
-        )
+        """What this direction's test rows are resampled by: a task's inputs share its format, an article's questions
+        its source text; the image splits use every class of their data sets (a fixed benchmark), so their test
+        images are the units (resampled within class); CLINC queries are independent items."""
+        units = {"text-tasks": "tasks", "text-domain": "articles", "text-articles": "articles", "text-near": "items"}
+        return units.get(self.setting, "images")
 
     @property
     def many(self) -> bool:
