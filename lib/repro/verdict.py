@@ -250,9 +250,9 @@ class Regime:
         name = self.tag or (self.variable if len(self.variable.split()) <= 2 else "")
         ours, paper = str(_as_cell(self.ours)), str(_as_cell(self.paper))
         check = _CHECKS.get(repr(self)) if self.criterion is not None and self.criterion.lacking else None
-        low, high = self.criterion.prop_range if check is not None else (0.0, 0.0)
-        if check is not None and not low <= check["prop"] <= high:
-            kind = f"{kind}, {self.criterion.lacking}"
+        if check is not None:
+            low, high = self.criterion.prop_range
+            kind = kind if low <= check["prop"] <= high else f"{kind}, {self.criterion.lacking}"
         if name and len(ours) <= 14 and len(paper) <= 14:
             return f"{kind}: {name} {ours} vs {paper}"
         return kind

@@ -1415,14 +1415,15 @@ def per_ood_class(
         clp: dict[str, list[float]] = {}
         auc: dict[tuple[str, str, str], list[float]] = {}
         for j, (s, x) in enumerate(zip(seed_list, own)):
-            if j == 0 or x.in_classes != d.in_classes or set(x.test_ood_class) != set(d.test_ood_class):
+            classes = list(dict.fromkeys(x.test_ood_class))
+            if j == 0 or x.in_classes != d.in_classes or set(classes) != set(d.test_ood_class):
                 f = feats[(x.setting, x.in_dist, "pretrained", s)]
                 both_x = np.concatenate([f.train, f.ood_train])
                 both_y = np.concatenate([f.train_y, f.ood_train_y + x.n_classes])
                 mass = _inlier_mass(both_x, both_y, x.n_classes, f.test[x.is_ood == 1], members, per_class, seed)
-                for cls in dict.fromkeys(x.test_ood_class):
+                for cls in classes:
                     clp.setdefault(cls, []).append(float(np.log(mass[x.test_ood_class == cls].mean())))
-            for cls in dict.fromkeys(x.test_ood_class):
+            for cls in classes:
                 keep = _with_classes([cls])(x)
                 for kind in KINDS:
                     by_score = scored[(d.setting, d.in_dist, kind)].by_score
@@ -2224,9 +2225,7 @@ def finetuned_gain_words(gains: pd.DataFrame) -> str:
 CLUSTERS_OF = {
     "text-articles": "Wikipedia articles and seeds (squad_shifts' Wikipedia part holds no articles beyond those used)",
     "text-tasks": "BIG-bench tasks and seeds",
-    "image-near": "test images and seeds",
-    "image-flip": "test images and seeds",
-    "image-far": "test images and seeds",
+    **dict.fromkeys(("image-near", "image-flip", "image-far"), "test images and seeds"),
 }
 
 
