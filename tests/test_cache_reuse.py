@@ -45,3 +45,70 @@ def test_a_scoring_parameter_change_trains_nothing(
         pytest.fail(f"{stem}: changing only {name} to {value} trained again (a gradient was computed)")
     assert after["params"][name] == value
     assert set(after["tables"]) == set(before["tables"])
+
+
+def test_a_kept_value_is_built_once_per_key_and_rebuilt_when_damaged(tmp_path, monkeypatch) -> None:
+    import pandas as pd
+
+    from repro import cache
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    built = []
+
+    def build(n: int = 3) -> pd.DataFrame:
+        built.append(n)
+        return pd.DataFrame({"n": range(n), "x": [0.5] * n})
+
+    first = cache.kept("features", "toy", build, "code", {"n": 3})
+    again = cache.kept("features", "toy", lambda: build(99), "code", {"n": 3})  # same key: read back, not built
+    assert built == [3] and again.equals(first) and len(again) == 3
+    cache.kept("features", "toy", lambda: build(4), "code", {"n": 4})
+    assert built == [3, 4]
+    (entry,) = [p for p in (tmp_path / "features").iterdir() if p.read_bytes() and len(pd.read_pickle(p)) == 3]
+    entry.write_bytes(entry.read_bytes()[:20])  # a truncated entry is discarded and built again
+    assert len(cache.kept("features", "toy", lambda: build(3), "code", {"n": 3})) == 3 and built == [3, 4, 3]
+
+
+def test_a_table_is_digested_by_every_cell_not_its_printed_form() -> None:
+    import pandas as pd
+
+    from repro import cache
+
+    a = pd.DataFrame({"v": range(200)})
+    b = a.copy()
+    b.loc[100, "v"] = -1  # a row pandas leaves out when it prints the table
+    assert str(a) == str(b) and cache.digest(a) != cache.digest(b)
+    assert cache.digest(a) == cache.digest(a.copy()) and cache.digest(a) != cache.digest(a.rename(columns={"v": "w"}))
+
+
+def test_parameters_only_refuse_every_other_parameter() -> None:
+    from repro.params import Resolved
+
+    p = Resolved({"seed": 0, "n_boot": 200, "epochs": 3}).only("seed", "epochs")
+    assert p == {"seed": 0, "epochs": 3} and p.seed == 0
+    with pytest.raises(AttributeError):
+        _ = p.n_boot
+    with pytest.raises(KeyError):
+        Resolved({"seed": 0}).only("n_boot")
+
+
+def test_a_cached_rerun_of_deepgini_computes_none_of_its_kept_steps(smoke_results: dict, monkeypatch) -> None:
+    """The smoke run kept every costly step of the DeepGini chapter (subjects, APFD orders, further models, tails,
+    timings, CAM benchmark, retraining); a re-run reads them back: refusing what they compute changes no table."""
+    import json
+
+    from repro.deepgini import coverage, experiment, retraining
+
+    before = smoke_results["deepgini_apfd"]
+    steps = [(experiment, "see"), (experiment, "fit_references"), (experiment, "apfd_table"),
+             (experiment, "end_to_end_timings"), (experiment, "scaling_timings"), (coverage, "cam_order_naive"),
+             (retraining, "run"), (retraining, "run_iterative")]  # fmt: skip
+    for module, name in steps:
+
+        def refuse(*args, _name=name, **kwargs):
+            raise AssertionError(f"a cached re-run of deepgini_apfd ran {_name} again")
+
+        monkeypatch.setattr(module, name, refuse)
+    after = execute_here("deepgini_apfd", "smoke", {})
+    same = lambda t: json.loads(json.dumps(t, sort_keys=True, default=str))
+    assert same(after["tables"]) == same(before["tables"])

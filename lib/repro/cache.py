@@ -12,6 +12,9 @@ import functools
 import glob
 import hashlib
 import json
+import os
+import pickle
+import platform
 import shutil
 import zipfile
 from collections.abc import Callable
@@ -25,13 +28,19 @@ from .paths import data_dir
 
 T = TypeVar("T")
 # Errors that mean "this entry is damaged", not "the code is wrong".
-DAMAGED = (OSError, EOFError, ValueError, KeyError, RuntimeError, json.JSONDecodeError, zipfile.BadZipFile)
+DAMAGED = (OSError, EOFError, ValueError, KeyError, RuntimeError, json.JSONDecodeError, zipfile.BadZipFile,
+           pickle.UnpicklingError)  # fmt: skip
 
 
 def _update(digest: Any, part: Any) -> None:
     """Feed one part (array, tensor, path, or JSON-able value) into a running SHA-256."""
     if type(part).__module__.startswith("torch") and hasattr(part, "numpy"):
         part = part.detach().cpu().numpy()
+    elif type(part).__module__.startswith("pandas") and hasattr(part, "columns"):  # a table: every cell, not its repr
+        import pandas as pd
+
+        digest.update(json.dumps([str(c) for c in part.columns]).encode())
+        part = pd.util.hash_pandas_object(part, index=False).to_numpy()
     if isinstance(part, np.ndarray):
         digest.update(str((part.dtype, part.shape)).encode())
         digest.update(np.ascontiguousarray(part).tobytes())
@@ -98,6 +107,37 @@ def model_arrays(
     if who is None:
         return build()
     return arrays_entry(entry_path(kind, name, who, *parts, suffix=".npz"), build)[0]
+
+
+def kept(kind: str, name: str, build: Callable[[], T], *parts: Any) -> T:
+    """The Python value (tables, arrays, dataclasses) `build()` returns, pickled at <data>/<kind>/<name>-<digest>.pkl,
+    keyed by `parts`: every input that determines it (the code's source_digest, the parameters it reads, the
+    identities of the models and sets it takes). A value first built is read back from its entry, so a run that builds
+    it and one that reuses it go on with the same value."""
+
+    def write(tmp: Path) -> None:
+        with tmp.open("wb") as f:
+            pickle.dump(build(), f, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def read(found: Path) -> T:
+        with found.open("rb") as f:
+            return pickle.load(f)
+
+    return file_entry(entry_path(kind, name, *parts, suffix=".pkl"), write, read)[0]
+
+
+def machine() -> dict[str, Any]:
+    """What a timing depends on besides its inputs: the CPU model, the cores this process may use and the threads torch
+    computes with; a key part of entries that keep measured seconds, so another machine measures its own."""
+    import torch
+
+    model = platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
+        model = names[0] if names else model
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": model, "cores": cores, "threads": torch.get_num_threads()}
 
 
 def folder_stamp(folder: Path) -> list[tuple[str, int, int]]:

@@ -148,3 +148,8 @@ class Resolved(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+    def only(self, *names: str) -> Resolved:
+        """The parameters `names` alone: what a cached step that reads only them is keyed by. Reading any other raises
+        (AttributeError, KeyError), so a step cannot depend on a parameter its key leaves out."""
+        return Resolved({n: self[n] for n in names})

@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from .. import cache
 from ..metrics import apfd, apfd_normalized
 from . import coverage as cv
 from .claims import (
@@ -61,6 +63,14 @@ class Subject:
     # the same tests over the artifact's layer set, with its training ranges (the "[artifact layers]" methods)
     artifact_acts: np.ndarray | None = None
     artifact_stats: cv.NeuronStats | None = None
+
+    @cached_property
+    def identity(self) -> str:
+        """Digest of every array and timing: what a cached step that takes this subject is keyed by (once per subject)."""
+        parts = []
+        for value in (getattr(self, f.name) for f in fields(self)):
+            parts += [getattr(value, f.name) for f in fields(value)] if isinstance(value, cv.NeuronStats) else [value]
+        return cache.digest(*parts)
 
     def take(self, idx: np.ndarray) -> Subject:
         """The same subject restricted to tests `idx` (surprise values are per test)."""
@@ -222,6 +232,40 @@ class Pair:
     traces: SATraces | None = None
     artifact_stats: cv.NeuronStats | None = None  # neuron ranges over the artifact's layer set
 
+    @cached_property
+    def identity(self) -> str:
+        """The model's cache identity and a digest of its data: what a cached step that takes this pair is keyed by."""
+        return cache.digest(cache.model_key(self.model), *self.train, *self.test)
+
+
+def _code() -> str:
+    """Digest of the source of every module the chapter's results depend on (this one, the chapter's others and the
+    core's metrics and statistics): a cached step is reused only while all of it is unchanged."""
+    import sys
+
+    from .. import metrics, stats
+    from . import attacks, claims, corruptions, cost, coverage, nets, prioritizers, retraining, surprise, testsets
+
+    mods = (attacks, claims, corruptions, cost, coverage, nets, prioritizers, retraining, surprise, testsets)
+    return cache.source_digest(sys.modules[__name__], *mods, metrics, stats)
+
+
+def kept(name: str, build, params: Mapping, *parts, timed: bool = False):
+    """`build()` computed once and kept (cache.kept, as deepgini-<name>), keyed by the chapter's code, `params` (the
+    parameters the step reads: pass params.only(...), so reading any other fails) and `parts` (identities of the
+    models, sets and subjects it takes). `timed`: the value holds measured seconds, which are kept with it for this
+    machine (cache.machine) and measured again on another."""
+    machine = cache.machine() if timed else None
+    return cache.kept("features", f"deepgini-{name}", build, _code(), dict(params), machine, *parts)
+
+
+def identities(items: Mapping) -> list:
+    """Key parts of a dict of pairs, mixed sets or subjects (each key, then its identity) or of arrays (each key, then
+    the array): flat, so that cache.digest reads every array whole."""
+    return [
+        part for k, v in items.items() for part in (list(k) if isinstance(k, tuple) else k, getattr(v, "identity", v))
+    ]
+
 
 def forward(model: object, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Softmax, neuron activations, layer index per neuron (one pass: nets.outputs), and the seconds they took."""
@@ -256,11 +300,20 @@ def see(pair: Pair, x: np.ndarray, y: np.ndarray) -> tuple[Subject, np.ndarray, 
 
 
 def apfd_records(subjects: dict, truth: dict, methods: dict[str, str], seed: int) -> tuple[pd.DataFrame, dict]:
-    """APFD of every method on every (dataset, model, test set); the orders, keyed like the records."""
+    """APFD of every method on every (dataset, model, test set); the orders, keyed like the records. Kept (kept)
+    with the seconds each method measured."""
+    build = lambda: apfd_table(subjects, truth, methods, seed)
+    return kept(
+        "apfd", build, {"seed": seed, "methods": methods}, *identities(subjects), *identities(truth), timed=True
+    )
+
+
+def apfd_table(subjects: dict, truth: dict, methods: dict[str, str], seed: int) -> tuple[pd.DataFrame, dict]:
+    """What apfd_records keeps, computed."""
     from tqdm.auto import tqdm
 
     records, orders = [], {}
-    for key, s in tqdm(subjects.items(), desc="prioritizers"):
+    for key, s in tqdm(subjects.items(), desc="prioritizers", leave=False):
         for name, family in methods.items():
             result = evaluate(name, s, truth[key], seed)
             orders[(*key, name)] = result.pop("order")
@@ -523,42 +576,47 @@ def max_coverage_table(subjects: dict, methods: dict[str, str], params: object) 
     """Maximum coverage and the tests CAM needs to reach it, per CAM criterion of the paper's table (LSC and DSC
     included) on every original and mixed set: the notebook's seed, and for the criteria the max-coverage row judges
     (claims.max_coverage_scope: all but KMNC) the mean and range over claims.CAM_SEEDS seeds of CAM's start and
-    ties, with each seed's share kept for the row's interval. `judged` marks the criteria and pairs the row judges."""
+    ties, with each seed's share kept for the row's interval. `judged` marks the criteria and pairs the row judges.
+    Kept (kept)."""
     from .claims import CAM_SEEDS, SETS, max_coverage_scope
 
     pairs, criteria = max_coverage_scope(params)
     names = [m for m, f in methods.items() if m.endswith("-CAM") and f == "coverage"]
-    rows = []
-    for (ds, arch, ts), s in subjects.items():
-        if ts not in SETS:
-            continue
-        for name in names:
-            criterion, _, arg = name.removesuffix("-CAM").partition("(")
-            items = items_for(criterion, float(arg.rstrip(")") or 0), s)
-            judged = f"{ds}:{arch}" in pairs and criterion in criteria
-            seeds = [params.seed + i for i in range(CAM_SEEDS if judged else 1)]
-            reached = [tests_to_max_coverage(items, seed) for seed in seeds]
-            shares = np.array([needed for _, needed in reached]) / len(s.probs)
-            covered = round(reached[0][0] * items.shape[1])  # the items the set covers (tests_to_max_coverage)
-            rows.append(
-                {
-                    "dataset": ds,
-                    "model": arch,
-                    "test_set": ts,
-                    "method": name,
-                    "max_coverage": reached[0][0],
-                    "tests_to_max": reached[0][1],
-                    "share_of_tests": shares[0],
-                    "cam_seeds": len(seeds),
-                    "share_mean": shares.mean(),
-                    "share_max": shares.max(),
-                    "seed_shares": " ".join(f"{v:.6g}" for v in shares),
-                    # each CAM step covers at least one new item: CAM never needs more tests than the items covered
-                    "ceiling": min(covered, len(s.probs)) / len(s.probs),
-                    "judged": judged,
-                }
-            )
-    return pd.DataFrame(rows)
+    p = params.only("seed")
+    sets = {k: s for k, s in subjects.items() if k[2] in SETS}
+
+    def build() -> pd.DataFrame:
+        rows = []
+        for (ds, arch, ts), s in sets.items():
+            for name in names:
+                criterion, _, arg = name.removesuffix("-CAM").partition("(")
+                items = items_for(criterion, float(arg.rstrip(")") or 0), s)
+                judged = f"{ds}:{arch}" in pairs and criterion in criteria
+                seeds = [p.seed + i for i in range(CAM_SEEDS if judged else 1)]
+                reached = [tests_to_max_coverage(items, seed) for seed in seeds]
+                shares = np.array([needed for _, needed in reached]) / len(s.probs)
+                covered = round(reached[0][0] * items.shape[1])  # the items the set covers (tests_to_max_coverage)
+                rows.append(
+                    {
+                        "dataset": ds,
+                        "model": arch,
+                        "test_set": ts,
+                        "method": name,
+                        "max_coverage": reached[0][0],
+                        "tests_to_max": reached[0][1],
+                        "share_of_tests": shares[0],
+                        "cam_seeds": len(seeds),
+                        "share_mean": shares.mean(),
+                        "share_max": shares.max(),
+                        "seed_shares": " ".join(f"{v:.6g}" for v in shares),
+                        # each CAM step covers at least one new item: CAM never needs more tests than the items covered
+                        "ceiling": min(covered, len(s.probs)) / len(s.probs),
+                        "judged": judged,
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    return kept("max-coverage", build, p, names, pairs, criteria, *identities(sets))
 
 
 def max_coverage_words(maxcov: pd.DataFrame) -> str:
@@ -685,22 +743,30 @@ def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: obj
     artifact timed) and of the other architectures of its dataset: DeepGini and every coverage baseline of the paper's
     tables (KMNC up to k = 1,000), the neuron-coverage ones over the artifact's layer set as the artifact times them,
     forward pass and prioritization apart (columns forward_s, method_s; neurons: the layer set's width)."""
+    p = params.only("kmnc_k", "cost_repeats", "seed")
     methods = ["DeepGini"] + [
         m
-        for m in paper_baselines(method_table(params.kmnc_k, artifact_layers=True))
+        for m in paper_baselines(method_table(p.kmnc_k, artifact_layers=True))
         if m.endswith(ARTIFACT_LAYERS) or not m.startswith(NEURON_COVERAGE)
     ]
     first = next(iter(models))
-    frames = []
-    for ds, arch in [pair for pair in models if pair[0] == first[0]]:
-        key = (ds, arch, "original+adversarial")
-        x = mixed[key].x
-        frame = end_to_end_timings(
-            models[ds, arch], subjects[key], x, truth[key], methods, params.cost_repeats, params.seed
-        )
-        neurons = subjects[key].on_artifact_layers().acts.shape[1]
-        frames.append(frame.assign(dataset=ds, model=arch, tests=len(x), neurons=neurons))
-    return pd.concat(frames, ignore_index=True)
+    pairs = {pair: models[pair] for pair in models if pair[0] == first[0]}
+    keys = [(ds, arch, "original+adversarial") for ds, arch in pairs]
+
+    def build() -> pd.DataFrame:
+        frames = []
+        for ds, arch, ts in keys:
+            x = mixed[ds, arch, ts].x
+            frame = end_to_end_timings(
+                models[ds, arch], subjects[ds, arch, ts], x, truth[ds, arch, ts], methods, p.cost_repeats, p.seed
+            )
+            neurons = subjects[ds, arch, ts].on_artifact_layers().acts.shape[1]
+            frames.append(frame.assign(dataset=ds, model=arch, tests=len(x), neurons=neurons))
+        return pd.concat(frames, ignore_index=True)
+
+    on = lambda d: {k: d[k] for k in keys}
+    parts = (*identities(pairs), *identities(on(mixed)), *identities(on(subjects)), *identities(on(truth)))
+    return kept("cost", build, p, *parts, timed=True)
 
 
 def first_timed(timings: pd.DataFrame) -> pd.DataFrame:
@@ -1665,58 +1731,67 @@ def ablation_words(table: pd.DataFrame, mixed: dict, pair: tuple[str, str], imag
 
 
 def see_all(models: dict[tuple[str, str], Pair], mixed: dict, params: object) -> tuple[dict, dict, pd.DataFrame]:
-    """Every test set through its pair's model: subjects, misclassified flags, and a summary row per set."""
-    subjects, truth, rows = {}, {}, []
-    for (ds, arch), p in models.items():
-        fit_references(p, params.sa_train, params.seed)
-        sets = {"original": p.test, **{name: (m.x, m.y) for (d, a, name), m in mixed.items() if (d, a) == (ds, arch)}}
-        for name, (x, y) in sets.items():
-            subjects[ds, arch, name], truth[ds, arch, name], seconds = see(p, x, y)
-            rows.append(
-                {
-                    "dataset": ds,
-                    "model": arch,
-                    "test_set": name,
-                    "tests": len(y),
-                    "misclassified": int(truth[ds, arch, name].sum()),
-                    "neurons": subjects[ds, arch, name].acts.shape[1],
-                    "forward_seconds": seconds,
-                }
-            )
-    return subjects, truth, pd.DataFrame(rows)
+    """Every test set through its pair's model: subjects, misclassified flags, and a summary row per set; each pair's
+    references (fit_references) set on it. Kept (kept) with the seconds it measured."""
+    p = params.only("sa_train", "seed")
+
+    def build() -> tuple:
+        subjects, truth, rows, refs = {}, {}, [], {}
+        for (ds, arch), pair in models.items():
+            fit_references(pair, p.sa_train, p.seed)
+            refs[ds, arch] = pair.stats, pair.traces, pair.artifact_stats
+            sets = {"original": pair.test, **{n: (m.x, m.y) for (d, a, n), m in mixed.items() if (d, a) == (ds, arch)}}
+            for name, (x, y) in sets.items():
+                subjects[ds, arch, name], truth[ds, arch, name], seconds = see(pair, x, y)
+                rows.append({"dataset": ds, "model": arch, "test_set": name, "tests": len(y),
+                             "misclassified": int(truth[ds, arch, name].sum()),
+                             "neurons": subjects[ds, arch, name].acts.shape[1], "forward_seconds": seconds})  # fmt: skip
+        return subjects, truth, pd.DataFrame(rows), refs
+
+    subjects, truth, rows, refs = kept("see-all", build, p, *identities(models), *identities(mixed), timed=True)
+    for key, (pair_stats, traces, artifact_stats) in refs.items():
+        models[key].stats, models[key].traces, models[key].artifact_stats = pair_stats, traces, artifact_stats
+    return subjects, truth, rows
 
 
 def replicate(models: dict, params: object, methods: dict[str, str]) -> tuple[dict, pd.DataFrame]:
     """Models 2 .. models_per_pair of every pair (seeds seed + 1, ..., same data and recipe), each with its own
     artifact-style mixed set (its own attacks): every prioritizer's APFD on its original, mixed and corrupted sets. Returns
     {(dataset, model, set): [(misclassified, {method: order}, source image of each test), ...]} for the verdict's
-    intervals, and the records (column trained_model: 1, 2, ...; the chapter's model is 0)."""
+    intervals, and the records (column trained_model: 1, 2, ...; the chapter's model is 0). Kept (kept): keyed by
+    the pairs' data and the parameters that determine the further models' training, attacks and references."""
     from tqdm.auto import tqdm
 
     from . import corruptions, nets, testsets
 
-    replicas, frames = {}, []
-    caps = attack_caps(params)
-    for i in tqdm(range(1, params.models_per_pair), desc="further trained models", leave=False):
-        for (ds, arch), p in models.items():
-            model, _ = nets.train_cached(arch, *p.train, CLASSES, params.epochs, params.seed + i, params.recipe)
-            pair = Pair(ds, arch, p.train, p.test, model)
-            m, _ = testsets.build(model, *p.test, "artifact", caps, params.seed, CLASSES)
-            c = corruptions.corrupted_set(*p.test, params.corrupted_images, params.seed)
-            fit_references(pair, params.sa_train, params.seed)
-            subjects, truth, source = {}, {}, {}
-            for name, (x, y, src) in {
-                "original": (*p.test, np.arange(len(p.test[1]))),
-                "original+adversarial": (m.x, m.y, m.source),
-                SHIFTED: (c.x, c.y, c.source),
-            }.items():
-                subjects[ds, arch, name], truth[ds, arch, name], _ = see(pair, x, y)
-                source[ds, arch, name] = src
-            frame, orders = apfd_records(subjects, truth, methods, params.seed)
-            frames.append(frame.drop(columns="seconds").assign(trained_model=i))
-            for key in subjects:
-                replicas.setdefault(key, []).append((truth[key], {n: orders[(*key, n)] for n in methods}, source[key]))
-    return replicas, (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+    p = params.only("models_per_pair", "epochs", "seed", "recipe", "jsma_images", "cw_images", "corrupted_images",
+                    "sa_train")  # fmt: skip
+
+    def build() -> tuple[dict, pd.DataFrame]:
+        replicas, frames = {}, []
+        for i in tqdm(range(1, p.models_per_pair), desc="further trained models", leave=False):
+            for (ds, arch), pair in models.items():
+                model, _ = nets.train_cached(arch, *pair.train, CLASSES, p.epochs, p.seed + i, p.recipe)
+                other = Pair(ds, arch, pair.train, pair.test, model)
+                m, _ = testsets.build(model, *pair.test, "artifact", attack_caps(p), p.seed, CLASSES)
+                c = corruptions.corrupted_set(*pair.test, p.corrupted_images, p.seed)
+                fit_references(other, p.sa_train, p.seed)
+                subjects, truth, source = {}, {}, {}
+                for name, (x, y, src) in {
+                    "original": (*pair.test, np.arange(len(pair.test[1]))),
+                    "original+adversarial": (m.x, m.y, m.source),
+                    SHIFTED: (c.x, c.y, c.source),
+                }.items():
+                    subjects[ds, arch, name], truth[ds, arch, name], _ = see(other, x, y)
+                    source[ds, arch, name] = src
+                frame, orders = apfd_table(subjects, truth, methods, p.seed)
+                frames.append(frame.drop(columns="seconds").assign(trained_model=i))
+                for key in subjects:
+                    flags, own = truth[key], {n: orders[(*key, n)] for n in methods}
+                    replicas.setdefault(key, []).append((flags, own, source[key]))
+        return replicas, (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame())
+
+    return kept("replicas", build, p, methods, *identities(models))
 
 
 def models_table(apfd_frame: pd.DataFrame, more: pd.DataFrame, sets: tuple[str, str]) -> pd.DataFrame:
@@ -1843,15 +1918,19 @@ def ablation_table(apfd_frame: pd.DataFrame, pair: tuple[str, str]) -> pd.DataFr
 def tail_table(subjects: dict, truth: dict, kmnc_k: list[int], seed: int) -> pd.DataFrame:
     """TKNC and KMNC as CAM on every mixed set, with our leftover order and with the artifact's worst-first tail."""
     names = [f"TKNC({k})-CAM" for k in THRESHOLDS["TKNC"]] + [f"KMNC({k})-CAM" for k in kmnc_k]
-    rows = []
-    for (ds, arch, ts), s in subjects.items():
-        if ts != "original+adversarial":
-            continue
-        for name in names:
-            ours = evaluate(name, s, truth[ds, arch, ts], seed)["apfd_normalized"]
-            theirs = evaluate(name + ARTIFACT_TAIL, s, truth[ds, arch, ts], seed)["apfd_normalized"]
-            rows.append({"pair": f"{ds} {arch}", "method": name, "ours": ours, "artifact_tail": theirs})
-    return pd.DataFrame(rows)
+    mixed = {k: s for k, s in subjects.items() if k[2] == "original+adversarial"}
+
+    def build() -> pd.DataFrame:
+        rows = []
+        for key, s in mixed.items():
+            for name in names:
+                ours = evaluate(name, s, truth[key], seed)["apfd_normalized"]
+                theirs = evaluate(name + ARTIFACT_TAIL, s, truth[key], seed)["apfd_normalized"]
+                rows.append({"pair": f"{key[0]} {key[1]}", "method": name, "ours": ours, "artifact_tail": theirs})
+        return pd.DataFrame(rows)
+
+    flags = {k: truth[k] for k in mixed}
+    return kept("tails", build, {"seed": seed, "names": names}, *identities(mixed), *identities(flags))
 
 
 # One colour per role in every figure of the chapter (curves, retraining, scaling): the best coverage method of the
@@ -2008,17 +2087,17 @@ def scaling_for(subjects: dict, truth: dict, models: dict, params: object) -> pd
     """Timings of the scaling methods (and the largest KMNC) on tiled copies of the widest pair's mixed set."""
     ds, arch = widest(subjects)
     key = (ds, arch, "original+adversarial")
-    methods = [*SCALING[:5], f"KMNC({max(params.kmnc_k)})-CAM", *SCALING[5:]]
-    frame = scaling_timings(
-        subjects[key],
-        truth[key],
-        models[ds, arch].traces,
-        params.scaling_sizes,
-        methods,
-        params.cost_repeats,
-        params.seed,
-    )
-    return frame.assign(dataset=ds, model=arch)
+    p = params.only("kmnc_k", "scaling_sizes", "cost_repeats", "seed")
+    methods = [*SCALING[:5], f"KMNC({max(p.kmnc_k)})-CAM", *SCALING[5:]]
+    traces = models[ds, arch].traces
+
+    def build() -> pd.DataFrame:
+        s, flags = subjects[key], truth[key]
+        frame = scaling_timings(s, flags, traces, p.scaling_sizes, methods, p.cost_repeats, p.seed)
+        return frame.assign(dataset=ds, model=arch)
+
+    return kept("scaling", build, p, list(key), subjects[key].identity, truth[key], traces.train, traces.train_pred,
+                timed=True)  # fmt: skip
 
 
 def scaling_summary(timings: pd.DataFrame, n_boot: int, seed: int) -> pd.DataFrame:
@@ -2049,28 +2128,24 @@ def cost_words(fits: pd.DataFrame) -> str:
 def cam_benchmark(subjects: dict, truth: dict, n: int, seed: int) -> pd.DataFrame:
     """Incremental against naive greedy CAM on the same tests of the widest pair: seconds and whether the orders agree."""
     ds, arch = widest(subjects)
-    s = subjects[ds, arch, "original+adversarial"]
-    s = s.take(np.arange(min(n, len(s.probs))))
-    rows = []
-    for name in ("NAC(0.75)", "TKNC(1)", "NBC(0.5)", "KMNC(100)"):
-        criterion, arg = name.rstrip(")").split("(")
-        items = items_for(criterion, float(arg), s)
-        t0 = time.perf_counter()
-        fast = cv.cam_order(items, seed)
-        t1 = time.perf_counter()
-        slow = cv.cam_order_naive(items, seed)
-        t2 = time.perf_counter()
-        rows.append(
-            {
-                "criterion": name,
-                "tests": len(fast),
-                "incremental_s": t1 - t0,
-                "naive_s": t2 - t1,
-                "speedup": (t2 - t1) / max(t1 - t0, 1e-9),
-                "same_order": bool((fast == slow).all()),
-            }
-        )
-    return pd.DataFrame(rows)
+    whole = subjects[ds, arch, "original+adversarial"]
+
+    def build() -> pd.DataFrame:
+        s = whole.take(np.arange(min(n, len(whole.probs))))
+        rows = []
+        for name in ("NAC(0.75)", "TKNC(1)", "NBC(0.5)", "KMNC(100)"):
+            criterion, arg = name.rstrip(")").split("(")
+            items = items_for(criterion, float(arg), s)
+            t0 = time.perf_counter()
+            fast = cv.cam_order(items, seed)
+            t1 = time.perf_counter()
+            slow = cv.cam_order_naive(items, seed)
+            t2 = time.perf_counter()
+            rows.append({"criterion": name, "tests": len(fast), "incremental_s": t1 - t0, "naive_s": t2 - t1,
+                         "speedup": (t2 - t1) / max(t1 - t0, 1e-9), "same_order": bool((fast == slow).all())})  # fmt: skip
+        return pd.DataFrame(rows)
+
+    return kept("cam-benchmark", build, {"n": n, "seed": seed}, whole.identity, timed=True)
 
 
 def cam_implementations(bench: pd.DataFrame) -> pd.DataFrame:
@@ -2165,52 +2240,68 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
     """Paired retraining on every pair, one-shot and iterative (the artifact's protocol): DeepGini, the best coverage
     method that orders the pool, random, and the control; the two ablations of DeepGini's picks (at most one per
     source image, stratified by attack) at the largest percentage of each protocol. The ablations' runs stay out of
-    the runs, differences and picks (table retraining_ablation holds them)."""
+    the runs, differences and picks (table retraining_ablation holds them). Kept (kept): keyed by the pairs, their
+    mixed sets and subjects, the APFD the rival is chosen by, and the parameters it reads."""
     from . import retraining
     from .claims import iterative_pairs
 
-    runs, diffs, picks, rivals_frames, ablations, curves = [], [], [], [], [], []
-    baselines = paper_baselines(method_table(params.kmnc_k))
-    seeds = [params.seed + i for i in range(params.retrain_seeds)]
-    top = max(params.retrain_percents)
-    for (ds, arch), p in models.items():
-        key, pair = (ds, arch, "original+adversarial"), f"{ds} {arch}"
-        s, m = subjects[key], mixed[key]
-        sc = retraining.scoring(m, params.seed + 1, p.test, params.fresh_eps)
-        k = max(1, round(len(sc.pool) * top / 100))
-        rival, able = retraining_rival(apfd_frame, key, s, sc.pool, k, params.seed, baselines)
-        rivals_frames.append(able.assign(pair=pair, chosen=able["method"] == rival))
-        methods = ["DeepGini", rival, "random"]
-        loss = -np.log(np.clip(s.probs[np.arange(len(m.y)), m.y], 1e-12, None))
-        order = lambda name, pool, seed, s=s: order_for(name, s.take(pool), seed)
-        frame, made = retraining.run(p.model, sc, p.train, order, methods, params.retrain_percents, seeds,
-                                     params.retrain_epochs, loss, retraining.ABLATIONS)  # fmt: skip
-        if f"{ds}:{arch}" in iterative_pairs(params):
-            rank = pool_reranker(p, m.x, params.sa_train, params.seed)
-            it, made_it, curve = retraining.run_iterative(p.model, sc, p.train, rank, methods, top,
-                                                          params.retrain_percents, seeds, params.retrain_epochs, loss,
-                                                          retraining.ABLATIONS)  # fmt: skip
-            frame, made = pd.concat([frame, it], ignore_index=True), pd.concat([made, made_it], ignore_index=True)
-            curves.append(retraining.curve_table(curve).assign(pair=pair))
-        # held-out differences resample the held-out rows by source image, the same draws for every comparison
-        held_out = (retraining.held_out_weights(sc, params.n_boot, params.seed), m.source[sc.held])
-        ablations.append(retraining.ablation_differences(frame, made, rival, held_out=held_out).assign(pair=pair))
-        frame = frame[~frame["method"].isin(retraining.ABLATIONS)]
-        made = made[~made["method"].isin(retraining.ABLATIONS)]
-        diffs.append(retraining.paired_differences(frame, held_out=held_out).assign(dataset=ds, model=arch, pair=pair))
-        runs.append(frame.drop(columns=retraining.HELD_RIGHT).assign(dataset=ds, model=arch))
-        mean = made.drop(columns="seed").groupby(["protocol", "method", "percent"], as_index=False, sort=False).mean()
-        picks.append(mean.assign(pair=pair))
-    first = lambda f: f[["pair", *f.columns.drop("pair")]]
-    curve_cols = ["pair", "protocol", "method", "percent", "pool_accuracy", "difference", "ci_low", "ci_high", "se",
-                  "df", "seeds", "test"]  # fmt: skip
-    return Retraining(
-        pd.concat(runs, ignore_index=True),
-        pd.concat(diffs, ignore_index=True),
-        first(pd.concat(picks, ignore_index=True)),
-        first(pd.concat(rivals_frames, ignore_index=True)),
-        first(pd.concat(ablations, ignore_index=True)),
-        pd.concat(curves, ignore_index=True)[curve_cols] if curves else pd.DataFrame(columns=curve_cols),
+    params = params.only("kmnc_k", "seed", "retrain_seeds", "retrain_percents", "fresh_eps", "sa_train", "retrain_epochs",
+                         "n_boot", "pairs", "iterative_pairs")  # fmt: skip
+    keys = [(ds, arch, "original+adversarial") for ds, arch in models]
+
+    def build() -> Retraining:
+        runs, diffs, picks, rivals_frames, ablations, curves = [], [], [], [], [], []
+        baselines = paper_baselines(method_table(params.kmnc_k))
+        seeds = [params.seed + i for i in range(params.retrain_seeds)]
+        top = max(params.retrain_percents)
+        for (ds, arch), p in models.items():
+            key, pair = (ds, arch, "original+adversarial"), f"{ds} {arch}"
+            s, m = subjects[key], mixed[key]
+            sc = retraining.scoring(m, params.seed + 1, p.test, params.fresh_eps)
+            k = max(1, round(len(sc.pool) * top / 100))
+            rival, able = retraining_rival(apfd_frame, key, s, sc.pool, k, params.seed, baselines)
+            rivals_frames.append(able.assign(pair=pair, chosen=able["method"] == rival))
+            methods = ["DeepGini", rival, "random"]
+            loss = -np.log(np.clip(s.probs[np.arange(len(m.y)), m.y], 1e-12, None))
+            order = lambda name, pool, seed, s=s: order_for(name, s.take(pool), seed)
+            frame, made = retraining.run(p.model, sc, p.train, order, methods, params.retrain_percents, seeds,
+                                         params.retrain_epochs, loss, retraining.ABLATIONS)  # fmt: skip
+            if f"{ds}:{arch}" in iterative_pairs(params):
+                rank = pool_reranker(p, m.x, params.sa_train, params.seed)
+                it, made_it, curve = retraining.run_iterative(p.model, sc, p.train, rank, methods, top,
+                                                              params.retrain_percents, seeds, params.retrain_epochs, loss,
+                                                              retraining.ABLATIONS)  # fmt: skip
+                frame, made = pd.concat([frame, it], ignore_index=True), pd.concat([made, made_it], ignore_index=True)
+                curves.append(retraining.curve_table(curve).assign(pair=pair))
+            # held-out differences resample the held-out rows by source image, the same draws for every comparison
+            held_out = (retraining.held_out_weights(sc, params.n_boot, params.seed), m.source[sc.held])
+            ablations.append(retraining.ablation_differences(frame, made, rival, held_out=held_out).assign(pair=pair))
+            frame = frame[~frame["method"].isin(retraining.ABLATIONS)]
+            made = made[~made["method"].isin(retraining.ABLATIONS)]
+            diffs.append(
+                retraining.paired_differences(frame, held_out=held_out).assign(dataset=ds, model=arch, pair=pair)
+            )
+            runs.append(frame.drop(columns=retraining.HELD_RIGHT).assign(dataset=ds, model=arch))
+            mean = (
+                made.drop(columns="seed").groupby(["protocol", "method", "percent"], as_index=False, sort=False).mean()
+            )
+            picks.append(mean.assign(pair=pair))
+        first = lambda f: f[["pair", *f.columns.drop("pair")]]
+        curve_cols = ["pair", "protocol", "method", "percent", "pool_accuracy", "difference", "ci_low", "ci_high", "se",
+                      "df", "seeds", "test"]  # fmt: skip
+        return Retraining(
+            pd.concat(runs, ignore_index=True),
+            pd.concat(diffs, ignore_index=True),
+            first(pd.concat(picks, ignore_index=True)),
+            first(pd.concat(rivals_frames, ignore_index=True)),
+            first(pd.concat(ablations, ignore_index=True)),
+            pd.concat(curves, ignore_index=True)[curve_cols] if curves else pd.DataFrame(columns=curve_cols),
+        )
+
+    on = lambda d: {k: d[k] for k in keys}
+    chosen_by = apfd_frame[["dataset", "model", "test_set", "method", "apfd_normalized"]]
+    return kept(
+        "retraining", build, params, chosen_by, *identities(models), *identities(on(mixed)), *identities(on(subjects))
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,13 @@ class MixedSet:
     def subset(self, keep: np.ndarray) -> MixedSet:
         """The rows where `keep` is true."""
         return MixedSet(self.x[keep], self.y[keep], self.source[keep], self.kind[keep])
+
+    @cached_property
+    def identity(self) -> str:
+        """Digest of every array: what a cached step that takes this set is keyed by (computed once per set)."""
+        from ..cache import digest
+
+        return digest(self.x, self.y, self.source, self.kind.astype(str))
 
 
 def build(
