@@ -458,7 +458,10 @@ repro.publish("softmax_overlap", alike, view=pivot_view(alike, ["pair", "score"]
 # the minimum. Timed as two separate passes (softmax alone, activations alone), their difference
 # moved between builds of the same code and decided the row; the shared pass keeps it out. The
 # forward pass is most of a method's time, so our own row also compares the prioritization
-# alone, on the first pair and on the other architecture of its dataset.
+# alone, on the first pair and on the other architecture of its dataset. Every timing of this
+# chapter is measured once per machine (its CPU model, cores and threads) and kept with the
+# step's results, so a re-run of unchanged code shows the seconds of the run that measured them;
+# a change of the chapter's code, its inputs or the machine measures them again.
 
 # %%
 cost = dg.cost_for(models, mixed, subjects, truth, P)

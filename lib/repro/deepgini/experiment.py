@@ -2240,69 +2240,82 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
     """Paired retraining on every pair, one-shot and iterative (the artifact's protocol): DeepGini, the best coverage
     method that orders the pool, random, and the control; the two ablations of DeepGini's picks (at most one per
     source image, stratified by attack) at the largest percentage of each protocol. The ablations' runs stay out of
-    the runs, differences and picks (table retraining_ablation holds them). Kept (kept): keyed by the pairs, their
-    mixed sets and subjects, the APFD the rival is chosen by, and the parameters it reads."""
+    the runs, differences and picks (table retraining_ablation holds them). The runs are kept (retraining_runs); the
+    differences, resampled n_boot times, are computed from them."""
+    from . import retraining
+
+    runs, diffs, picks, rivals_frames, ablations, curves = [], [], [], [], [], []
+    kept_runs = retraining_runs(models, mixed, subjects, apfd_frame, params)
+    for (ds, arch), (frame, made, able, rival, curve) in kept_runs.items():
+        pair, m = f"{ds} {arch}", mixed[ds, arch, "original+adversarial"]
+        rivals_frames.append(able.assign(pair=pair, chosen=able["method"] == rival))
+        if curve is not None:
+            curves.append(retraining.curve_table(curve).assign(pair=pair))
+        # held-out differences resample the held-out rows by source image, the same draws for every comparison
+        sc = retraining.scoring(m, params.seed + 1, models[ds, arch].test, params.fresh_eps)
+        held = (retraining.held_out_weights(sc, params.n_boot, params.seed), m.source[sc.held])
+        ablations.append(retraining.ablation_differences(frame, made, rival, held_out=held).assign(pair=pair))
+        frame = frame[~frame["method"].isin(retraining.ABLATIONS)]
+        made = made[~made["method"].isin(retraining.ABLATIONS)]
+        diffs.append(retraining.paired_differences(frame, held_out=held).assign(dataset=ds, model=arch, pair=pair))
+        runs.append(frame.drop(columns=retraining.HELD_RIGHT).assign(dataset=ds, model=arch))
+        mean = made.drop(columns="seed").groupby(["protocol", "method", "percent"], as_index=False, sort=False).mean()
+        picks.append(mean.assign(pair=pair))
+    first = lambda f: f[["pair", *f.columns.drop("pair")]]
+    curve_cols = ["pair", "protocol", "method", "percent", "pool_accuracy", "difference", "ci_low", "ci_high", "se",
+                  "df", "seeds", "test"]  # fmt: skip
+    return Retraining(
+        pd.concat(runs, ignore_index=True),
+        pd.concat(diffs, ignore_index=True),
+        first(pd.concat(picks, ignore_index=True)),
+        first(pd.concat(rivals_frames, ignore_index=True)),
+        first(pd.concat(ablations, ignore_index=True)),
+        pd.concat(curves, ignore_index=True)[curve_cols] if curves else pd.DataFrame(columns=curve_cols),
+    )
+
+
+def retraining_runs(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.DataFrame, params: object) -> dict:
+    """Per pair: the retraining runs (scores, with which held-out rows each tuned model gets right), their picks'
+    make-up, the coverage rival's candidates, the rival chosen, and the iterative curve (None for a pair run one-shot
+    only). Kept (kept): keyed by the pairs, their mixed sets and subjects, the APFD the rival is chosen by, and the
+    parameters the runs read (not n_boot: a change of it reuses them)."""
     from . import retraining
     from .claims import iterative_pairs
 
     params = params.only("kmnc_k", "seed", "retrain_seeds", "retrain_percents", "fresh_eps", "sa_train", "retrain_epochs",
-                         "n_boot", "pairs", "iterative_pairs")  # fmt: skip
+                         "pairs", "iterative_pairs")  # fmt: skip
     keys = [(ds, arch, "original+adversarial") for ds, arch in models]
 
-    def build() -> Retraining:
-        runs, diffs, picks, rivals_frames, ablations, curves = [], [], [], [], [], []
+    def build() -> dict:
+        out = {}
         baselines = paper_baselines(method_table(params.kmnc_k))
         seeds = [params.seed + i for i in range(params.retrain_seeds)]
         top = max(params.retrain_percents)
         for (ds, arch), p in models.items():
-            key, pair = (ds, arch, "original+adversarial"), f"{ds} {arch}"
+            key = (ds, arch, "original+adversarial")
             s, m = subjects[key], mixed[key]
             sc = retraining.scoring(m, params.seed + 1, p.test, params.fresh_eps)
             k = max(1, round(len(sc.pool) * top / 100))
             rival, able = retraining_rival(apfd_frame, key, s, sc.pool, k, params.seed, baselines)
-            rivals_frames.append(able.assign(pair=pair, chosen=able["method"] == rival))
             methods = ["DeepGini", rival, "random"]
             loss = -np.log(np.clip(s.probs[np.arange(len(m.y)), m.y], 1e-12, None))
             order = lambda name, pool, seed, s=s: order_for(name, s.take(pool), seed)
             frame, made = retraining.run(p.model, sc, p.train, order, methods, params.retrain_percents, seeds,
                                          params.retrain_epochs, loss, retraining.ABLATIONS)  # fmt: skip
+            curve = None
             if f"{ds}:{arch}" in iterative_pairs(params):
                 rank = pool_reranker(p, m.x, params.sa_train, params.seed)
                 it, made_it, curve = retraining.run_iterative(p.model, sc, p.train, rank, methods, top,
-                                                              params.retrain_percents, seeds, params.retrain_epochs, loss,
-                                                              retraining.ABLATIONS)  # fmt: skip
+                                                              params.retrain_percents, seeds, params.retrain_epochs,
+                                                              loss, retraining.ABLATIONS)  # fmt: skip
                 frame, made = pd.concat([frame, it], ignore_index=True), pd.concat([made, made_it], ignore_index=True)
-                curves.append(retraining.curve_table(curve).assign(pair=pair))
-            # held-out differences resample the held-out rows by source image, the same draws for every comparison
-            held_out = (retraining.held_out_weights(sc, params.n_boot, params.seed), m.source[sc.held])
-            ablations.append(retraining.ablation_differences(frame, made, rival, held_out=held_out).assign(pair=pair))
-            frame = frame[~frame["method"].isin(retraining.ABLATIONS)]
-            made = made[~made["method"].isin(retraining.ABLATIONS)]
-            diffs.append(
-                retraining.paired_differences(frame, held_out=held_out).assign(dataset=ds, model=arch, pair=pair)
-            )
-            runs.append(frame.drop(columns=retraining.HELD_RIGHT).assign(dataset=ds, model=arch))
-            mean = (
-                made.drop(columns="seed").groupby(["protocol", "method", "percent"], as_index=False, sort=False).mean()
-            )
-            picks.append(mean.assign(pair=pair))
-        first = lambda f: f[["pair", *f.columns.drop("pair")]]
-        curve_cols = ["pair", "protocol", "method", "percent", "pool_accuracy", "difference", "ci_low", "ci_high", "se",
-                      "df", "seeds", "test"]  # fmt: skip
-        return Retraining(
-            pd.concat(runs, ignore_index=True),
-            pd.concat(diffs, ignore_index=True),
-            first(pd.concat(picks, ignore_index=True)),
-            first(pd.concat(rivals_frames, ignore_index=True)),
-            first(pd.concat(ablations, ignore_index=True)),
-            pd.concat(curves, ignore_index=True)[curve_cols] if curves else pd.DataFrame(columns=curve_cols),
-        )
+            out[ds, arch] = frame, made, able, rival, curve
+        return out
 
     on = lambda d: {k: d[k] for k in keys}
     chosen_by = apfd_frame[["dataset", "model", "test_set", "method", "apfd_normalized"]]
-    return kept(
-        "retraining", build, params, chosen_by, *identities(models), *identities(on(mixed)), *identities(on(subjects))
-    )
+    parts = (chosen_by, *identities(models), *identities(on(mixed)), *identities(on(subjects)))
+    return kept("retraining-runs", build, params, *parts)
 
 
 def retraining_figure(runs: pd.DataFrame):
