@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -238,16 +239,19 @@ class Pair:
         return cache.digest(cache.model_key(self.model), *self.train, *self.test)
 
 
+@functools.cache
 def _code() -> str:
-    """Digest of the source of every module the chapter's results depend on (this one, the chapter's others and the
-    core's metrics and statistics): a cached step is reused only while all of it is unchanged."""
+    """Digest of the source of every module the chapter's results depend on (this one, the chapter's others, the
+    core's metrics, statistics and training loop) and of the package versions the runner records: a kept step is
+    reused only while all of them are unchanged."""
     import sys
 
-    from .. import metrics, stats
+    from .. import metrics, stats, training
+    from ..runner import versions
     from . import attacks, claims, corruptions, cost, coverage, nets, prioritizers, retraining, surprise, testsets
 
     mods = (attacks, claims, corruptions, cost, coverage, nets, prioritizers, retraining, surprise, testsets)
-    return cache.source_digest(sys.modules[__name__], *mods, metrics, stats)
+    return cache.digest(cache.source_digest(sys.modules[__name__], *mods, metrics, stats, training), versions())
 
 
 def kept(name: str, build, params: Mapping, *parts, timed: bool = False):
