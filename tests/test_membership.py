@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from repro import metrics
+from repro import cache, metrics
 from repro.mink import corpora as C
 from repro.mink import detectors, pretraining
 
@@ -174,8 +174,6 @@ def test_cut_scores_from_the_full_pass_equal_scoring_the_cut_texts() -> None:
 
 
 def test_token_scores_are_kept_by_model_identity_and_read_for_any_ks(tmp_path, monkeypatch) -> None:
-    from repro import cache
-
     monkeypatch.setenv("REPRO_DATA", str(tmp_path))
     tok, vocab = word_tokenizer()
     model = tiny_lm(vocab=len(vocab))
@@ -329,6 +327,8 @@ def test_cached_pretraining_trains_stores_and_reloads(tmp_path, monkeypatch) -> 
     assert not torch.equal(next(trained.parameters()), before)  # it trained
     again, stats2 = pretraining.cached_pretraining("t", base, docs, cfg)
     assert stats2["cached"] and stats2["train_loss"] == stats["train_loss"]
+    # read back lazily: its cache identity at once (what kept scores are keyed by), its weights on first use
+    assert not again.weights_read and cache.identity(again) == cache.identity(trained)
     for a, b in zip(trained.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
     other = pretraining.checkpoint_dir("t", base, docs[:-1], cfg)

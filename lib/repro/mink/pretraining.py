@@ -281,17 +281,60 @@ def checkpoint_dir(
     )
 
 
-def _load_checkpoint(target: Path) -> tuple[Any, dict[str, Any]] | None:
-    """(model, stats) of a complete cached checkpoint; None after discarding a damaged or partial one."""
-    from transformers import AutoModelForCausalLM
+class Checkpoint:
+    """A cached checkpoint whose weights are read on first use: it carries the checkpoint's cache identity (cache.mark)
+    at once, so a run whose scores of it are all kept (cache.model_arrays) never reads its weights. Any attribute
+    other than `to` and `eval` (which it applies on loading), and any call, loads the model and goes to it."""
 
+    def __init__(self, target: Path) -> None:
+        self._target, self._model = target, None
+        cache.mark(self, target.name)
+
+    @property
+    def weights_read(self) -> bool:
+        """Whether the model has been loaded."""
+        return self._model is not None
+
+    def to(self, *args: Any, **kwargs: Any) -> Checkpoint:
+        return self
+
+    def eval(self) -> Checkpoint:
+        return self
+
+    def loaded(self) -> Any:
+        """The model, read now if it was not yet (a damaged checkpoint is removed, with an error to run again)."""
+        from transformers import AutoModelForCausalLM
+
+        from ..training import device
+
+        if self._model is None:
+            try:
+                self._model = AutoModelForCausalLM.from_pretrained(self._target, dtype=torch.float32)
+            except cache.DAMAGED as err:
+                if is_main_process():
+                    shutil.rmtree(self._target, ignore_errors=True)
+                raise RuntimeError(f"checkpoint {self._target.name} was damaged and is removed: run again") from err
+            self._model = cache.mark(self._model.to(device()).eval(), self._target.name)
+        return self._model
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # the proxy's own fields, before they are set (copy, pickle)
+            raise AttributeError(name)
+        return getattr(self.loaded(), name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.loaded()(*args, **kwargs)
+
+
+def _load_checkpoint(target: Path) -> tuple[Any, dict[str, Any]] | None:
+    """(model, stats) of a complete cached checkpoint, its weights read on first use (Checkpoint); None after
+    discarding a partial one."""
     if not target.exists():
         return None
     if complete_checkpoint(target):
         try:
             stats = json.loads((target / "train_stats.json").read_text())
-            model = AutoModelForCausalLM.from_pretrained(target, dtype=torch.float32).eval()
-            return model, {**stats, "cached": True}
+            return Checkpoint(target), {**stats, "cached": True}
         except cache.DAMAGED:
             pass
     if is_main_process():
@@ -316,7 +359,7 @@ def cached_pretraining(
     target = checkpoint_dir(name, base, docs, cfg, keep_whole)
     found = _load_checkpoint(target)
     if found is not None:
-        return cache.mark(found[0], target.name), found[1]
+        return found
     per_device_batch(cfg)  # a global batch that does not split over the processes fails before any loading
     tokenizer = AutoTokenizer.from_pretrained(base)
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
