@@ -69,6 +69,14 @@ def source_digest(*code: Any) -> str:
     return digest([inspect.getsource(c) for c in code])
 
 
+def code_digest(*modules: Any) -> str:
+    """Digest of the modules' source and of the package versions the runner records: what the code of a kept step
+    (kept) is keyed by, so that a change of either computes it again."""
+    from .runner import versions
+
+    return digest(source_digest(*modules), versions())
+
+
 def model_digest(model: Any) -> str:
     """Digest of a torch module's class and every tensor of its state (its weights and buffers): what its outputs
     depend on besides their inputs."""

@@ -247,11 +247,10 @@ def _code() -> str:
     import sys
 
     from .. import metrics, stats, training
-    from ..runner import versions
     from . import attacks, claims, corruptions, cost, coverage, nets, prioritizers, retraining, surprise, testsets
 
     mods = (attacks, claims, corruptions, cost, coverage, nets, prioritizers, retraining, surprise, testsets)
-    return cache.digest(cache.source_digest(sys.modules[__name__], *mods, metrics, stats, training), versions())
+    return cache.code_digest(sys.modules[__name__], *mods, metrics, stats, training)
 
 
 def kept(name: str, build, params: Mapping, *parts, timed: bool = False):
