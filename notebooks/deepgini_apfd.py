@@ -183,9 +183,9 @@ repro.publish("accuracy", accuracy)
 # successful examples are kept, each labelled with its source image's class. FGSM and BIM attack
 # every test image. JSMA and C&W take 0.1–0.5 s per image on two CPU cores, so they attack the
 # first `jsma_images` and `cw_images` images of a seeded permutation. The adversarial sets are
-# cached like trained weights, keyed by the model's weights and the images attacked: they are
-# the one slow artefact this chapter keeps between builds (the README's timing table gives their
-# cold cost), and everything else is rebuilt in the chapter's budget.
+# cached like trained weights, keyed by the model's weights and the images attacked. So are the
+# chapter's costly steps below, with the seconds they measured (*Re-running the book* says how
+# to compute them again); the README's timing table gives the chapter's time from nothing.
 #
 # The chapter's first version used fixed steps (FGSM 0.01 and 0.1, BIM 0.1), kept failed
 # attempts and capped every attack. That construction is kept as a named ablation, **fixed ε,
@@ -459,7 +459,7 @@ repro.publish("softmax_overlap", alike, view=pivot_view(alike, ["pair", "score"]
 # moved between builds of the same code and decided the row; the shared pass keeps it out. The
 # forward pass is most of a method's time, so our own row also compares the prioritization
 # alone, on the first pair and on the other architecture of its dataset. Every timing of this
-# chapter is measured once per machine (its CPU model, cores and threads) and kept with the
+# chapter is measured once per machine (its CPU model, cores, threads and GPU) and kept with the
 # step's results, so a re-run of unchanged code shows the seconds of the run that measured them;
 # a change of the chapter's code, its inputs or the machine measures them again.
 

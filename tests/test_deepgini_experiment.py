@@ -927,9 +927,7 @@ def test_held_out_differences_resample_the_held_out_rows_by_source_image() -> No
             rows.append({"protocol": "one-shot", "method": m, "percent": 10, "seed": s,
                          "held_out_accuracy": right.mean(), retraining.HELD_RIGHT: right})  # fmt: skip
     frame = pd.DataFrame(rows)
-    sc = type("Sc", (), {})()  # what held_out_weights reads: the mixed set's source images and the held-out rows
-    sc.mixed, sc.held = type("M", (), {"source": sources})(), np.arange(len(sources))
-    held_out = (retraining.held_out_weights(sc, 1000, 0), sources)
+    held_out = (retraining.held_out_weights(sources, 1000, 0), sources)
     (row,) = retraining.paired_differences(frame, held_out=held_out).to_dict("records")
     (plain,) = retraining.paired_differences(frame.drop(columns=retraining.HELD_RIGHT)).to_dict("records")
     assert row["difference"] == pytest.approx(plain["difference"])

@@ -129,14 +129,18 @@ def kept(kind: str, name: str, build: Callable[[], T], *parts: Any) -> T:
 
     def read(found: Path) -> T:
         with found.open("rb") as f:
-            return pickle.load(f)
+            try:
+                return pickle.load(f)
+            except Exception as err:  # whatever an undecodable pickle raises (a class gone, bad bytes): damaged
+                raise ValueError(f"{found.name} cannot be read back: {err!r}") from err
 
     return file_entry(entry_path(kind, name, *parts, suffix=".pkl"), write, read)[0]
 
 
 def machine() -> dict[str, Any]:
-    """What a timing depends on besides its inputs: the CPU model, the cores this process may use and the threads torch
-    computes with; a key part of entries that keep measured seconds, so another machine measures its own."""
+    """What a timing depends on besides its inputs: the CPU model, the cores this process may use, the threads torch
+    computes with and the GPU it would use (none here); a key part of entries that keep measured seconds, so another
+    machine measures its own."""
     import torch
 
     model = platform.processor()
@@ -145,7 +149,8 @@ def machine() -> dict[str, Any]:
         names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
         model = names[0] if names else model
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return {"cpu": model, "cores": cores, "threads": torch.get_num_threads()}
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {"cpu": model, "cores": cores, "threads": torch.get_num_threads(), "gpu": gpu}
 
 
 def folder_stamp(folder: Path) -> list[tuple[str, int, int]]:

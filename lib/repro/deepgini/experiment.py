@@ -67,9 +67,10 @@ class Subject:
 
     @cached_property
     def identity(self) -> str:
-        """Digest of every array and timing: what a cached step that takes this subject is keyed by (once per subject)."""
+        """Digest of every array (not the seconds it took): what a kept step that takes this subject is keyed by (once
+        per subject). A step that reads the seconds is timed, so keyed by the machine as the step that measured them."""
         parts = []
-        for value in (getattr(self, f.name) for f in fields(self)):
+        for value in (getattr(self, f.name) for f in fields(self) if f.name != "sa_seconds"):
             parts += [getattr(value, f.name) for f in fields(value)] if isinstance(value, cv.NeuronStats) else [value]
         return cache.digest(*parts)
 
@@ -2249,14 +2250,15 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
 
     runs, diffs, picks, rivals_frames, ablations, curves = [], [], [], [], [], []
     kept_runs = retraining_runs(models, mixed, subjects, apfd_frame, params)
-    for (ds, arch), (frame, made, able, rival, curve) in kept_runs.items():
+    for (ds, arch), (frame, made, able, rival, curve, held_rows) in kept_runs.items():
         pair, m = f"{ds} {arch}", mixed[ds, arch, "original+adversarial"]
         rivals_frames.append(able.assign(pair=pair, chosen=able["method"] == rival))
         if curve is not None:
             curves.append(retraining.curve_table(curve).assign(pair=pair))
-        # held-out differences resample the held-out rows by source image, the same draws for every comparison
-        sc = retraining.scoring(m, params.seed + 1, models[ds, arch].test, params.fresh_eps)
-        held = (retraining.held_out_weights(sc, params.n_boot, params.seed), m.source[sc.held])
+        # held-out differences resample the held-out rows (the runs' own) by source image, the same draws for every
+        # comparison
+        sources = m.source[held_rows]
+        held = (retraining.held_out_weights(sources, params.n_boot, params.seed), sources)
         ablations.append(retraining.ablation_differences(frame, made, rival, held_out=held).assign(pair=pair))
         frame = frame[~frame["method"].isin(retraining.ABLATIONS)]
         made = made[~made["method"].isin(retraining.ABLATIONS)]
@@ -2279,8 +2281,8 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
 
 def retraining_runs(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.DataFrame, params: object) -> dict:
     """Per pair: the retraining runs (scores, with which held-out rows each tuned model gets right), their picks'
-    make-up, the coverage rival's candidates, the rival chosen, and the iterative curve (None for a pair run one-shot
-    only). Kept (kept): keyed by the pairs, their mixed sets and subjects, the APFD the rival is chosen by, and the
+    make-up, the coverage rival's candidates, the rival chosen, the iterative curve (None for a pair run one-shot
+    only) and the held-out rows of the mixed set. Kept (kept): keyed by the pairs, their mixed sets and subjects, the APFD the rival is chosen by, and the
     parameters the runs read (not n_boot: a change of it reuses them)."""
     from . import retraining
     from .claims import iterative_pairs
@@ -2312,7 +2314,7 @@ def retraining_runs(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Da
                                                               params.retrain_percents, seeds, params.retrain_epochs,
                                                               loss, retraining.ABLATIONS)  # fmt: skip
                 frame, made = pd.concat([frame, it], ignore_index=True), pd.concat([made, made_it], ignore_index=True)
-            out[ds, arch] = frame, made, able, rival, curve
+            out[ds, arch] = frame, made, able, rival, curve, sc.held
         return out
 
     on = lambda d: {k: d[k] for k in keys}

@@ -273,10 +273,11 @@ def picks(mixed: MixedSet, rows: np.ndarray, loss: np.ndarray | None = None) -> 
     }
 
 
-def held_out_weights(sc: Scoring, n_boot: int, seed: int) -> np.ndarray:
-    """Two-stage bootstrap multiplicities of the held-out rows (stats.unit_weights): their source images, then the
-    rows of each drawn image; one (n_boot, rows) matrix per pair, shared by every method, seed and percentage."""
-    return stats.unit_weights(sc.mixed.source[sc.held], n_resamples=n_boot, seed=seed).astype(np.float32)
+def held_out_weights(sources: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """Two-stage bootstrap multiplicities of the held-out rows (stats.unit_weights), given each row's source image:
+    the source images, then the rows of each drawn image; one (n_boot, rows) matrix per pair, shared by every method,
+    seed and percentage."""
+    return stats.unit_weights(sources, n_resamples=n_boot, seed=seed).astype(np.float32)
 
 
 def _held_out_interval(ref: list[np.ndarray], other: list[np.ndarray], weights: np.ndarray,

@@ -1373,8 +1373,8 @@ def nonmember_cost_words(datasets: pd.DataFrame, throughput: pd.DataFrame, p: An
         f"run{'s' if p.seeds > 1 else ''} alone, so that TPR at {100 * K.TABLE7_FPR:g} % and {100 * K.LOW_FPR:g} % FPR allow "
         f"{K.reachable_fpr(K.TABLE7_FPR, n)[0]} "
         f"and {K.reachable_fpr(K.LOW_FPR, n)[0]} false positives, would add {extra:,.0f} tokens per scoring pass, "
-        f"two passes per run (each text and its lowercased copy): about {_duration(seconds)} at this run's "
-        f"{speed:.0f} tokens per second. The chapter keeps {p.n_nonmembers} and labels the TPR rows by the FPR "
+        f"two passes per run (each text and its lowercased copy): about {_duration(seconds)} at the throughput "
+        f"benchmark's {speed:.0f} tokens per second. The chapter keeps {p.n_nonmembers} and labels the TPR rows by the FPR "
         "they reach."
     )
 

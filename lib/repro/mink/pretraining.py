@@ -281,14 +281,21 @@ def checkpoint_dir(
     )
 
 
+def identity_parts(target: Path) -> tuple[str, list]:
+    """What a cached checkpoint's identity (cache.mark) is digested from: its folder's name and every file's size and
+    modification time (cache.folder_stamp), so a checkpoint trained again into the same folder is another model."""
+    return target.name, cache.folder_stamp(target)
+
+
 class Checkpoint:
-    """A cached checkpoint whose weights are read on first use: it carries the checkpoint's cache identity (cache.mark)
-    at once, so a run whose scores of it are all kept (cache.model_arrays) never reads its weights. Any attribute
-    other than `to` and `eval` (which it applies on loading), and any call, loads the model and goes to it."""
+    """A cached checkpoint whose weights are read on first use: it carries the checkpoint's cache identity (cache.mark,
+    identity_parts) at once, so a run whose scores of it are all kept (cache.model_arrays) never reads its weights.
+    Any attribute but `to` and `eval` (applied on loading, or to the loaded model), and any call, loads the model
+    and goes to it. Weights found damaged then are removed, with an error asking to run again (which retrains them)."""
 
     def __init__(self, target: Path) -> None:
         self._target, self._model = target, None
-        cache.mark(self, target.name)
+        cache.mark(self, *identity_parts(target))
 
     @property
     def weights_read(self) -> bool:
@@ -296,9 +303,13 @@ class Checkpoint:
         return self._model is not None
 
     def to(self, *args: Any, **kwargs: Any) -> Checkpoint:
+        if self._model is not None:
+            self._model.to(*args, **kwargs)
         return self
 
     def eval(self) -> Checkpoint:
+        if self._model is not None:
+            self._model.eval()
         return self
 
     def loaded(self) -> Any:
@@ -314,7 +325,7 @@ class Checkpoint:
                 if is_main_process():
                     shutil.rmtree(self._target, ignore_errors=True)
                 raise RuntimeError(f"checkpoint {self._target.name} was damaged and is removed: run again") from err
-            self._model = cache.mark(self._model.to(device()).eval(), self._target.name)
+            self._model = cache.mark(self._model.to(device()).eval(), *identity_parts(self._target))
         return self._model
 
     def __getattr__(self, name: str) -> Any:
@@ -383,7 +394,7 @@ def cached_pretraining(
         write_json(Path(tmp) / "train_stats.json", stats)
         if not complete_checkpoint(Path(tmp)):  # never publish a folder the notebook could not load
             raise RuntimeError(f"the trained checkpoint lacks config.json or weights: {sorted(os.listdir(tmp))}")
-    return cache.mark(model, target.name), {**stats, "cached": False}
+    return cache.mark(model, *identity_parts(target)), {**stats, "cached": False}
 
 
 def export_corpus(
