@@ -198,7 +198,9 @@ def test_nonmember_cost_words_on_a_worked_example() -> None:
     words = ex.nonmember_cost_words(datasets, throughput, p)
     # (500 - 32) x 60 + (299 - 16 - 32) x 256 (the second set capped at its items, its length at max_length)
     assert "would add 92,336 tokens per scoring pass" in words
-    assert "about 23 minutes at the throughput benchmark's 400 tokens per second" in words  # 2 x 3 x 92,336 / 400 = 1,385 s
+    assert (
+        "about 23 minutes at the throughput benchmark's 400 tokens per second" in words
+    )  # 2 x 3 x 92,336 / 400 = 1,385 s
     assert "allow 24 and 4 false positives" in words and "under the 3 main runs" in words
     assert ex.nonmember_cost_words(datasets.assign(**{"non-members": [500, 283]}), throughput, p) == ""
     one = ex.nonmember_cost_words(datasets.iloc[:1], throughput.assign(tokens_per_second=1613.0), p)
