@@ -131,6 +131,34 @@ def test_load_arm_relabels_rows_so_that_vocab_ids_read_as_tokenizer_ids(two_laye
 
 
 @pytest.mark.trains
+@pytest.mark.trains  # computes gradients
+def test_token_nll_at_real_targets_equals_the_full_logits_path_values_and_gradients(two_layers, vocab, sentences):
+    from torch import nn
+
+    model, arm_vocab = load_arm(n_layers=2)
+    batch = pad([arm_vocab.encode(t) for t in sentences[:5]])
+    assert (batch == 0).any()  # unequal lengths: the batch has padding
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def full_logits() -> torch.Tensor:  # language_model.token_nll's generic path: logits at every position
+        logits, _ = model(batch[:, :-1])
+        nll = nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
+        return nll * (batch[:, 1:] != 0)
+
+    grads = []
+    for nll_of in (full_logits, lambda: model.token_nll(batch)):
+        model.zero_grad(set_to_none=True)
+        nll = nll_of()
+        nll.sum().backward()
+        grads.append((nll.detach(), [p.grad.clone() for p in params]))
+    (expected, expected_grads), (ours, our_grads) = grads
+    assert torch.equal(ours == 0, batch[:, 1:] == 0)
+    torch.testing.assert_close(ours, expected, atol=1e-4, rtol=1e-4)  # float32 GEMMs of other shapes
+    for g, e in zip(our_grads, expected_grads):  # float32 GEMMs of other shapes: within 1e-4 of the largest entry
+        torch.testing.assert_close(g, e, atol=1e-4 * float(e.abs().max()), rtol=1e-3)
+
+
+@pytest.mark.trains  # computes gradients
 def test_per_sample_gradients_equal_single_example_gradients(two_layers, vocab, sentences) -> None:
     from opacus import GradSampleModule
 

@@ -20,7 +20,8 @@ TRAINERS = ("non-private", "DPSGD", "CRT")
 SMOKE_LAYERS = 2  # smoke runs keep only SmolLM2's first decoder blocks
 LR = 5e-4  # Adam, plain and DP steps alike (the paper's GPT learning rate)
 GAMMA = 0.1
-VERSION = 3  # the arm's own: bump when its training or scoring changes (the small models' is runs.VERSION)
+VERSION = 4  # the arm's own: bump when its training or scoring changes (the small models' is runs.VERSION); 4: the LM
+# head at real targets only (FrozenTrunkLM.token_nll), equal up to float rounding
 RENDERING = 3  # SmolVocab's text rendering (2: punctuation glued; 3: digits glued only after a digit or punctuation, no
 # longer to a word, "in 3 days"); part of the cache key
 PARAMS = ("arm_source", "arm_dialogues", "arm_epochs", "arm_test", "target_epsilon", "n_null")
@@ -90,9 +91,9 @@ def _subset(p: Any, data: Data) -> Data:
     return replace(sub, pairs=[pair for pair in data.pairs if pair[0].key in kept], address_pairs=[])
 
 
-def _control(p: Any, data: Data) -> dict:
+def _control(p: Any, data: Data, memo: dict) -> dict:
     """A plain fine-tune on D_pub alone, scored on the test set: how much of CRT's utility its public part gives."""
-    model, vocab = _load(p, {})
+    model, vocab = _load(p, memo)
     enc = Encoder(_subset(p, data), vocab)
     torch.manual_seed(p.seed)
     began = time.perf_counter()
@@ -101,21 +102,20 @@ def _control(p: Any, data: Data) -> dict:
     return {"epsilon": None, "epsilon_dp": None, "train_seconds": seconds, "nll": test_nll(model, enc), "mia": None}
 
 
-def _train(p: Any, data: Data) -> dict:
+def _train(p: Any, data: Data, memo: dict) -> dict:
     """Fine-tune the three trainers: per trainer its ε values, wall time and trainable weights."""
-    sub, memo, out = _subset(p, data), {}, {}  # memo: the frozen trunk's states, once per distinct sentence
+    sub, out = _subset(p, data), {}
     for trainer in TRAINERS:
         model, vocab = _load(p, memo)
         out[trainer] = _fine_tune(p, trainer, model, Encoder(sub, vocab)) | {"weights": _trainable(model)}
     return out
 
 
-def _score(p: Any, data: Data, trained: dict) -> dict:
+def _score(p: Any, data: Data, trained: dict, memo: dict) -> dict:
     """Test NLL and the individual MIA of the untouched pretrained model and of each fine-tune in `trained`."""
     sub = _subset(p, data)
     designs = {"individual": membership_attacks.individual_attack(len(sub.pairs), p.seed)}
     out: dict[str, Any] = {}
-    memo: dict = {}
     for trainer in ("pretrained", *TRAINERS):
         model, vocab = _load(p, memo)
         info = {"epsilon": None, "epsilon_dp": None, "train_seconds": 0.0, "weights": None}
@@ -136,13 +136,14 @@ def run(p: Any, data: Data) -> dict:
     spec |= {"generator": customersim.GENERATOR}
     train_spec = {k: v for k, v in spec.items() if k not in SCORING}
     trained: dict[str, bool] = {}
+    memo: dict = {}  # the frozen trunk's states, once per distinct sentence for every model of the arm
 
     def fine_tunes() -> dict:
-        found, trained["cached"] = cached("pretrained-arm-fine-tunes", train_spec, lambda: _train(p, data))
+        found, trained["cached"] = cached("pretrained-arm-fine-tunes", train_spec, lambda: _train(p, data, memo))
         return found
 
-    result, was_cached = cached("pretrained-arm", spec, lambda: _score(p, data, fine_tunes()))
-    control, _ = cached("pretrained-arm-control", train_spec, lambda: _control(p, data))
+    result, was_cached = cached("pretrained-arm", spec, lambda: _score(p, data, fine_tunes(), memo))
+    control, _ = cached("pretrained-arm-control", train_spec, lambda: _control(p, data, memo))
     return result | {CONTROL: control, "cached": trained.get("cached", was_cached)}
 
 

@@ -98,7 +98,12 @@ def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
 
 
 def token_nll(model: nn.Module, batch: torch.Tensor) -> torch.Tensor:
-    """Per-token negative log-likelihood (B, T-1) of batch[:, 1:] given its prefix; 0 at padding."""
+    """Per-token negative log-likelihood (B, T-1) of batch[:, 1:] given its prefix; 0 at padding. A model with a
+    `token_nll` of its own (pretrained_arm.FrozenTrunkLM: its LM head at real targets only), or wrapping one as
+    Opacus' GradSampleModule does (`_module`), computes it itself."""
+    own = getattr(getattr(model, "_module", model), "token_nll", None)
+    if own is not None:
+        return own(batch)
     logits, _ = model(batch[:, :-1])
     nll = nn.functional.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none")
     return nll * (batch[:, 1:] != 0)

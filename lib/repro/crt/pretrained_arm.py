@@ -264,15 +264,31 @@ class FrozenTrunkLM(nn.Module):
                 out[i, : len(key)] = self.memo.get(key)
         return out
 
-    def forward(self, x: torch.Tensor, state: None = None) -> tuple[torch.Tensor, None]:
-        """Logits of every position: memoized frozen trunk, then the trainable blocks, final norm and LM head."""
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """Final hidden states (B, T, H): memoized frozen trunk, then the trainable blocks and the final norm."""
         hidden = self.trunk_states(x)
         if torch.is_grad_enabled():  # a leaf that asks for its gradient, so that backward hooks on the first
             hidden.requires_grad_(True)  # Linears (Opacus') see inputs that require grad, as in a full model
         context = self._context(hidden)
         for layer in self.layers:
             hidden = layer(hidden, **context)
-        return self.lm_head(self.norm(hidden)), None
+        return self.norm(hidden)
+
+    def forward(self, x: torch.Tensor, state: None = None) -> tuple[torch.Tensor, None]:
+        """Logits of every position: memoized frozen trunk, then the trainable blocks, final norm and LM head."""
+        return self.lm_head(self.hidden(x)), None
+
+    def token_nll(self, batch: torch.Tensor) -> torch.Tensor:
+        """language_model.token_nll's per-token NLL (B, T-1) of batch[:, 1:], 0 at padding, with the LM head and its
+        softmax over the 49k-token vocabulary computed at the real targets only: they are most of the arm's cost,
+        and in a right-padded batch of sentences of unequal length many positions are padding. The same values
+        (up to float rounding) as the logits of every position; gradients flow the same way."""
+        target = batch[:, 1:]
+        real = target != 0
+        nll = nn.functional.cross_entropy(
+            self.lm_head(self.hidden(batch[:, :-1])[real]), target[real], reduction="none"
+        )
+        return torch.zeros(target.shape, dtype=nll.dtype, device=nll.device).masked_scatter(real, nll)
 
     def state_dict_trainable(self) -> dict[str, torch.Tensor]:
         """The trainable weights alone (what a cache file needs), by parameter name."""
