@@ -195,3 +195,21 @@ class _LazyRuns(dict):
 def smoke_results(isolated_runs: Path, pytestconfig: pytest.Config) -> dict[str, dict]:
     """Every notebook executed once at the smoke profile through the runner (lazily, on first access)."""
     return _LazyRuns(pytestconfig)
+
+
+def run_per_thread_count(tmp_path: Path, script: str, timeout: int) -> dict[str, tuple[Path, str]]:
+    """Run `script` in a fresh Python process (as a notebook kernel runs the library: it imports repro first) once
+    with REPRO_THREADS 2 (two workers of repro.workers) and once with 1 (one process, one thread), each into an
+    empty data folder of its own; per thread count, (that folder, the script's stdout). Skips on one CPU."""
+    import subprocess
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs")
+    out = {}
+    for threads in ("2", "1"):
+        root = tmp_path / threads
+        env = {**os.environ, "REPRO_DATA": str(root), "REPRO_THREADS": threads, "TQDM_DISABLE": "1"}
+        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, done.stderr[-2000:]
+        out[threads] = root, done.stdout
+    return out

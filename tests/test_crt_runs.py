@@ -386,3 +386,45 @@ def test_our_paired_at_chance_row_is_an_equivalence_test_over_every_cell() -> No
     assert wide["decision"] == "inconclusive" and wide["ci_high"] == 0.70
     weak = decide(cells((0.47, 0.53), (0.48, 0.54)), 0.5)
     assert weak["decision"] == "inconclusive" and weak["why"].startswith("the test's power is 50%")
+
+
+_BUILD_ALL = """
+from repro.params import Resolved, resolve
+from repro.crt import experiment as ex, runs
+p = Resolved(resolve({"profile": "smoke"}, ex.SPEC))
+data = runs.build_data(p)
+s = ex.setting(p, data)
+ex.build_all(p, data, s)
+planned = runs.planned_runs(p, ex.fig2_gamma(p), ex.tuning.chosen_rates(
+    ex.tuning.tuning_table(ex.tuning.search(p, ex.fig2_gamma(p), lambda r: s.trainer(r)[1]))))
+print(sum(not s.trainer.path(r).exists() for r in planned))
+"""
+
+
+@pytest.mark.trains
+def test_runs_built_by_two_workers_are_the_same_bits_as_built_here(tmp_path) -> None:
+    """build_all at smoke on two workers (REPRO_THREADS 2) and in its own process on one thread (REPRO_THREADS 1),
+    each into an empty cache as a kernel runs it: every planned run is cached after it, with the same weights,
+    histories, ε and scores, entry for entry (only the measured seconds differ)."""
+    from conftest import run_per_thread_count
+
+    entries = {}
+    for threads, (root, stdout) in run_per_thread_count(tmp_path, _BUILD_ALL, 900).items():
+        assert stdout.split() == ["0"], stdout
+        entries[threads] = {
+            str(f.relative_to(root)): torch.load(f, weights_only=False) for f in sorted((root / "crt").rglob("*.pt"))
+        }
+    assert len(entries["1"]) > 20 and entries["2"].keys() == entries["1"].keys()
+
+    def same(a, b) -> bool:
+        if isinstance(a, dict):
+            keys = a.keys() - {"train_seconds"}
+            return keys == b.keys() - {"train_seconds"} and all(same(a[k], b[k]) for k in keys)
+        if isinstance(a, (list, tuple)):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        if isinstance(a, (torch.Tensor, np.ndarray)):
+            return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+        return a == b or (a != a and b != b)  # NaN equals NaN
+
+    for name, here in entries["1"].items():
+        assert same(here, entries["2"][name]), name

@@ -786,20 +786,13 @@ def test_models_and_attacks_are_the_same_bits_in_workers_and_here(tmp_path) -> N
     each into an empty cache, as a notebook kernel runs it (a fresh process that imports repro first, so the CPU
     pins hold in it and in its workers): the same weights and attack sets, entry for entry (the files' bytes differ:
     torch.save and savez_compressed stamp them); a second call finds all 4 pieces cached."""
-    import os
-    import subprocess
-    import sys
-
     import torch
 
-    if len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs two CPUs")
+    from conftest import run_per_thread_count
+
     entries = {}
-    for threads in ("2", "1"):
-        root = tmp_path / threads
-        env = {**os.environ, "REPRO_DATA": str(root), "REPRO_THREADS": threads, "TQDM_DISABLE": "1"}
-        done = subprocess.run([sys.executable, "-c", _BUILD_ALL], env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0 and done.stdout.split() == ["4", "0"], done.stderr[-2000:]
+    for threads, (root, stdout) in run_per_thread_count(tmp_path, _BUILD_ALL, 600).items():
+        assert stdout.split() == ["4", "0"], stdout
         entries[threads] = {
             str(f.relative_to(root)): torch.load(f, weights_only=True) if f.suffix == ".pt" else dict(np.load(f))
             for f in sorted(root.rglob("*"))

@@ -6,7 +6,7 @@ import json
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -214,15 +214,101 @@ def scores_of(
     return canaries | {"mia": entry("mia", spec, lambda: mia_scores(model, enc, designs, p.n_null, run.seed))}
 
 
-def run_all(p: Any, data: Data) -> Chapter:
-    """Choose each DP trainer's learning rate on validation, then train (or load) every planned run and score it
-    (scores cached beside the model)."""
+@dataclass(frozen=True)
+class Setting:
+    """What training and scoring a run reads: the encoders, the trainer (with Fig. 2's per-epoch tracking) and the
+    MIA designs of one chapter's data."""
+
+    encoders: dict[str, Encoder]
+    trainer: Trainer
+    designs: dict
+
+    def train_and_score(self, p: Any, data: Data, run: Run) -> tuple[tuple[torch.nn.Module, dict], dict]:
+        """The run's model and info (trained, or loaded from the cache) and its scores (computed or loaded)."""
+        model = self.trainer(run)
+        return model, scores_of(p, data, run, self.trainer, model[0], self.encoders[run.model], self.designs)
+
+
+def setting(p: Any, data: Data) -> Setting:
+    """The chapter's Setting on `data`."""
     vocabs = vocabularies(p, data)
     encoders = {name: Encoder(data, vocabs[name]) for name in MODELS}
     per_epoch = fig2_runs(fig2_gamma(p))
     track = lambda r: r.seed == p.seed and r.dedup == "mask" and (r.trainer, r.gamma) in per_epoch
     trainer = Trainer(p, data, encoders, model_factory(p, data, vocabs), track)
-    designs = attack_designs(data, p.n_groups, p.seed)
+    return Setting(encoders, trainer, attack_designs(data, p.n_groups, p.seed))
+
+
+class Piece(NamedTuple):
+    """A worker's share of run_all (repro.workers): one learning-rate walk (model, trainer), or one run trained and
+    scored. Its results reach the notebook through the cache."""
+
+    params: dict
+    walk: tuple[str, str] | None = None
+    run: Run | None = None
+
+
+_SETTINGS: dict[str, tuple[Data, Setting]] = {}  # a worker's data and Setting, built once per parameter set
+
+
+def build_piece(piece: Piece) -> None:
+    """Train (and score) one piece into the cache, in a worker: the data and Setting are rebuilt from the parameters
+    exactly as the notebook builds them (runs.build_data, `setting`), so every cache key is the notebook's."""
+    from ..params import Resolved
+
+    p = Resolved(piece.params)
+    key = json.dumps(piece.params, sort_keys=True, default=str)
+    if key not in _SETTINGS:
+        data = build_data(p)
+        _SETTINGS[key] = data, setting(p, data)
+    data, s = _SETTINGS[key]
+    if piece.walk is not None:
+        tuning.walk(p, *piece.walk, fig2_gamma(p), lambda run: s.trainer(run)[1])
+    else:
+        s.train_and_score(p, data, piece.run)
+
+
+def build_all(p: Any, data: Data, s: Setting) -> None:
+    """Train and score every run the cache lacks, side by side on the cores (repro.workers): first the learning-rate
+    walks with every run that does not take a tuned rate, then the runs at the rates the walks chose. With one
+    thread they run here, one after the other."""
+    from .. import workers
+
+    def missing(runs: list[Run]) -> list[Run]:
+        return [r for r in runs if not s.trainer.path(r).exists()]
+
+    def cached_only(run: Run) -> dict:
+        if not s.trainer.path(run).exists():
+            raise LookupError(run)
+        return s.trainer(run)[1]
+
+    def walked(w: tuple[str, str]) -> bool:
+        """Whether every run of the walk is cached (the walk then reads the cache alone)."""
+        try:
+            tuning.walk(p, *w, fig2_gamma(p), cached_only)
+        except LookupError:
+            return False
+        return True
+
+    params = dict(p)
+    _SETTINGS[json.dumps(params, sort_keys=True, default=str)] = data, s  # pieces run here reuse them
+    untuned = [r for r in planned_runs(p, fig2_gamma(p)) if r.trainer not in tuning.TUNED]
+    first = [Piece(params, walk=w) for w in tuning.walks() if not walked(w)]
+    first += [Piece(params, run=r) for r in missing(untuned)]
+    if first:
+        workers.map_on_cores(build_piece, first, "runs, untuned and walks")
+    tuned = tuning.chosen_rates(tuning.tuning_table(tuning.search(p, fig2_gamma(p), lambda r: s.trainer(r)[1])))
+    rest = [Piece(params, run=r) for r in missing(planned_runs(p, fig2_gamma(p), tuned))]
+    if rest:
+        workers.map_on_cores(build_piece, rest, "runs at the chosen rates")
+
+
+def run_all(p: Any, data: Data) -> Chapter:
+    """Choose each DP trainer's learning rate on validation, then train (or load) every planned run and score it
+    (scores cached beside the model); what the cache lacks is built first, side by side (build_all)."""
+    s = setting(p, data)
+    build_all(p, data, s)
+    encoders, trainer, designs = s.encoders, s.trainer, s.designs
     tried = tuning.search(p, fig2_gamma(p), lambda run: trainer(run)[1])
     tuned = tuning.tuning_table(tried)
     models, scores = {}, {}

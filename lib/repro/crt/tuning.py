@@ -23,16 +23,28 @@ def search(p: Any, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict
     up, until a rate's final validation perplexity is no better than the previous rate's (or undefined): run -> the
     info `train` returns (with its history)."""
     tried: dict[Run, dict] = {}
-    for model in MODELS:
-        for t in TUNED:
-            previous = np.inf
-            for lr in sorted(p[DP_LR_GRID[model]]):
-                run = Run(model, t, None if t == "DPSGD" else gamma, p.seed, dp_lr=lr)
-                tried[run] = train(run)
-                final = tried[run]["history"][-1]["validation"]
-                if not final < previous:
-                    break
-                previous = final
+    for model, t in walks():
+        tried |= walk(p, model, t, gamma, train)
+    return tried
+
+
+def walks() -> list[tuple[str, str]]:
+    """The (model, tuned trainer) pairs whose rates `search` walks, each walk independent of the others."""
+    return [(model, t) for model in MODELS for t in TUNED]
+
+
+def walk(p: Any, model: str, t: str, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict]:
+    """One walk of `search`: trainer `t` of `model` at the model's grid of rates from the smallest up, until a rate's
+    final validation perplexity is no better than the previous rate's (or undefined)."""
+    tried: dict[Run, dict] = {}
+    previous = np.inf
+    for lr in sorted(p[DP_LR_GRID[model]]):
+        run = Run(model, t, None if t == "DPSGD" else gamma, p.seed, dp_lr=lr)
+        tried[run] = train(run)
+        final = tried[run]["history"][-1]["validation"]
+        if not final < previous:
+            break
+        previous = final
     return tried
 
 
