@@ -194,15 +194,16 @@ page.say(
 
 # %% [markdown]
 # **The DP learning rates are tuned.** Appendix A.3 tunes each trainer's learning rate on a
-# validation set. We do the same for the DP-SGD steps of DPSGD and CRT: each is trained
-# once (first seed; CRT at Fig. 2's γ) at the rates of a grid, from the smallest up until a
-# rate's validation perplexity stops improving on the one before it, and keeps
-# the rate of lowest non-secret perplexity on held-out validation dialogues after its
-# last epoch. That is the perplexity the claims measure on test. The per-sample clip stays
-# at 0.1: when every gradient is clipped, an SGD step depends on the learning rate times the
-# clip, so tuning both would try the same steps twice. DPSGD runs CRT's epochs. S-DP keeps
-# the grid's first rate: its DP steps carry loss on secret tokens only, so the non-secret
-# perplexity cannot choose it.
+# validation set. We do the same for the DP-SGD steps of DPSGD, CRT and S-DP: each is
+# trained once (first seed; CRT at Fig. 2's γ, S-DP with a perfect policy) at the middle
+# rate of a grid, then at both neighbours of the best rate so far, until both are worse
+# (the best is interior) or the best is at an end of the grid, which the table says. Each
+# keeps the rate of lowest non-secret perplexity on held-out validation dialogues after its
+# last epoch. That is the perplexity the claims measure on test. S-DP's DP steps carry loss
+# on secret tokens only, but their noise reaches every weight, so the same perplexity
+# measures what its rate costs. The per-sample clip stays at 0.1: when every gradient is
+# clipped, an SGD step depends on the learning rate times the clip, so tuning both would
+# try the same steps twice. DPSGD runs CRT's epochs.
 
 # %%
 ch = ex.run_all(P, data)
@@ -452,8 +453,7 @@ if P.profile == "paper":
 # **Training.** The LSTM trainers run 5 epochs (CRT and DPSGD 10, CRT with public batches
 # of 16) with SGD at lr 20; the paper runs 50 (CRT 100). The paper tunes learning rate,
 # batch size and epochs per trainer on validation (Appendix A.3); we tune only the DP
-# learning rate of DPSGD and CRT, from a grid of a few rates (section 2), and S-DP keeps the
-# grid's first. The GPT-2 trainers use Adam at a larger lr and smaller batch than the paper,
+# learning rate of DPSGD, CRT and S-DP, on a grid of six rates (section 2). The GPT-2 trainers use Adam at a larger lr and smaller batch than the paper,
 # so that the small model memorizes its canaries within 4 epochs. DP steps use a per-sample
 # clip of 0.1 and Poisson batches of expected size 64 (CRT's public batches are smaller, its
 # private ones are not). S-DP follows Shi et al.'s idea in our own form.

@@ -180,8 +180,21 @@ def test_tuning_keeps_the_rate_of_lowest_final_validation_perplexity_and_a_diver
     assert choice.loc["DPSGD", "converged"] and not choice.loc["CRT", "converged"]  # CRT moved 1/6 in its last epoch
     assert choice.loc["CRT", "validation"] == 10.0 and choice.loc["CRT", "epochs"] == 2
     words = experiment.tuning_words(tuning.choice_table(table), 50)
-    assert words.startswith("On 50 validation dialogues, LSTM DPSGD keeps 10 (perplexity 19.90 after 3 epochs, conv")
-    assert "LSTM CRT keeps 2 (perplexity 10.00 after 2 epochs, still falling: 17% in its last epoch)" in words
+    assert words.startswith(
+        "On 50 validation dialogues, LSTM DPSGD keeps 10, between two worse rates (perplexity 19.90 after 3 epochs, conv"
+    )
+    assert (
+        "LSTM CRT keeps 2, at an end of the rates tried: the best may lie beyond (perplexity 10.00 after 2 epochs, "
+        "still falling: 17% in its last epoch)" in words
+    )
+    assert choice["interior"].to_dict() == {"DPSGD": True, "CRT": False}
+    # CRT at DP rate 0 is its D_pub-only control: worse than at 2, so 2 lies between two worse rates
+    with_zero = tuning.choice_table(table, zero={("LSTM", "CRT"): 10.5}).set_index("trainer")
+    assert with_zero["interior"].to_dict() == {"DPSGD": True, "CRT": True}
+    assert "LSTM CRT keeps 2, worse at the next rate and at rate 0 (D_pub alone) (perplexity 10.00" in (
+        experiment.tuning_words(with_zero.reset_index(), 50)
+    )
+    assert not tuning.choice_table(table, zero={("LSTM", "CRT"): 9.0}).set_index("trainer").loc["CRT", "interior"]
 
 
 @pytest.mark.trains
@@ -230,28 +243,45 @@ def test_crt_below_dpsgd_names_the_measured_cause_an_unconverged_crt_or_a_weak_p
     assert why[0] == "unknown" and table == "" and "toward the paper's 10,000 (here 150)" in why[1]
 
 
-def test_the_learning_rate_walk_stops_at_the_first_rate_that_does_worse(smoke) -> None:
+def test_the_learning_rate_walk_goes_both_ways_from_the_middle_until_the_best_is_interior_or_at_an_end(smoke):
     from repro.crt import tuning
 
-    p = Resolved(dict(smoke) | {"dp_lrs": [20.0, 2.0, 10.0, 5.0], "gpt_dp_lrs": [1e-3, 1e-2]})
-    curves = {("LSTM", "DPSGD"): {2.0: 9.0, 5.0: 7.0, 10.0: 8.0, 20.0: 1.0}, ("LSTM", "CRT"): {2.0: 5.0, 5.0: 6.0}}
-    curves |= {("GPT-2", "DPSGD"): {1e-3: 9.0, 1e-2: float("nan")}, ("GPT-2", "CRT"): {1e-3: 3.0, 1e-2: 2.0}}
+    grid = [20.0, 0.5, 2.0, 10.0, 1.0, 5.0]  # sorted: 0.5, 1, 2, 5, 10, 20; the walk starts at 2 (index 2)
+    p = Resolved(dict(smoke) | {"dp_lrs": grid, "gpt_dp_lrs": [1e-3, 1e-2]})
+    curves = {
+        ("LSTM", "DPSGD"): {0.5: 9.0, 1.0: 8.0, 2.0: 7.0, 5.0: 5.0, 10.0: 6.0, 20.0: 1.0},  # up once: 5 is interior
+        ("LSTM", "CRT"): {0.5: 3.0, 1.0: 4.0, 2.0: 5.0, 5.0: 6.0, 10.0: 7.0, 20.0: 8.0},  # down to the grid's end
+        ("LSTM", "S-DP"): {0.5: 9.0, 1.0: 6.0, 2.0: 5.0, 5.0: float("nan"), 10.0: 1.0, 20.0: 1.0},  # 2: both worse
+        ("GPT-2", "DPSGD"): {1e-3: 9.0, 1e-2: float("nan")},
+        ("GPT-2", "CRT"): {1e-3: 3.0, 1e-2: 2.0},
+    }
     tried = tuning.search(p, 0.1, lambda run: _history([curves[run.model, run.trainer][run.dp_lr]]))
     walked = {}
     for run in tried:
         walked.setdefault((run.model, run.trainer), []).append(run.dp_lr)
-        assert run.seed == smoke.seed and run.gamma == (None if run.trainer == "DPSGD" else 0.1)
+        assert run.seed == smoke.seed and run.gamma == {"DPSGD": None, "S-DP": 0.0}.get(run.trainer, 0.1)
     assert walked == {
-        ("LSTM", "DPSGD"): [2.0, 5.0, 10.0],  # 10 does worse than 5: 20 is never trained
-        ("LSTM", "CRT"): [2.0, 5.0],
+        ("LSTM", "DPSGD"): [2.0, 1.0, 5.0, 10.0],  # 20 (the best value of all) is never reached: 10 did worse
+        ("LSTM", "CRT"): [2.0, 1.0, 5.0, 0.5],
+        ("LSTM", "S-DP"): [2.0, 1.0, 5.0],  # a diverged neighbour counts as worst
         ("GPT-2", "DPSGD"): [1e-3, 1e-2],
         ("GPT-2", "CRT"): [1e-3, 1e-2],
     }
-    assert tuning.chosen_rates(tuning.tuning_table(tried)) == {
+    table = tuning.tuning_table(tried)
+    assert tuning.chosen_rates(table) == {
         ("LSTM", "DPSGD"): 5.0,
-        ("LSTM", "CRT"): 2.0,
+        ("LSTM", "CRT"): 0.5,
+        ("LSTM", "S-DP"): 2.0,
         ("GPT-2", "DPSGD"): 1e-3,
         ("GPT-2", "CRT"): 1e-2,
+    }
+    interior = tuning.choice_table(table).set_index(["model", "trainer"])["interior"]
+    assert interior.to_dict() == {
+        ("LSTM", "DPSGD"): True,
+        ("LSTM", "CRT"): False,  # at the grid's lowest rate
+        ("LSTM", "S-DP"): True,
+        ("GPT-2", "DPSGD"): False,
+        ("GPT-2", "CRT"): False,
     }
 
 

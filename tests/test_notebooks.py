@@ -291,10 +291,13 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
         assert run.epsilon.is_monotonic_increasing
     # each DP trainer's learning rate: the grid's rate of lowest validation perplexity after the last epoch
     tuned = {(r["model"], r["trainer"]): r for r in tables["dp_tuning"]}
-    assert set(tuned) == {(m, t) for m in models for t in ("DPSGD", "CRT")}
+    assert set(tuned) == {(m, t) for m in models for t in ("DPSGD", "CRT")} | {("LSTM", "S-DP")}
     for (m, _), r in tuned.items():
         tried = {float(lr): float(v) for lr, v in (x.split(": ") for x in r["tried"].split(" · "))}
         assert set(tried) == set(params["dp_lrs" if m == "LSTM" else "gpt_dp_lrs"]) and len(tried) == 2
+        # two rates: the chosen one is at an end, interior only as CRT's lowest with D_pub alone (rate 0) worse
+        zero_worse = r["d_pub_only"] is not None and r["d_pub_only"] > tried[min(tried)]
+        assert r["interior"] is (r["chosen"] == min(tried) and zero_worse)
         assert r["chosen"] == min(tried, key=tried.get) and abs(r["validation"] - tried[r["chosen"]]) < 0.06
     amp = [r for r in tables["amplification"] if r["epsilon_prime"] == 1.0 and r["gamma"] == 0.1][0]
     assert round(amp["epsilon_conf"], 4) == 0.1158 and round(amp["epsilon_dp"], 3) == 0.801

@@ -97,12 +97,16 @@ SPEC = {
     "crt_epochs": Param(int, 10, smoke=2, paper=100, low=1, high=400, help="CRT-LSTM epochs (paper: 100)"),
     "crt_batch": Param(int, 16, smoke=8, paper=10, low=1, high=1024, help="CRT-LSTM public batch (paper: 10)"),
     "lr": Param(float, 20.0, low=1e-4, high=100.0, help="LSTM SGD learning rate (paper: 20)"),
-    "dp_lrs": _grid([2.0, 10.0, 20.0], [2.0, 10.0], [0.05, 0.1, 1.0, 5.0, 10.0, 20.0], 100.0, "LSTM DP-SGD"),
+    "dp_lrs": _grid(
+        [0.5, 1.0, 2.0, 5.0, 10.0, 20.0], [2.0, 10.0], [0.05, 0.1, 1.0, 5.0, 10.0, 20.0], 100.0, "LSTM DP-SGD"
+    ),
     "gpt_embd": Param(int, 64, smoke=32, low=8, high=1024, help="width of the GPT-2 trained from scratch"),
     "gpt_layers": Param(int, 2, smoke=1, low=1, high=12, help="its layers"),
     "gpt_epochs": Param(int, 4, smoke=1, paper=10, low=1, high=200, help="GPT-2 epochs, every trainer (paper: 10)"),
     "gpt_lr": Param(float, 5e-3, paper=5e-4, low=1e-6, high=1.0, help="GPT-2 Adam learning rate (paper: 5e-4)"),
-    "gpt_dp_lrs": _grid([1e-3, 1e-2, 3e-2], [1e-3, 1e-2], [1e-4, 5e-4, 1e-3], 1.0, "GPT-2 DP-SGD Adam"),
+    "gpt_dp_lrs": _grid(
+        [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], [1e-3, 1e-2], [1e-4, 5e-4, 1e-3], 1.0, "GPT-2 DP-SGD Adam"
+    ),
     "target_epsilon": Param(float, 3.0, low=0.1, high=100.0, help="ε at δ = 8e-5 of every DP-SGD run"),
     "n_mia": Param(int, 300, smoke=40, paper=1000, low=20, high=10_000, help="member/look-alike pairs of the MIA"),
     "n_groups": Param(int, 100, smoke=10, paper=1000, low=2, high=10_000, help="groups of 20 per fold, group MIA"),
@@ -1410,13 +1414,13 @@ def multiwoz_table(p: Any) -> pd.DataFrame:
 def dp_tuning_table(ch: Chapter) -> pd.DataFrame:
     """The learning-rate choice per (model, DP trainer) (tuning.choice_table); beside CRT, the validation perplexity of
     the first-seed D_pub-only control: CRT with its DP steps at rate 0."""
-    table = tuning.choice_table(ch.tuning)
     control = {
-        r.model: info["history"][-1]["validation"]
+        (r.model, "CRT"): info["history"][-1]["validation"]
         for r, (_, info) in ch.models.items()
         if r.trainer == CONTROL and r.seed == ch.p.seed
     }
-    table["d_pub_only"] = [control.get(m) if t == "CRT" else None for m, t in zip(table.model, table.trainer)]
+    table = tuning.choice_table(ch.tuning, zero=control)
+    table["d_pub_only"] = [control.get(key) for key in zip(table.model, table.trainer)]
     return table
 
 
@@ -1435,8 +1439,16 @@ def tuning_words(tuned: pd.DataFrame, n_val: int) -> str:
         beside = (
             f"; D_pub alone, a rate of 0, scores {control:.2f}" if control is not None and control == control else ""
         )
+        lowest = float(row["tried"].split(":", 1)[0]) == row["chosen"]
+        where = (
+            "at an end of the rates tried: the best may lie beyond"
+            if not row["interior"]
+            else "worse at the next rate and at rate 0 (D_pub alone)"
+            if lowest
+            else "between two worse rates"
+        )
         out.append(
-            f"{NAMES[row['model']]} {row['trainer']} keeps {row['chosen']:g} (perplexity {row['validation']:.2f} after "
-            f"{row['epochs']} epochs, {state}{beside})"
+            f"{NAMES[row['model']]} {row['trainer']} keeps {row['chosen']:g}, {where} (perplexity "
+            f"{row['validation']:.2f} after {row['epochs']} epochs, {state}{beside})"
         )
     return f"On {n_val} validation dialogues, " + "; ".join(out) + "."

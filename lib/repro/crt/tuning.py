@@ -1,8 +1,8 @@
 """The CRT chapter's learning-rate tuning: each private trainer's DP-SGD learning rate, chosen from a grid by the
 non-secret perplexity of the validation dialogues after its last epoch (the paper's Appendix A.3 tunes per trainer on
-validation). The grid is walked from its smallest rate up and the walk stops at the first rate that does worse than
-the one before it. The candidate of the chosen rate is the chapter's first-seed run itself (same settings, same cache
-entry)."""
+validation). The grid is walked both ways from its middle rate: the neighbours of the best rate so far are tried until
+both are worse (the best is then interior) or the best sits at an end of the grid (said in table dp_tuning). The
+candidate of the chosen rate is the chapter's first-seed run itself (same settings, same cache entry)."""
 
 from __future__ import annotations
 
@@ -12,16 +12,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .runs import DP_LR_GRID, MODELS, Run
+from .runs import DP_LR_GRID, MODELS, SDP_MODELS, Run
 
-TUNED = ("DPSGD", "CRT")  # S-DP's DP steps carry loss on secret tokens only: non-secret perplexity cannot choose them
+# S-DP too: its DP steps carry loss on secret tokens only, but their noise reaches every weight, so the non-secret
+# validation perplexity measures what a rate costs
+TUNED = ("DPSGD", "CRT", "S-DP")
+# the γ each trainer is tuned at where it is not Fig. 2's (CRT's): DPSGD has none, S-DP its perfect policy (γ = 0), the
+# run Fig. 2 draws per epoch
+WALK_GAMMA = {"DPSGD": None, "S-DP": 0.0}
 CONVERGED = 0.02  # a run whose validation perplexity moved less than this (relative) over its last epoch has converged
 
 
 def search(p: Any, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict]:
-    """Per (model, tuned trainer), first-seed runs (CRT at Fig. 2's γ) at the model's grid of rates from the smallest
-    up, until a rate's final validation perplexity is no better than the previous rate's (or undefined): run -> the
-    info `train` returns (with its history)."""
+    """Every walk's first-seed runs (CRT at Fig. 2's γ, S-DP at 0): run -> the info `train` returns (with its
+    history)."""
     tried: dict[Run, dict] = {}
     for model, t in walks():
         tried |= walk(p, model, t, gamma, train)
@@ -29,23 +33,40 @@ def search(p: Any, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict
 
 
 def walks() -> list[tuple[str, str]]:
-    """The (model, tuned trainer) pairs whose rates `search` walks, each walk independent of the others."""
-    return [(model, t) for model in MODELS for t in TUNED]
+    """The (model, tuned trainer) pairs whose rates `search` walks, each walk independent of the others (S-DP on the
+    models that train it)."""
+    return [(model, t) for model in MODELS for t in TUNED if t != "S-DP" or model in SDP_MODELS]
+
+
+def start(grid: list[float]) -> int:
+    """Where a walk starts: the grid's middle rate (the lower of the two middle ones)."""
+    return (len(grid) - 1) // 2
 
 
 def walk(p: Any, model: str, t: str, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict]:
-    """One walk of `search`: trainer `t` of `model` at the model's grid of rates from the smallest up, until a rate's
-    final validation perplexity is no better than the previous rate's (or undefined)."""
+    """One walk of `search`: trainer `t` of `model` from the middle of the model's grid of rates, then at both
+    neighbours of the best rate so far, until both are tried and worse or the best is at an end of the grid. A
+    run whose final validation perplexity is undefined (diverged) counts as worst."""
+    grid = sorted(p[DP_LR_GRID[model]])
+    scores: dict[int, float] = {}
     tried: dict[Run, dict] = {}
-    previous = np.inf
-    for lr in sorted(p[DP_LR_GRID[model]]):
-        run = Run(model, t, None if t == "DPSGD" else gamma, p.seed, dp_lr=lr)
+
+    def attempt(i: int) -> None:
+        run = Run(model, t, WALK_GAMMA.get(t, gamma), p.seed, dp_lr=grid[i])
         tried[run] = train(run)
         final = tried[run]["history"][-1]["validation"]
-        if not final < previous:
-            break
-        previous = final
-    return tried
+        scores[i] = final if np.isfinite(final) else np.inf
+
+    best = start(grid)
+    attempt(best)
+    while True:
+        for i in (best - 1, best + 1):
+            if 0 <= i < len(grid) and i not in scores:
+                attempt(i)
+        better = min(scores, key=lambda i: (scores[i], i))
+        if better == best:
+            return tried
+        best = better
 
 
 def tuning_table(infos: dict[Run, dict]) -> pd.DataFrame:
@@ -78,26 +99,38 @@ def chosen_rates(table: pd.DataFrame) -> dict[tuple[str, str], float]:
     return {(m, t): float(lr) for m, t, lr in zip(picked.model, picked.trainer, picked.dp_lr)}
 
 
-def choice_table(table: pd.DataFrame) -> pd.DataFrame:
+def choice_table(table: pd.DataFrame, zero: dict[tuple[str, str], float] | None = None) -> pd.DataFrame:
     """Per (model, trainer): every rate tried with its validation perplexity after the last epoch, the chosen rate and
-    its perplexity, the chosen run's relative change over its last epoch (negative: still falling) and whether its size
-    is below `CONVERGED`."""
+    its perplexity, the chosen run's relative change over its last epoch (negative: still falling), whether its size
+    is below `CONVERGED`, and where the chosen rate lies (`interior`; `zero`: (model, trainer) -> the validation
+    perplexity of the trainer at DP rate 0, where a run of the chapter is exactly that, CRT's D_pub-only control)."""
     rows = []
     for (model, trainer), runs in table.groupby(["model", "trainer"], sort=False):
         final = runs[runs.epoch == runs.epoch.max()].set_index("dp_lr").validation
         pick = runs[runs.chosen].sort_values("epoch")
         curve = pick.validation.to_numpy()
         change = curve[-1] / curve[-2] - 1 if len(curve) > 1 else np.nan
+        chosen = float(pick.dp_lr.iloc[0])
         rows.append(
             {
                 "model": model,
                 "trainer": trainer,
-                "tried": " · ".join(f"{lr:g}: {v:.1f}" for lr, v in final.items()),
-                "chosen": float(pick.dp_lr.iloc[0]),
+                "tried": " · ".join(f"{lr:g}: {v:.1f}" for lr, v in final.sort_index().items()),
+                "chosen": chosen,
                 "validation": float(curve[-1]),
                 "epochs": len(curve),
                 "last_epoch_change": change,
                 "converged": bool(abs(change) < CONVERGED),
+                "interior": interior(final, chosen, (zero or {}).get((model, trainer))),
             }
         )
     return pd.DataFrame(rows)
+
+
+def interior(final: pd.Series, chosen: float, zero: float | None = None) -> bool:
+    """Whether the chosen rate has a worse rate tried on both sides (validation perplexity per tried rate, `final`;
+    the walk chose the best of them); `zero`, the perplexity at rate 0 where it is known, counts as a rate below every
+    other. A best rate at an end of what was tried may lie beyond it."""
+    rates = sorted(final.index)
+    below = rates[0] < chosen or (zero is not None and zero > final[chosen])
+    return bool(below and chosen < rates[-1])
