@@ -242,6 +242,17 @@ def test_a_rule_the_setup_cannot_let_fail_is_untestable_here() -> None:
     assert judge(saturates, 0.09, (0.09, 0.09), test="t")["decision"] == "held"
 
 
+def test_a_comparison_with_an_untuned_arm_is_untestable_here() -> None:
+    versus = Claim("A below B", "Fig. 2", 0.5, Rule.below(1.0), quote="q", comparator="B", regime=REGIME,
+                   units="items")  # fmt: skip
+    row = judge(versus, 0.4, (0.3, 0.5), test="t", untuned="B at one learning rate, A's chosen from five")
+    assert row["decision"] == "untestable here"
+    assert row["why"] == (
+        "refused: an arm is untuned (B at one learning rate, A's chosen from five); tune it to the same standard"
+    )
+    assert judge(versus, 0.4, (0.3, 0.5), test="t")["decision"] == "held"
+
+
 def test_a_comparison_the_setup_decides_is_untestable_here() -> None:
     alike = Claim("DSIR resampling beats top-k", "Table 1", 0.01, Rule.above(0.0), quote="q", comparator="top-k",
                   regime=REGIME, units="items", overlap_max=0.9)  # fmt: skip

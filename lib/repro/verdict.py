@@ -631,6 +631,7 @@ def judge(
     values: str = "",
     resamples: int | None = None,
     forced: str | None = None,
+    untuned: str | None = None,
 ) -> dict[str, Any]:
     """One verdict row: apply the claim's rule to `ours` and its interval (a stats.Interval or (low, high)).
 
@@ -647,7 +648,9 @@ def judge(
     numbers as the paper prints them ("0.50 / 0.64 / 0.84"); the page shows them beside the paper's, not the gap.
     `resamples`: the bootstrap resamples behind the interval; a decision that a Monte Carlo error of the bounds
     could flip (monte_carlo_fragile) is then inconclusive. `forced`: why the rule could not have come out otherwise
-    on this setup (a bound the statistic cannot cross, shown by arithmetic): the row is then `untestable here`."""
+    on this setup (a bound the statistic cannot cross, shown by arithmetic): the row is then `untestable here`.
+    `untuned`: how an arm of the comparison was left untuned where the other was tuned (the arms are not trained to
+    the same standard): the row is then `untestable here` and says what tuning it needs."""
     if isinstance(interval, Interval):
         low, high, test = interval.low, interval.high, test or interval.method
     else:
@@ -676,6 +679,8 @@ def judge(
     blocked = _untestable(claim, overlap, fitness)
     if forced:
         decision, cause = "untestable here", f"the setup decides: {forced}"
+    elif untuned:
+        decision, cause = "untestable here", f"refused: an arm is untuned ({untuned}); tune it to the same standard"
     elif blocked is not None:
         decision, (cause, measured) = "untestable here", blocked
     elif decision == "held" and claim.rule.kind == "equivalent" and not power[0] >= POWER_FLOOR:
