@@ -257,7 +257,10 @@ page.say(ex.exposure_words(exposure, ch))
 # canaries' format every time (a real policy fails on a format, not on each occurrence
 # independently): the canary copies are the same sentence, as above, or each copy sits in
 # a distinct context; deduplication is on or off; and D_pri is trained with DP-SGD (CRT),
-# with plain SGD, or dropped.
+# with plain SGD, or dropped. DP-SGD's steps are clipped per sample to 0.1 at CRT's tuned
+# rate, plain SGD's globally to 0.25 at the LSTM's rate of 20, so two more arms separate its
+# noise from its smaller steps on the copies in distinct contexts: the same clipped steps
+# without noise, and DP-SGD at the rate DPSGD chose (table dp_tuning).
 
 # %%
 factorial = ex.factorial_table(ch)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -218,6 +219,33 @@ def test_when_every_gradient_is_clipped_dp_sgd_depends_on_learning_rate_times_cl
     assert not torch.allclose(next(other.parameters()), next(models[0].parameters()), atol=1e-3)
 
 
+@pytest.mark.trains
+def test_clipped_steps_without_noise_are_crts_dp_steps_with_sigma_zero_and_promise_no_epsilon() -> None:
+    """The factorial's clipped arm: CRT's schedule whose DP steps clip per sample but add no noise. Without noise a
+    run is its own repeat bit for bit and ends elsewhere than with noise; its ε and confidentiality ε are infinite."""
+    from dataclasses import replace
+
+    from repro.crt import trainers
+
+    rng = np.random.default_rng(0)
+    public = [list(rng.integers(4, 30, int(n))) for n in rng.integers(3, 9, 40)]
+    private = [list(rng.integers(4, 30, int(n))) for n in rng.integers(3, 9, 40)]
+    base = trainers.TrainConfig(epochs=2, dp_batch=16, target_epsilon=5.0, seed=0)
+    ends = []
+    for noise in (False, False, True):
+        torch.manual_seed(0)
+        model = language_model.LSTMLM(30, 8, 8, private=True)
+        _, eps_dp, eps_conf = trainers.train_crt(model, public, private, replace(base, noise=noise), 0.1)
+        if not noise:
+            assert eps_dp == eps_conf == float("inf")
+        ends.append(torch.cat([p.detach().flatten() for p in model.parameters()]))
+        if noise:
+            assert np.isfinite(eps_dp) and np.isfinite(eps_conf)
+    assert torch.equal(ends[0], ends[1]) and not torch.allclose(ends[0], ends[2], atol=1e-4)
+    cfg = runs.config(Resolved(resolve({"profile": "smoke"}, experiment.SPEC)), runs.Run("LSTM", runs.CLIPPED, 0.1, 0))
+    assert cfg.noise is False and cfg.epochs == experiment.SPEC["crt_epochs"].smoke
+
+
 def test_crt_below_dpsgd_names_the_measured_cause_an_unconverged_crt_or_a_weak_public_part() -> None:
     from types import SimpleNamespace
 
@@ -428,19 +456,23 @@ ex.build_all(p, data, s)
 planned = runs.planned_runs(p, ex.fig2_gamma(p), ex.tuning.chosen_rates(
     ex.tuning.tuning_table(ex.tuning.search(p, ex.fig2_gamma(p), lambda r: s.trainer(r)[1]))))
 print(sum(not s.trainer.path(r).exists() for r in planned))
+ch = ex.run_all(p, data)
+factorial = ex.factorial_table(ch)
+print(len(factorial), factorial.trainer.nunique())
 """
 
 
 @pytest.mark.trains
 def test_runs_built_by_two_workers_are_the_same_bits_as_built_here(tmp_path) -> None:
-    """build_all at smoke on two workers (REPRO_THREADS 2) and in its own process on one thread (REPRO_THREADS 1),
-    each into an empty cache as a kernel runs it: every planned run is cached after it, with the same weights,
-    histories, ε and scores, entry for entry (only the measured seconds differ)."""
+    """build_all and the factorial at smoke on two workers (REPRO_THREADS 2) and in its own process on one thread
+    (REPRO_THREADS 1), each into an empty cache as a kernel runs it: every planned run is cached after build_all, and
+    every entry (weights, histories, ε, scores, the factorial's cells) is the same, entry for entry (only the
+    measured seconds differ)."""
     from conftest import run_per_thread_count
 
     entries = {}
     for threads, (root, stdout) in run_per_thread_count(tmp_path, _BUILD_ALL, 900).items():
-        assert stdout.split() == ["0"], stdout
+        assert stdout.split() == ["0", "16", "5"], stdout  # 2 contexts x 2 dedup x 3 arms, 2 step arms x 2 dedup
         entries[threads] = {
             str(f.relative_to(root)): torch.load(f, weights_only=False) for f in sorted((root / "crt").rglob("*.pt"))
         }
@@ -458,3 +490,35 @@ def test_runs_built_by_two_workers_are_the_same_bits_as_built_here(tmp_path) -> 
 
     for name, here in entries["1"].items():
         assert same(here, entries["2"][name]), name
+
+
+def _factorial(states: dict[str, str]) -> pd.DataFrame:
+    """A factorial table whose distinct-context cells are in `states` (arm -> leaks / chance) for both dedup settings,
+    the same-sentence cells as deduplication protecting them; null points 3 (one-sided) and 4 (1 − 0.05/2)."""
+    value = {"leaks": 10.0, "chance": 1.0}
+    rates = {"DP-SGD (CRT)": 1.0, "clipped, no noise": 1.0, "DP-SGD at DPSGD's rate": 10.0}
+    rows = []
+    for context in experiment.FACTORIAL_CONTEXTS:
+        for dedup in experiment.FACTORIAL_DEDUP:
+            for arm in (*experiment.FACTORIAL_ARMS, *(experiment.STEP_ARMS if context != "same sentence" else ())):
+                if context == "same sentence":
+                    v = value["leaks" if arm == "plain SGD" and dedup == "dedup off" else "chance"]
+                else:
+                    v = value[states.get(arm, "chance")]
+                rows.append({"trainer": arm, "canaries": context, "dedup": dedup, "exposure": v, "null_upper": 3.0,
+                             "null_upper_k2": 4.0, "copies_in_d_pri": 2.0, "dp_lr": rates.get(arm)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_factorial_credits_dp_sgds_noise_only_when_its_clipped_steps_without_noise_leak() -> None:
+    noise = experiment.factorial_words(_factorial({"plain SGD": "leaks", "clipped, no noise": "leaks"}))
+    assert noise.startswith("When π misses the canaries' format, CRT's protection has two parts.")
+    assert "only DP-SGD on D_pri protects copies that differ" in noise
+    assert (
+        "DP-SGD at CRT's rate 1: without its noise, the same clipped steps leak: the noise, not the small step" in noise
+    )
+    assert "at DPSGD's rate 10, DP-SGD stays at chance with dedup on and stays at chance with dedup off" in noise
+    step = experiment.factorial_words(_factorial({"plain SGD": "leaks", "DP-SGD at DPSGD's rate": "leaks"}))
+    assert "CRT's protection has two parts" not in step and "only DP-SGD on D_pri protects" not in step
+    assert "the small step alone keeps them, so the factorial does not show the noise protecting" in step
+    assert "at DPSGD's rate 10, DP-SGD leaks with dedup on and leaks with dedup off" in step

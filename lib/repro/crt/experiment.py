@@ -34,6 +34,7 @@ from .claims import (
 from .runs import (
     ATTACKS,
     CANARY_DIGITS,
+    CLIPPED,
     CONTROL,
     DELTA,
     GROUP,
@@ -250,9 +251,11 @@ class Piece(NamedTuple):
     params: dict
     walk: tuple[str, str] | None = None
     run: Run | None = None
+    variant: bool | None = None  # a factorial cell's: canary copies in distinct contexts (factorial_setting)
 
 
 _SETTINGS: dict[str, tuple[Data, Setting]] = {}  # a worker's data and Setting, built once per parameter set
+_FACTORIAL: dict[tuple[str, bool], FactorialSetting] = {}  # and the factorial's, per context
 
 
 def build_piece(piece: Piece) -> None:
@@ -266,7 +269,11 @@ def build_piece(piece: Piece) -> None:
         data = build_data(p)
         _SETTINGS[key] = data, setting(p, data)
     data, s = _SETTINGS[key]
-    if piece.walk is not None:
+    if piece.variant is not None:
+        if (key, piece.variant) not in _FACTORIAL:
+            _FACTORIAL[key, piece.variant] = factorial_setting(p, data, s.encoders["LSTM"].vocab, piece.variant)
+        _FACTORIAL[key, piece.variant].train_and_score(p, piece.run)
+    elif piece.walk is not None:
         tuning.walk(p, *piece.walk, fig2_gamma(p), lambda run: s.trainer(run)[1])
     else:
         s.train_and_score(p, data, piece.run)
@@ -327,54 +334,129 @@ def run_all(p: Any, data: Data) -> Chapter:
 FACTORIAL_CONTEXTS = {"same sentence": False, "distinct contexts": True}
 FACTORIAL_DEDUP = {"dedup on": "mask", "dedup off": "none"}
 FACTORIAL_ARMS = {"DP-SGD (CRT)": "CRT", "plain SGD": SPLIT_PLAIN[0], "dropped": SPLIT_PLAIN[1]}
+# the arms that separate DP-SGD's noise from its step size (issue 51): D_pri's per-sample clipped steps at CRT's rate
+# without noise, and DP-SGD at the rate DPSGD chose (the plain arm steps at lr 20 with a global clip of 0.25)
+STEP_ARMS = {"clipped, no noise": CLIPPED, "DP-SGD at DPSGD's rate": "CRT"}
+STEP_RATES = {"DP-SGD (CRT)": "CRT", "clipped, no noise": "CRT", "DP-SGD at DPSGD's rate": "DPSGD"}  # whose DP rate
 FACTORIAL_MISSES = ("id",)  # π misses the canaries' format every time
+
+
+@dataclass(frozen=True)
+class FactorialSetting:
+    """One context of the factorial: its data (π misses the canaries' format), the LSTM encoder on the chapter's word
+    vocabulary, and a trainer that tracks no epoch."""
+
+    data: Data
+    enc: Encoder
+    trainer: Trainer
+
+    def train_and_score(self, p: Any, run: Run) -> tuple[tuple[torch.nn.Module, dict], dict]:
+        """The run's model and info and its exposure with the null (trained and scored, or read from the cache)."""
+        model, info = self.trainer(run)
+        spec = {"model": self.trainer.spec(run), "n_null": p.n_null}
+        score = lambda: exposure_score(p, self.data, run, model, self.enc)
+        return (model, info), cached(f"factorial-scores-{run.label}-{run.dedup}", spec, score)[0]
+
+
+def factorial_setting(p: Any, main: Data, vocab: Any, distinct: bool) -> FactorialSetting:
+    """The factorial's setting for canary copies in distinct contexts or not (`main`: the chapter's data, whose
+    vocabulary and longest sentence the models are built for)."""
+    data = build_data(p, distinct, FACTORIAL_MISSES)
+    enc = Encoder(data, vocab)
+    factory = model_factory(p, main, {"LSTM": vocab, "GPT-2": vocab})
+    return FactorialSetting(data, enc, Trainer(p, data, {"LSTM": enc}, factory, track=lambda r: False))
+
+
+def factorial_runs(ch: Chapter) -> list[tuple[str, str, str, Run | None]]:
+    """(context, dedup, arm, run) of every factorial cell; run None for the dropped arm of the second context, which
+    trains on the same D_pub as the first's (canary sentences are never public). The step arms run on copies in
+    distinct contexts alone, the copies deduplication cannot remove, where DP-SGD is the question."""
+    out, g = [], ch.gamma2
+    for i, (context, distinct) in enumerate(FACTORIAL_CONTEXTS.items()):
+        for dedup_name, dedup in FACTORIAL_DEDUP.items():
+            for arm, t in (FACTORIAL_ARMS | (STEP_ARMS if distinct else {})).items():
+                rate = ch.dp_lrs[("LSTM", STEP_RATES[arm])] if arm in STEP_RATES else None
+                run = None if arm == "dropped" and i else Run("LSTM", t, g, ch.p.seed, dedup, rate)
+                out.append((context, dedup_name, arm, run))
+    return out
 
 
 def factorial_table(ch: Chapter) -> pd.DataFrame:
     """The LSTM at Fig. 2's γ, one seed, on data whose π misses every canary (the ID format): canary copies in the
     same sentence or in distinct contexts × deduplication on / off × D_pri trained with DP-SGD, plain SGD or dropped.
     Per cell: the unredacted canary copies in D_pri, exposure and its null. Dropping D_pri trains on the same D_pub
-    whatever the canaries' contexts (canary sentences are never public), so that arm is trained once per dedup."""
+    whatever the canaries' contexts (canary sentences are never public), so that arm is trained once per dedup. The
+    step arms (STEP_ARMS, on copies in distinct contexts) separate DP-SGD's noise from its step size: its clipped
+    steps without noise, and DP-SGD at DPSGD's chosen rate. Cells the cache lacks are trained side by side first
+    (build_piece)."""
+    from .. import workers
+
     p, g, vocab = ch.p, ch.gamma2, ch.encoders["LSTM"].vocab
-    factory = model_factory(p, ch.data, {"LSTM": vocab, "GPT-2": vocab})
+    settings = {c: factorial_setting(p, ch.data, vocab, d) for c, d in FACTORIAL_CONTEXTS.items()}
+    key = json.dumps(dict(p), sort_keys=True, default=str)
+    _FACTORIAL.update({(key, d): settings[c] for c, d in FACTORIAL_CONTEXTS.items()})  # pieces run here reuse them
+    cells = factorial_runs(ch)
+    missing = [
+        Piece(dict(p), run=run, variant=FACTORIAL_CONTEXTS[c])
+        for c, _, _, run in cells
+        if run is not None and not settings[c].trainer.path(run).exists()
+    ]
+    if missing:
+        workers.map_on_cores(build_piece, missing, "factorial")
     rows: list[dict] = []
-    for context, distinct in FACTORIAL_CONTEXTS.items():
-        data = build_data(p, distinct, FACTORIAL_MISSES)
-        enc = Encoder(data, vocab)
-        trainer = Trainer(p, data, {"LSTM": enc}, factory, track=lambda r: False)
-        for dedup_name, dedup in FACTORIAL_DEDUP.items():
-            copies = float(canary_copies_in_crt(data, g, dedup).mean())
-            for arm, t in FACTORIAL_ARMS.items():
-                same = [r for r in rows if r["trainer"] == arm == "dropped" and r["dedup"] == dedup_name]
-                if same:
-                    rows.append(same[0] | {"canaries": context, "copies_in_d_pri": copies})
-                    continue
-                run = Run("LSTM", t, g, p.seed, dedup, ch.dp_lrs[("LSTM", "CRT")] if t == "CRT" else None)
-                model, info = trainer(run)
-                spec = {"model": trainer.spec(run), "n_null": p.n_null}
-                sc, _ = cached(
-                    f"factorial-scores-{run.label}-{dedup}",
-                    spec,
-                    lambda run=run, model=model: exposure_score(p, data, run, model, enc),
-                )
-                rows.append(
-                    {
-                        "model": "LSTM",
-                        "trainer": arm,
-                        "canaries": context,
-                        "dedup": dedup_name,
-                        "gamma": g,
-                        "attack": "exposure",
-                        "seeds": 1,
-                        "gamma_free": False,
-                        "copies_in_d_pri": copies,
-                        "d_pri": len(enc.ids("private", g, dedup)),
-                        "exposure": sc["exposure"],
-                        **null_columns(np.asarray(sc["exposure_null"]), [2]),
-                        "epsilon": info["epsilon"],
-                    }
-                )
+    for context, dedup_name, arm, run in cells:
+        s = settings[context]
+        copies = float(canary_copies_in_crt(s.data, g, FACTORIAL_DEDUP[dedup_name]).mean())
+        if run is None:
+            same = next(r for r in rows if r["trainer"] == arm and r["dedup"] == dedup_name)
+            rows.append(same | {"canaries": context, "copies_in_d_pri": copies})
+            continue
+        (_, info), sc = s.train_and_score(p, run)
+        rows.append(
+            {
+                "model": "LSTM",
+                "trainer": arm,
+                "canaries": context,
+                "dedup": dedup_name,
+                "gamma": g,
+                "attack": "exposure",
+                "seeds": 1,
+                "gamma_free": False,
+                "copies_in_d_pri": copies,
+                "d_pri": len(s.enc.ids("private", g, run.dedup)),
+                "dp_lr": run.dp_lr,
+                "exposure": sc["exposure"],
+                **null_columns(np.asarray(sc["exposure_null"]), [2]),
+                "epsilon": info["epsilon"],
+            }
+        )
     return pd.DataFrame(rows)
+
+
+def _step_words(table: pd.DataFrame, state: Any) -> str:
+    """What the step-size arms say of copies in distinct contexts: whether DP-SGD's noise or its small clipped step
+    keeps them, and whether DP-SGD still keeps them at DPSGD's larger rate (per dedup setting, the factorial's rules)."""
+    _, distinct = FACTORIAL_CONTEXTS
+    rates = table.drop_duplicates("trainer").set_index("trainer").dp_lr
+    dp, clipped, larger = "DP-SGD (CRT)", *STEP_ARMS
+    by = {arm: {d: state(distinct, d, arm) for d in FACTORIAL_DEDUP} for arm in (dp, clipped, larger)}
+    if set(by[dp].values()) == {"chance"} and set(by[clipped].values()) == {"leaks"}:
+        noise = "without its noise, the same clipped steps leak: the noise, not the small step, keeps them"
+    elif set(by[clipped].values()) == {"chance"}:
+        noise = (
+            "without its noise, the same clipped steps stay at chance too: the small step alone keeps them, so the "
+            "factorial does not show the noise protecting"
+        )
+    else:
+        noise = "without its noise the clipped steps " + " and ".join(
+            f"{_READING[by[clipped][d]]} with {d}" for d in FACTORIAL_DEDUP
+        )
+    return f"DP-SGD at CRT's rate {rates[dp]:g}: {noise}; at DPSGD's rate {rates[larger]:g}, DP-SGD " + " and ".join(
+        f"{_READING[by[larger][d]]} with {d}" for d in FACTORIAL_DEDUP
+    )
+
+
+_READING = {"leaks": "leaks", "chance": "stays at chance", "unclear": "is between its two null points"}
 
 
 def _factorial_state(table: pd.DataFrame, context: str, dedup: str, arm: str) -> str:
@@ -407,7 +489,9 @@ def factorial_words(table: pd.DataFrame) -> str:
     dp_distinct = {d: state(distinct, d, "DP-SGD (CRT)") for d in (on, off)}
     plain_distinct = {d: state(distinct, d, "plain SGD") for d in (on, off)}
     dp_only = set(dp_distinct.values()) == {"chance"} and set(plain_distinct.values()) == {"leaks"}
-    reading = {"leaks": "leaks", "chance": "stays at chance", "unclear": "is between its two null points"}
+    if set(STEP_ARMS) <= set(table.trainer):  # and its noise, not its small step: the clipped arm leaks
+        dp_only &= {state(distinct, d, next(iter(STEP_ARMS))) for d in (on, off)} == {"leaks"}
+    reading = _READING
     first = (
         "Deduplication protects copies that repeat one sentence"
         if dedup_protects
@@ -431,6 +515,8 @@ def factorial_words(table: pd.DataFrame) -> str:
         if dedup_protects and dp_only
         else "When π misses the canaries' format, the factorial reads as follows. "
     )
+    if set(STEP_ARMS) <= set(table.trainer):
+        second += "; " + _step_words(table, state)
     rule = (
         "(one seed; a cell leaks above its one-sided 95 % null point and stays at chance under its 1 − 0.05/2 point, "
         "the rules of the factorial's verdict rows)"
@@ -924,7 +1010,11 @@ def _band_row(claim: Claim, frame: pd.DataFrame, value: str, k: int, cause: Any)
     where = f"{NAMES[row.model]}" + ("" if row.gamma_free else f" at γ = {row.gamma:g}")
     where = f"{row.trainer}, {where}" if "trainer" in row and frame.trainer.nunique() > 1 else where
     extra = f" {row.attack} MIA" if "attack" in row and frame.attack.nunique() > 1 else ""
-    test = f"{level}, deciding cell {where}{extra} ({len(frame)} cells decided), {_trained(int(row.seeds))}"
+    deciding = "its first failing cell" if failing else "its weakest cell, the nearest its point"
+    test = (
+        f"{level}; every one of {len(frame)} cells must pass, so the row reads {deciding}: {where}{extra}, "
+        f"{_trained(int(row.seeds))}"
+    )
     why, table = cause(row.model, float(row.gamma)), ""
     if isinstance(why[0], tuple):
         why, table = why

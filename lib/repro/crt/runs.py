@@ -24,7 +24,10 @@ SDP_MODELS = ("LSTM",)  # the paper runs S-DP on the LSTM alone
 TRAINERS = ("non-private", "non-private + mask", "S-DP", "DPSGD", "CRT")
 CONTROL = "D_pub only"
 PRIVATE_TRAINERS = ("S-DP", "DPSGD", "CRT")
+# trainers whose models take per-sample gradients (Opacus' DPLSTM for the LSTM): the private ones and the clipped arm
+PER_SAMPLE = (*PRIVATE_TRAINERS, "CRT, clipped steps without noise on D_pri")
 SPLIT_PLAIN = ("CRT, plain SGD on D_pri", "CRT, D_pri dropped")  # the factorial's arms beside CRT's DP-SGD
+CLIPPED = PER_SAMPLE[-1]  # the factorial's arm that separates DP-SGD's noise from its step
 ATTACKS = ("individual", "group", "address")
 VERSION = 4  # bump when training or scoring changes
 
@@ -185,8 +188,8 @@ def config(p: Any, run: Run) -> trainers.TrainConfig:
         cfg = trainers.TrainConfig(
             epochs=p.epochs, lr=p.lr, target_epsilon=p.target_epsilon, delta=DELTA, seed=run.seed
         )
-        if run.trainer in ("CRT", CONTROL, *SPLIT_PLAIN):
-            cfg = replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch)
+        if run.trainer in ("CRT", CONTROL, *SPLIT_PLAIN, CLIPPED):
+            cfg = replace(cfg, epochs=p.crt_epochs, batch=p.crt_batch, noise=run.trainer != CLIPPED)
         elif run.trainer == "DPSGD":
             cfg = replace(cfg, epochs=p.crt_epochs)
     else:
@@ -253,7 +256,8 @@ class Trainer:
         spec = {
             "run": run.__dict__,
             "params": {k: self.p[k] for k in keys},
-            "cfg": config(self.p, run).__dict__,
+            # noise=True, every run's but the factorial's clipped arm, is left out: earlier runs keep their keys
+            "cfg": {k: v for k, v in config(self.p, run).__dict__.items() if not (k == "noise" and v)},
             "vocab": vocab_key(self.encoders[run.model].vocab),
             "version": VERSION,
             "generator": customersim.GENERATOR,
@@ -266,7 +270,7 @@ class Trainer:
 
     def __call__(self, run: Run) -> tuple[torch.nn.Module, dict]:
         """The trained model (eval mode) and its info: ε, ε_dp, steps, seconds, per-epoch history."""
-        private = run.trainer in PRIVATE_TRAINERS
+        private = run.trainer in PER_SAMPLE
         path = self.path(run)
         if path.exists():
             try:
@@ -336,7 +340,7 @@ class Trainer:
             "S-DP": (n_raw, n_raw, cfg.dp_batch),
             "DPSGD": (0, n_raw, cfg.dp_batch),
         }
-        if run.trainer in ("CRT", *SPLIT_PLAIN):
+        if run.trainer in ("CRT", *SPLIT_PLAIN, CLIPPED):
             pub, pri = len(enc.ids("public", run.gamma, run.dedup)), len(enc.ids("private", run.gamma, run.dedup))
             pri = 0 if run.trainer == SPLIT_PLAIN[1] else pri
             public, private = -(-pub // cfg.batch), -(-pri // cfg.dp_batch)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ class TrainConfig:
     delta: float = 8e-5
     seed: int = 0
     optimizer: str = "sgd"  # "sgd" or "adam", for public and DP steps alike
+    noise: bool = True  # DP steps with Gaussian noise calibrated to ε; False: per-sample clipping alone (no privacy)
 
 
 EpochHook = Callable[[int, nn.Module, float | None], None]  # (epoch from 1, model, ε spent so far or None)
@@ -99,7 +101,9 @@ class _Private:
             module=model,
             optimizer=_optimizer(model, cfg.dp_lr, cfg),
             data_loader=loader,
-            noise_multiplier=noise_multiplier(cfg.target_epsilon, cfg.delta, 1 / len(loader), epochs),
+            noise_multiplier=noise_multiplier(cfg.target_epsilon, cfg.delta, 1 / len(loader), epochs)
+            if cfg.noise
+            else 0.0,
             max_grad_norm=cfg.max_grad_norm,
             poisson_sampling=True,
         )
@@ -125,8 +129,8 @@ class _Private:
         self.module.to_standard_module()
 
     def epsilon(self, delta: float) -> float:
-        """ε spent so far at δ (Opacus RDP accountant)."""
-        return rdp_epsilon(self.engine.accountant.history, delta)
+        """ε spent so far at δ (Opacus RDP accountant); infinite for clipped steps without noise."""
+        return rdp_epsilon(self.engine.accountant.history, delta) if self.cfg.noise else math.inf
 
 
 # Opacus' RDP accounting evaluates fractional-order RDP bounds in Python loops: one calibration of σ took about 2 s, and
@@ -304,6 +308,8 @@ def _confidentiality(engine: _Private, delta: float, gamma: float) -> float:
     """CRT's confidentiality ε: the DP ε at δ/γ amplified by γ (0 under a perfect policy)."""
     from .accounting import confidentiality_epsilon
 
+    if not engine.cfg.noise:  # clipped steps alone promise nothing
+        return math.inf
     return float(confidentiality_epsilon(engine.epsilon(delta / gamma), gamma)) if gamma > 0 else 0.0
 
 
