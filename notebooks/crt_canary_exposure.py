@@ -459,8 +459,9 @@ if P.profile == "paper":
 # **Training.** The LSTM trainers run 5 epochs (CRT and DPSGD 10, CRT with public batches
 # of 16) with SGD at lr 20; the paper runs 50 (CRT 100). The paper tunes learning rate,
 # batch size and epochs per trainer on validation (Appendix A.3); we tune only the DP
-# learning rate of DPSGD, CRT and S-DP, on a grid of six rates (section 2). The GPT-2 trainers use Adam at a larger lr and smaller batch than the paper,
-# so that the small model memorizes its canaries within 4 epochs. DP steps use a per-sample
+# learning rate of DPSGD, CRT and S-DP, on a grid of six rates (section 2). The GPT-2
+# trainers use Adam at a larger lr and smaller batch than the paper, so that the small
+# model memorizes its canaries within 4 epochs. DP steps use a per-sample
 # clip of 0.1 and Poisson batches of expected size 64 (CRT's public batches are smaller, its
 # private ones are not). S-DP follows Shi et al.'s idea in our own form.
 # "non-private + mask" redacts with π but does not deduplicate. ε counts only non-empty
