@@ -514,11 +514,24 @@ def test_the_factorial_credits_dp_sgds_noise_only_when_its_clipped_steps_without
     noise = experiment.factorial_words(_factorial({"plain SGD": "leaks", "clipped, no noise": "leaks"}))
     assert noise.startswith("When π misses the canaries' format, CRT's protection has two parts.")
     assert "only DP-SGD on D_pri protects copies that differ" in noise
-    assert (
-        "DP-SGD at CRT's rate 1: without its noise, the same clipped steps leak: the noise, not the small step" in noise
+    assert "DP-SGD at CRT's rate 1: without its noise, the clipped arm leaks: the noise, not the small step" in noise
+    assert noise.endswith(
+        "at DPSGD's rate 10, DP-SGD stays at chance with dedup on and stays at chance with dedup off (one seed; a cell "
+        "leaks above its one-sided 95 % null point and stays at chance under its 1 − 0.05/2 point, the rules of the "
+        "factorial's verdict rows)."
     )
-    assert "at DPSGD's rate 10, DP-SGD stays at chance with dedup on and stays at chance with dedup off" in noise
     step = experiment.factorial_words(_factorial({"plain SGD": "leaks", "DP-SGD at DPSGD's rate": "leaks"}))
     assert "CRT's protection has two parts" not in step and "only DP-SGD on D_pri protects" not in step
-    assert "the small step alone keeps them, so the factorial does not show the noise protecting" in step
-    assert "at DPSGD's rate 10, DP-SGD leaks with dedup on and leaks with dedup off" in step
+    assert (
+        "without its noise, the clipped arm reads the same (stays at chance with dedup on and stays at chance with "
+        "dedup off): at this rate the noise adds nothing the small step does not give" in step
+    )
+    assert (
+        "at DPSGD's rate 10, DP-SGD leaks with dedup on and leaks with dedup off; so what DP-SGD keeps at chance "
+        "depends on its step size" in step
+    )
+    mixed = experiment.factorial_words(_factorial({"plain SGD": "leaks", "DP-SGD (CRT)": "leaks"}))
+    assert (
+        "without its noise, the clipped arm stays at chance with dedup on and stays at chance with dedup off" in mixed
+    )
+    assert "depends on its step size" not in mixed

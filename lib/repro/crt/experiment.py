@@ -440,19 +440,20 @@ def _step_words(table: pd.DataFrame, state: Any) -> str:
     rates = table.drop_duplicates("trainer").set_index("trainer").dp_lr
     dp, clipped, larger = "DP-SGD (CRT)", *STEP_ARMS
     by = {arm: {d: state(distinct, d, arm) for d in FACTORIAL_DEDUP} for arm in (dp, clipped, larger)}
+    states = lambda arm: " and ".join(f"{_READING[by[arm][d]]} with {d}" for d in FACTORIAL_DEDUP)
     if set(by[dp].values()) == {"chance"} and set(by[clipped].values()) == {"leaks"}:
-        noise = "without its noise, the same clipped steps leak: the noise, not the small step, keeps them"
-    elif set(by[clipped].values()) == {"chance"}:
+        noise = "without its noise, the clipped arm leaks: the noise, not the small step, keeps them"
+    elif by[clipped] == by[dp]:
         noise = (
-            "without its noise, the same clipped steps stay at chance too: the small step alone keeps them, so the "
-            "factorial does not show the noise protecting"
+            f"without its noise, the clipped arm reads the same ({states(clipped)}): at this rate the noise adds "
+            "nothing the small step does not give"
         )
     else:
-        noise = "without its noise the clipped steps " + " and ".join(
-            f"{_READING[by[clipped][d]]} with {d}" for d in FACTORIAL_DEDUP
-        )
-    return f"DP-SGD at CRT's rate {rates[dp]:g}: {noise}; at DPSGD's rate {rates[larger]:g}, DP-SGD " + " and ".join(
-        f"{_READING[by[larger][d]]} with {d}" for d in FACTORIAL_DEDUP
+        noise = f"without its noise, the clipped arm {states(clipped)}"
+    step = any(by[larger][d] == "leaks" and by[dp][d] != "leaks" for d in FACTORIAL_DEDUP)
+    return (
+        f"DP-SGD at CRT's rate {rates[dp]:g}: {noise}; at DPSGD's rate {rates[larger]:g}, DP-SGD {states(larger)}"
+        + ("; so what DP-SGD keeps at chance depends on its step size" if step else "")
     )
 
 
