@@ -207,7 +207,8 @@ page.say(
 
 # %%
 ch = ex.run_all(P, data)
-tuned = publish("dp_tuning", ex.dp_tuning_table(ch), digits=3)
+tuning = ex.dp_tuning_table(ch)
+tuned = publish("dp_tuning", tuning, view=ex.dp_tuning_view(tuning), digits=3)
 page.say(ex.tuning_words(tuned, P.n_val))
 
 # %% [markdown]

@@ -1521,6 +1521,13 @@ def dp_tuning_table(ch: Chapter) -> pd.DataFrame:
     return table
 
 
+def dp_tuning_view(tuned: pd.DataFrame) -> pd.DataFrame:
+    """Table dp_tuning as the page shows it: the rates as written (1e-4 would round to 0), the columns the choice
+    rests on."""
+    cols = ["model", "trainer", "tried", "chosen", "validation", "last_epoch_change", "interior", "d_pub_only"]
+    return tuned[cols].assign(chosen=[f"{v:g}" for v in tuned.chosen])
+
+
 def tuning_words(tuned: pd.DataFrame, n_val: int) -> str:
     """Each DP trainer's chosen learning rate, its validation perplexity and whether it converged, in words."""
     out = []
