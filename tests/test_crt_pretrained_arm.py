@@ -284,9 +284,10 @@ def test_the_attack_sizes_re_score_the_kept_fine_tunes_without_training_again(tm
 
         return fake
 
-    monkeypatch.setattr(arm, "_train", count("train", lambda p, data: {"CRT": {"weights": p["seed"]}}))
-    monkeypatch.setattr(arm, "_score", count("score", lambda p, data, trained: {"scored": (trained, p["n_mia"])}))
-    monkeypatch.setattr(arm, "_control", count("control", lambda p, data: {"nll": None}))
+    monkeypatch.setattr(arm, "_train", count("train", lambda p, data, memo: {"CRT": {"weights": p["seed"]}}))
+    score = lambda p, data, trained, memo: {"scored": (trained, p["n_mia"])}
+    monkeypatch.setattr(arm, "_score", count("score", score))
+    monkeypatch.setattr(arm, "_control", count("control", lambda p, data, memo: {"nll": None}))
     base = dict.fromkeys(arm.PARAMS, 1) | {"arm_source": "local", "profile": "smoke"}
     first = arm.run(base, None)
     assert first["scored"] == ({"CRT": {"weights": 1}}, 1) and not first["cached"]
