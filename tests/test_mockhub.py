@@ -351,9 +351,11 @@ def check_crt_canary_exposure(result: dict) -> None:
     )
     verdict = rows(result, "verdict")
     assert {r["decision"] for r in verdict} <= {"held", "not held", "inconclusive", "untestable here"}
-    # too few classes, no detector, or a fine-tuned arm that classifies worse than the label-free probe
+    # too few classes, no detector, a fine-tuned arm that classifies worse than the label-free probe, or an arm left
+    # untuned (the pretrained arm's DPSGD)
     untestable = [r["why"] for r in verdict if r["decision"] == "untestable here"]
-    assert all(any(w in why for w in ("fewer than 3", "no score detects", "under-trained")) for why in untestable)
+    reasons = ("fewer than 3", "no score detects", "under-trained", "an arm is untuned")
+    assert all(any(w in why for w in reasons) for why in untestable)
 
 
 def check_mink_contamination(result: dict) -> None:

@@ -312,7 +312,10 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     assert sum(r["origin"] == "ours" for r in verdict) == 7
     # the factorial: contexts x dedup x D_pri arm, π blind to the canaries' format; dedup keeps one identical copy
     factorial = {(r["canaries"], r["dedup"], r["trainer"]): r for r in tables["factorial"]}
-    assert len(factorial) == 12
+    assert len(factorial) == 16  # 2 contexts x 2 dedup x 3 arms, and the 2 step arms on distinct contexts
+    steps = [r for r in tables["factorial"] if r["trainer"] in ("clipped, no noise", "DP-SGD at DPSGD's rate")]
+    assert {r["canaries"] for r in steps} == {"distinct contexts"} and len(steps) == 4
+    assert all(r["epsilon"] is None or r["epsilon"] == float("inf") for r in steps if r["trainer"].startswith("clip"))
     assert factorial["same sentence", "dedup on", "plain SGD"]["copies_in_d_pri"] == 1
     assert factorial["distinct contexts", "dedup on", "plain SGD"]["copies_in_d_pri"] == params["canary_copies"]
     # one-sided attack tests: the upper points lie inside the two-sided band's top, Bonferroni's above the 95 % one
