@@ -258,13 +258,18 @@ _SETTINGS: dict[str, tuple[Data, Setting]] = {}  # a worker's data and Setting, 
 _FACTORIAL: dict[tuple[str, bool], FactorialSetting] = {}  # and the factorial's, per context
 
 
+def _settings_key(params: dict) -> str:
+    """The key of _SETTINGS and _FACTORIAL: the parameters as canonical JSON."""
+    return json.dumps(params, sort_keys=True, default=str)
+
+
 def build_piece(piece: Piece) -> None:
     """Train (and score) one piece into the cache, in a worker: the data and Setting are rebuilt from the parameters
     exactly as the notebook builds them (runs.build_data, `setting`), so every cache key is the notebook's."""
     from ..params import Resolved
 
     p = Resolved(piece.params)
-    key = json.dumps(piece.params, sort_keys=True, default=str)
+    key = _settings_key(piece.params)
     if key not in _SETTINGS:
         data = build_data(p)
         _SETTINGS[key] = data, setting(p, data)
@@ -302,7 +307,7 @@ def build_all(p: Any, data: Data, s: Setting) -> None:
         return True
 
     params = dict(p)
-    _SETTINGS[json.dumps(params, sort_keys=True, default=str)] = data, s  # pieces run here reuse them
+    _SETTINGS[_settings_key(params)] = data, s  # pieces run here reuse them
     untuned = [r for r in planned_runs(p, fig2_gamma(p)) if r.trainer not in tuning.TUNED]
     first = [Piece(params, walk=w) for w in tuning.walks() if not walked(w)]
     first += [Piece(params, run=r) for r in missing(untuned)]
@@ -319,14 +324,12 @@ def run_all(p: Any, data: Data) -> Chapter:
     (scores cached beside the model); what the cache lacks is built first, side by side (build_all)."""
     s = setting(p, data)
     build_all(p, data, s)
-    encoders, trainer, designs = s.encoders, s.trainer, s.designs
-    tried = tuning.search(p, fig2_gamma(p), lambda run: trainer(run)[1])
+    tried = tuning.search(p, fig2_gamma(p), lambda run: s.trainer(run)[1])
     tuned = tuning.tuning_table(tried)
     models, scores = {}, {}
     for run in tqdm(planned_runs(p, fig2_gamma(p), tuning.chosen_rates(tuned)), desc="runs"):
-        models[run] = trainer(run)
-        scores[run] = scores_of(p, data, run, trainer, models[run][0], encoders[run.model], designs)
-    return Chapter(p, data, encoders, models, scores, tuned)
+        models[run], scores[run] = s.train_and_score(p, data, run)
+    return Chapter(p, data, s.encoders, models, scores, tuned)
 
 
 # --- the factorial: what protects the canaries ---------------------------------------------------------------
@@ -393,7 +396,7 @@ def factorial_table(ch: Chapter) -> pd.DataFrame:
 
     p, g, vocab = ch.p, ch.gamma2, ch.encoders["LSTM"].vocab
     settings = {c: factorial_setting(p, ch.data, vocab, d) for c, d in FACTORIAL_CONTEXTS.items()}
-    key = json.dumps(dict(p), sort_keys=True, default=str)
+    key = _settings_key(dict(p))
     _FACTORIAL.update({(key, d): settings[c] for c, d in FACTORIAL_CONTEXTS.items()})  # pieces run here reuse them
     cells = factorial_runs(ch)
     missing = [
