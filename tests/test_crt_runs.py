@@ -60,17 +60,41 @@ def test_crt_trains_on_at_most_one_copy_of_each_canary(data: runs.Data, smoke) -
     assert (runs.canary_copies_missed(data, 1.0) == smoke.canary_copies).all()  # where redaction alone sees them all
 
 
-def test_the_papers_close_to_zero_exposure_fails_a_two_sided_band_and_passes_the_one_sided_rule() -> None:
-    from repro.crt.claims import claims
-    from repro.verdict import Rule
+def test_every_at_chance_claim_is_an_equivalence_test_that_the_papers_numbers_pass() -> None:
+    from repro.crt.claims import EXPOSURE_MARGIN, claims
 
     register = claims(resolve({"profile": "default"}, experiment.SPEC))
-    crt = register["attack:crt_exposure"]
-    est = crt.paper_estimate
-    assert est[0] == 0.0 and 1.5 < est[1] < 2.0 and 9.0 < est[2] < 10.5  # 7 tests: the upper 1 - 0.05/7 point
-    assert Rule.in_null().decide(*est) == "not held"  # the old two-sided rule: the paper's 0 is 'below its band'
-    assert crt.on_paper_numbers() == "held"
-    assert "Bonferroni over the 7" in crt.rule.text
+    for key in ("crt_exposure", "mask_zero", "sdp_zero", "dp_protects"):
+        c = register[f"attack:{key}"]
+        assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (-EXPOSURE_MARGIN, EXPOSURE_MARGIN) == (
+            -2,
+            2,
+        )
+        assert c.on_paper_numbers() == (None if c.ours else "held")  # the paper's 'close to 0' read as no leak
+    for key in ("crt_individual", "crt_group", "crt_address", "crt_paired"):
+        c = register[f"attack:{key}"]
+        assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (0.45, 0.55)
+        assert c.on_paper_numbers() == (None if c.ours else "held")
+    assert not any(c.rule.fails_to_reject for k, c in register.items() if k.startswith("attack:") and not c.ours)
+
+
+def test_the_leak_interval_inverts_the_null_band_covers_a_true_leak_and_its_power_shifts_the_null() -> None:
+    from repro import stats
+
+    null = np.arange(1000) / 100  # 0.00 .. 9.99 bits
+    low, high = stats.null_band(null)
+    cols = experiment.leak_columns(6.0, null)
+    assert (cols["leak_low"], cols["leak_high"]) == pytest.approx((6.0 - high, 6.0 - low))
+    assert cols["leak"] == pytest.approx(6.0 - null.mean())
+    assert cols[experiment.LEAK_POWER] == pytest.approx(np.mean(null > high - 2.0))  # a 2-bit leak lifts 22 %
+    # coverage by simulation: a run whose statistic is a null draw shifted by a true leak of 1.5 bits
+    rng = np.random.default_rng(0)
+    draws = rng.gamma(4.0, 1.0, 4000)
+    inside = []
+    for t in rng.choice(draws, 2000) + 1.5:
+        c = experiment.leak_columns(float(t), draws)
+        inside.append(c["leak_low"] <= 1.5 <= c["leak_high"])
+    assert 0.93 < np.mean(inside) < 0.97
 
 
 def test_mia_words_count_a_gamma_free_trainer_once_per_attack() -> None:
@@ -358,12 +382,12 @@ def test_paired_table_and_power_at_the_registers_win_rates_on_made_up_scores() -
         direct = np.mean([np.mean(ch.scores[k]["mia"][attack]["members"] < ch.scores[k]["mia"][attack]["nonmembers"])
                           for k in runs_])  # fmt: skip
         assert r.share == pytest.approx(direct) and r.share_low <= r.share <= r.share_high
-        assert r.null_low < 0.5 < r.null_high and r.null_upper <= r.null_upper_k4
+        assert r.null_low < 0.5 < r.null_high and r.null_upper <= r.null_high
     power = experiment.attack_power_table(ch, mia, paired)
     assert (
         set(power.trainer) == {"non-private + mask", "S-DP", "CRT"} and (power[power.trainer != "CRT"].gamma > 0).all()
     )
-    assert set(power.level) == {"one-sided 95 %", "Bonferroni over 4"}
+    assert set(power.level) == {"one-sided 95 %", "one-sided 97.5 % (equivalence)"}
     assert len(power) == 5 * (2 + 1 + 4)  # (3 threshold + 2 paired) x (mask: 2 cells, S-DP: 1, CRT: 4)
     assert (power["power_at_0.5"] <= 0.2).all()  # at no effect, a test clears its point about 5 % of the time
     paired_power = power[power.statistic == "paired (ours)"]
@@ -424,20 +448,18 @@ def test_our_paired_at_chance_row_is_an_equivalence_test_over_every_cell() -> No
 
     def cells(*intervals: tuple[float, float]) -> pd.DataFrame:
         return pd.DataFrame(
-            [{"model": "LSTM", "gamma": g, "seeds": 3, "share": (lo + hi) / 2, "share_low": lo, "share_high": hi}
-             for g, (lo, hi) in zip((0.0, 0.1, 0.5), intervals)]
+            [{"model": "LSTM", "trainer": "CRT", "gamma": g, "gamma_free": False, "seeds": 3, "share": (lo + hi) / 2,
+              "share_low": lo, "share_high": hi} for g, (lo, hi) in zip((0.0, 0.1, 0.5), intervals)]
         )  # fmt: skip
 
-    def power(at_margin: float) -> pd.DataFrame:
-        return pd.DataFrame(
-            [{"trainer": "CRT", "statistic": "paired (ours)", "attack": "all secrets", "power_at_0.55": p}
-             for p in (0.99, at_margin)]
-        )  # fmt: skip
+    def decide(c: pd.DataFrame, at_margin: float) -> dict:
+        power = pd.Series([0.99] * (len(c) - 1) + [at_margin], index=c.index)
+        how = experiment.Equivalence("share", "share_low", "share_high", "made-up", power, "member win rate 0.55")
+        return experiment._equivalence_row(claim, c, how, ("unknown", "made up"))
 
-    decide = lambda c, p: experiment._equivalence_row(claim, c, power(p))
     held = decide(cells((0.47, 0.53), (0.48, 0.54), (0.46, 0.52)), 0.9)
     assert held["decision"] == "held" and held["ours"] == pytest.approx(0.51)  # the cell nearest the edge: 0.54
-    assert "power 90% at member win rate 0.55" in held["test"]
+    assert "power 90% at member win rate 0.55, the weakest of the 3 cells" in held["test"]
     leak = decide(cells((0.47, 0.53), (0.56, 0.62), (0.40, 0.70)), 0.9)
     assert leak["decision"] == "not held" and leak["ci_low"] == 0.56  # wholly outside decides before the widest
     wide = decide(cells((0.47, 0.53), (0.40, 0.70)), 0.9)
@@ -494,7 +516,7 @@ def test_runs_built_by_two_workers_are_the_same_bits_as_built_here(tmp_path) -> 
 
 def _factorial(states: dict[str, str]) -> pd.DataFrame:
     """A factorial table whose distinct-context cells are in `states` (arm -> leaks / chance) for both dedup settings,
-    the same-sentence cells as deduplication protecting them; null points 3 (one-sided) and 4 (1 − 0.05/2)."""
+    the same-sentence cells as deduplication protecting them; its one-sided null point 3, its leak interval [v − 2, v − 0.5]."""
     value = {"leaks": 10.0, "chance": 1.0}
     rates = {"DP-SGD (CRT)": 1.0, "clipped, no noise": 1.0, "DP-SGD at DPSGD's rate": 10.0}
     rows = []
@@ -506,7 +528,8 @@ def _factorial(states: dict[str, str]) -> pd.DataFrame:
                 else:
                     v = value[states.get(arm, "chance")]
                 rows.append({"trainer": arm, "canaries": context, "dedup": dedup, "exposure": v, "null_upper": 3.0,
-                             "null_upper_k2": 4.0, "copies_in_d_pri": 2.0, "dp_lr": rates.get(arm)})  # fmt: skip
+                             "leak_low": v - 2.0, "leak_high": v - 0.5, "copies_in_d_pri": 2.0,
+                             "dp_lr": rates.get(arm)})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -517,8 +540,8 @@ def test_the_factorial_credits_dp_sgds_noise_only_when_its_clipped_steps_without
     assert "DP-SGD at CRT's rate 1: without its noise, the clipped arm leaks: the noise, not the small step" in noise
     assert noise.endswith(
         "at DPSGD's rate 10, DP-SGD stays at chance with dedup on and stays at chance with dedup off (one seed; a cell "
-        "leaks above its one-sided 95 % null point and stays at chance under its 1 − 0.05/2 point, the rules of the "
-        "factorial's verdict rows)."
+        "leaks above its one-sided 95 % null point and stays at chance when its leak's 95 % interval lies within ±2 "
+        "bits, the rules of the factorial's verdict rows)."
     )
     step = experiment.factorial_words(_factorial({"plain SGD": "leaks", "DP-SGD at DPSGD's rate": "leaks"}))
     assert "CRT's protection has two parts" not in step and "only DP-SGD on D_pri protects" not in step

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..verdict import Claim, Criterion, Regime, Rule, with_measures
-from .canary import chance_max_exposure
 from .runs import MODELS, SDP_MODELS
 
 NAMES = {"LSTM": "LSTM", "GPT-2": "GPT-2 (from scratch)"}  # the models as the page names them (default profile)
@@ -63,7 +62,7 @@ FIG2_ORDER = (
 )
 A5_ADDRESS = "For CustomerSim, we choose customer addresses as the secrets."
 
-ALPHA = 0.05  # every attack test: one-sided at 5 %, split over the γ values a 'no leak at every γ' claim decides
+ALPHA = 0.05  # a 'leaks' attack test: one-sided at 5 % at each (model, γ) cell it decides
 # The effects at which every membership attack's power is shown, fixed before any model is trained: the member win
 # rate, the share of member / look-alike pairs whose member has the lower perplexity (the pairs' AUC; 0.5 at chance).
 # The attack rows' causes read the power there (table attack_power), not at the effect a run happens to show.
@@ -72,6 +71,13 @@ WIN_RATES = (0.55, 0.60)
 # 0.5 at every model and γ (each cell's 95 % interval inside [0.45, 0.55]; an intersection-union test, so no
 # multiplicity correction), with the power at the margin shown (WIN_RATES[0] = 0.55).
 EQUIVALENCE_MARGIN = 0.05
+# A paper's 'exposure stays at chance' is an equivalence test too. A leak of δ bits ranks every canary 2^δ times higher
+# than chance, which shifts the null of the seed-mean max exposure by δ; inverting the null band gives the leak's 95 %
+# interval (exposure − the null's upper and lower 2.5 % points). No leak means that interval lies inside ±2 bits at
+# every model and γ (a canary at most 4× likelier than an unseen one: 10 % of full memorization, the 19.93 bits of
+# rank 1 among 10^6 candidates); the power shown is the test's at a 2-bit leak (each cell's interval above 0).
+EXPOSURE_MARGIN = 2.0
+LEAK = "the seed-mean max exposure over the 10 canaries above chance (bits; 0 at chance)"
 PAIRED = "the seed-mean share of member / look-alike pairs whose member has the lower perplexity (0.5 at chance)"
 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: the trainer in
@@ -85,31 +91,18 @@ def leak_band() -> str:
     return "its null's upper 95 % point (one-sided), at each model and γ it decides"
 
 
-def no_leak_band(k: int) -> str:
-    """The band a 'no leak' rule compares with: one-sided, Bonferroni over the k values of γ it decides."""
-    if k == 1:
-        return "its null's upper 95 % point (one-sided)"
-    return f"its null's upper 1 − {ALPHA:g}/{k} point (one-sided, Bonferroni over the {k} (model, γ) tests)"
-
-
-def bonferroni_ks(p: Mapping[str, Any]) -> list[int]:
-    """Every family size a 'no leak' claim of the register corrects for."""
-    return sorted({attack_tests(p, short, which) for short in ATTACK_MODELS for which in ("zero", "positive", "all")})
-
-
-def no_leak_level(k: int) -> float:
-    """The quantile of the null a 'no leak' rule over k values of γ compares with."""
-    return 1 - ALPHA / k
-
-
-def chance_exposure(k: int) -> tuple[float, float, float]:
-    """The paper's 'exposure close to 0' against the null of one model that never saw its 10 canaries, at the level a
-    'no leak' rule over k values of γ uses: (0, the null's lower 5 % point, its upper point)."""
-    return 0.0, chance_max_exposure(ALPHA), chance_max_exposure(no_leak_level(k))
-
-
 EXPOSURE = "the seed-mean max exposure (bits) over the 10 canaries"
-CHANCE_EXPOSURE = "exposure 0: a canary the model never saw (read here as the null band of 10 unseen canaries)"
+CHANCE_EXPOSURE = "exposure 0: a canary the model never saw (read here as the null of 10 unseen canaries: a leak of 0)"
+
+
+def no_leak(what: str) -> Rule:
+    """A paper's 'exposure stays at chance' as an equivalence test on the leak (bits) within ±EXPOSURE_MARGIN."""
+    return Rule.equivalent(-EXPOSURE_MARGIN, EXPOSURE_MARGIN, f"{LEAK}, {what}")
+
+
+def at_chance(what: str) -> Rule:
+    """A 'stays at chance' MIA claim as an equivalence test: the accuracy within EQUIVALENCE_MARGIN of 0.5."""
+    return Rule.equivalent(0.5 - EQUIVALENCE_MARGIN, 0.5 + EQUIVALENCE_MARGIN, what)
 
 
 def model_name(p: Mapping[str, Any], model: str) -> str:
@@ -185,17 +178,9 @@ def both_models(p: Mapping[str, Any], copies: bool = False) -> Regime:
 ATTACK_MODELS = {"mask": MODELS, "sdp": SDP_MODELS, "crt": MODELS, "np": MODELS}  # the models each trainer's rows judge
 
 
-def attack_tests(p: Mapping[str, Any], short: str, gammas: str) -> int:
-    """How many (model, γ) tests a claim about `short`'s trainer at γ = 0 / γ > 0 / every γ decides."""
-    grids = {"LSTM": p["gammas"], "GPT-2": p["gpt_gammas"]}
-    pick = {"zero": lambda g: g == 0, "positive": lambda g: g > 0, "all": lambda g: True}[gammas]
-    return sum(1 for m in ATTACK_MODELS[short] for g in grids[m] if pick(g))
-
-
 def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     """The attack claims, each about both models (S-DP: the LSTM, as in the paper), keyed by claim id."""
     both, both_copies = both_models(p), both_models(p, copies=True)
-    k = attack_tests(p, "crt", "all")
     leak = lambda what: Rule.above_null(what, leak_band())
     out = {
         "memorizes": Claim(
@@ -217,12 +202,12 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "CRT-LSTM's and CRT-GPT-2's exposure stays at chance at every γ",
             "§5.3, Fig. 3 (plot only)",
             "≈ 0",
-            Rule.not_above_null(f"{EXPOSURE}, for any model and γ", no_leak_band(k)),
+            no_leak("at every model and γ"),
             quote=FIG3_CRT,
             comparator=CHANCE_EXPOSURE,
             regime=both_copies,
             paper_values={"CRT exposure, every γ (text: close to 0)": 0.0},
-            paper_estimate=chance_exposure(k),
+            paper_estimate=0.0,
             units=ATTACK_UNITS,
         ),
     }
@@ -235,7 +220,6 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         ("non-private + mask", "mask", FIG3_MASK_ZERO, FIG3_MASK_RISE, "LSTM and GPT-2"),
         ("S-DP", "sdp", FIG3_SDP, FIG3_SDP, "LSTM"),  # the paper runs S-DP on the LSTM only
     ):
-        zero_k = attack_tests(p, short, "zero")
         regimes = (
             {"exposure": both_copies, "attack": both}
             if short == "mask"
@@ -243,7 +227,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         )
         for kind, what, fig, paper, rule, regime, quote, comparator in (
             ("zero", "exposure is at chance with a perfect policy (γ = 0)", "Fig. 3", "≈ 0",
-             Rule.not_above_null(f"{EXPOSURE}, for any model", no_leak_band(zero_k)), perfect, zero_quote,
+             no_leak("at every model"), perfect, zero_quote,
              CHANCE_EXPOSURE),
             ("rise", "exposure rises as soon as γ > 0", "Fig. 3", "sharp rise",
              leak(f"{EXPOSURE}, at every γ > 0 and model"), regimes["exposure"], rise_quote, rising),
@@ -258,7 +242,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 words["paraphrase"] = True
             if kind == "zero":
                 words |= {"paper_values": {"exposure at γ = 0 (text: great protection)": 0.0}}
-                words |= {"paper_estimate": chance_exposure(zero_k)}
+                words |= {"paper_estimate": 0.0}
             source = f"§5.3, {fig} (plot only)"
             out[f"{short}_{kind}"] = Claim(f"{who} {t}: {what}", source, paper, rule, regime=regime, **words)
     out["plain_leaks"] = Claim(
@@ -272,7 +256,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         "factorial: CRT's DP-SGD on D_pri keeps canaries in distinct contexts that π misses at chance",
         "our check (the dedup × DP factorial)",
         "—",
-        Rule.not_above_null(f"{EXPOSURE} of the LSTM, with dedup on or off", no_leak_band(2)),
+        no_leak("of the LSTM, with dedup on and off"),
         ours=True,
     )
     out["paired_rise"] = Claim(
@@ -288,7 +272,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         "(paired MIA, equivalence)",
         "our check, beside Figs. 4/5's threshold attack",
         "—",
-        Rule.equivalent(0.5 - EQUIVALENCE_MARGIN, 0.5 + EQUIVALENCE_MARGIN, f"{PAIRED}, at every model and γ"),
+        at_chance(f"{PAIRED}, at every model and γ"),
         ours=True,
     )
     out["group_vs_individual"] = Claim(
@@ -311,9 +295,9 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             f"CRT-LSTM's and CRT-GPT-2's {attack} MIA stays at chance at every γ",
             f"§5.3, {fig} (plot only)",
             "≈ 0.5",
-            Rule.not_above_null(f"the {attack} MIA accuracy, for any model and γ", no_leak_band(k)),
+            at_chance(f"the {attack} MIA accuracy, at every model and γ"),
             quote=quote,
-            comparator="the 0.5 random-guess line (read here as the attack's one-sided permutation null)",
+            comparator="the 0.5 random-guess line (read here as accuracy within ±0.05 of it)",
             regime=both,
             paper_values={f"CRT {attack} MIA accuracy, every γ (text: aligns with 0.5)": 0.5},
             paper_estimate=(0.5, 0.5, 0.5),

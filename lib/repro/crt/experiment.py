@@ -21,15 +21,13 @@ from . import arm as arm_module
 from .claims import (
     ALPHA,
     ATTACK_MODELS,
+    EXPOSURE_MARGIN,
     MEMORIZES,
     MISSED,
     NAMES,
     PAPER_DIALOGUES,
     SIGMA,
     WIN_RATES,
-    attack_tests,
-    bonferroni_ks,
-    no_leak_level,
 )
 from .runs import (
     ATTACKS,
@@ -429,7 +427,8 @@ def factorial_table(ch: Chapter) -> pd.DataFrame:
                 "d_pri": len(s.enc.ids("private", g, run.dedup)),
                 "dp_lr": run.dp_lr,
                 "exposure": sc["exposure"],
-                **null_columns(np.asarray(sc["exposure_null"]), [2]),
+                **null_columns(np.asarray(sc["exposure_null"])),
+                **leak_columns(sc["exposure"], sc["exposure_null"]),
                 "epsilon": info["epsilon"],
             }
         )
@@ -460,16 +459,21 @@ def _step_words(table: pd.DataFrame, state: Any) -> str:
     )
 
 
-_READING = {"leaks": "leaks", "chance": "stays at chance", "unclear": "is between its two null points"}
+_READING = {
+    "leaks": "leaks",
+    "chance": "stays at chance",
+    "unclear": f"neither leaks nor is shown within {EXPOSURE_MARGIN:g} bits of chance",
+}
 
 
 def _factorial_state(table: pd.DataFrame, context: str, dedup: str, arm: str) -> str:
-    """'leaks' (exposure above the cell's one-sided 95 % null point, the plain_leaks row's rule), 'chance' (not above
-    its 1 − 0.05/2 point, the dp_protects row's rule) or 'unclear' (between the two), for one factorial cell."""
+    """'leaks' (exposure above the cell's one-sided 95 % null point, the plain_leaks row's rule), 'chance' (the leak's
+    95 % interval inside the register's margin, the dp_protects row's rule) or 'unclear' (neither), for one factorial
+    cell."""
     row = table[(table.canaries == context) & (table.dedup == dedup) & (table.trainer == arm)].iloc[0]
     if row.exposure > row.null_upper:
         return "leaks"
-    return "chance" if row.exposure <= row["null_upper_k2"] else "unclear"
+    return "chance" if -EXPOSURE_MARGIN <= row.leak_low and row.leak_high <= EXPOSURE_MARGIN else "unclear"
 
 
 def factorial_words(table: pd.DataFrame) -> str:
@@ -522,8 +526,8 @@ def factorial_words(table: pd.DataFrame) -> str:
     if set(STEP_ARMS) <= set(table.trainer):
         second += "; " + _step_words(table, state)
     rule = (
-        "(one seed; a cell leaks above its one-sided 95 % null point and stays at chance under its 1 − 0.05/2 point, "
-        "the rules of the factorial's verdict rows)"
+        "(one seed; a cell leaks above its one-sided 95 % null point and stays at chance when its leak's 95 % interval "
+        f"lies within ±{EXPOSURE_MARGIN:g} bits, the rules of the factorial's verdict rows)"
     )
     return lead + " ".join(out) + f" {first}; {second} {rule}."
 
@@ -573,12 +577,29 @@ def _per_gamma(ch: Chapter, model: str) -> dict[tuple[str, float], list[Run]]:
     return out
 
 
-def null_columns(null: np.ndarray, ks: list[int]) -> dict[str, float]:
-    """A null distribution's two-sided 95 % band (the figures' shading), its one-sided upper 95 % point (a 'leaks'
-    rule at each test) and its upper 1 − 0.05/k points (a 'no leak in any of k tests' rule, Bonferroni)."""
+def null_columns(null: np.ndarray) -> dict[str, float]:
+    """A null distribution's two-sided 95 % band (the figures' shading; its top is the one-sided 97.5 % point an
+    equivalence row's interval excludes 0 at) and its one-sided upper 95 % point (a 'leaks' rule at each test)."""
     low, high = stats.null_band(null)
-    out = {"null_low": low, "null_high": high, "null_upper": float(np.quantile(null, 1 - ALPHA))}
-    return out | {f"null_upper_k{k}": float(np.quantile(null, no_leak_level(k))) for k in ks if k > 1}
+    return {"null_low": low, "null_high": high, "null_upper": float(np.quantile(null, 1 - ALPHA))}
+
+
+LEAK_POWER = f"power_at_{EXPOSURE_MARGIN:g}_bits"  # the exposure column of the equivalence test's power at its margin
+
+
+def leak_columns(exposure: float, null: np.ndarray) -> dict[str, float]:
+    """The leak of a seed-mean max exposure (bits above chance) under the register's shift model (claims.LEAK: a
+    δ-bit leak shifts the null by δ): its estimate (exposure − the null's mean), its 95 % interval by inverting the
+    null band (exposure − the null's upper and lower 2.5 % points), and the test's power at the margin, the share of
+    null draws that a leak of EXPOSURE_MARGIN bits would lift above the band's top (the interval then excludes 0)."""
+    null = np.asarray(null, np.float64)
+    low, high = stats.null_band(null)
+    return {
+        "leak": exposure - float(null.mean()),
+        "leak_low": exposure - high,
+        "leak_high": exposure - low,
+        LEAK_POWER: float(np.mean(null + EXPOSURE_MARGIN > high)),
+    }
 
 
 def exposure_table(ch: Chapter) -> pd.DataFrame:
@@ -598,8 +619,9 @@ def exposure_table(ch: Chapter) -> pd.DataFrame:
                     "exposure": real.mean(),
                     "exposure_min": real.min(),
                     "exposure_max": real.max(),
-                    **null_columns(null, bonferroni_ks(ch.p)),
+                    **null_columns(null),
                     "null_mean": null.mean(),
+                    **leak_columns(real.mean(), null),
                     "gamma_free": runs[0].gamma is None,
                 }
             )
@@ -607,14 +629,21 @@ def exposure_table(ch: Chapter) -> pd.DataFrame:
 
 
 def mia_table(ch: Chapter) -> pd.DataFrame:
-    """Seed-mean accuracy of each MIA per (model, trainer, γ), with its permutation null: the 95 % band and the
-    one-sided upper points."""
+    """Seed-mean accuracy of each MIA per (model, trainer, γ), with a percentile interval over N_BOOT resamples of the
+    pairs (the same draws for every seed and cell; an equivalence row reads it) and its permutation null: the 95 % band
+    and the one-sided upper point."""
     rows = []
+    designs = attack_designs(ch.data, ch.p.n_groups, ch.p.seed)
+    draws = {
+        a: np.random.default_rng([ch.p.seed, 10]).integers(0, designs[a].n_pairs, (N_BOOT, designs[a].n_pairs))
+        for a in ATTACKS
+    }
     for model in MODELS:
         for (trainer, g), runs in _per_gamma(ch, model).items():
             for attack in ATTACKS:
                 acc = np.array([ch.scores[r]["mia"][attack]["accuracy"] for r in runs])
                 null = np.mean([ch.scores[r]["mia"][attack]["null"] for r in runs], axis=0)
+                boot = _resampled(ch, runs, attack, draws[attack], designs[attack])
                 rows.append(
                     {
                         "model": model,
@@ -624,16 +653,19 @@ def mia_table(ch: Chapter) -> pd.DataFrame:
                         "seeds": len(runs),
                         "pairs": len(ch.data.address_pairs if attack == "address" else ch.data.pairs),
                         "accuracy": acc.mean(),
-                        **null_columns(null, bonferroni_ks(ch.p)),
+                        "accuracy_low": float(np.quantile(boot, ALPHA / 2)),
+                        "accuracy_high": float(np.quantile(boot, 1 - ALPHA / 2)),
+                        **null_columns(null),
                         "gamma_free": runs[0].gamma is None,
                     }
                 )
     return pd.DataFrame(rows)
 
 
-def _resampled(ch: Chapter, runs: list[Run], attack: str, draws: np.ndarray) -> np.ndarray:
-    """Seed-mean accuracy of one attack on `runs` under each row of pair draws (the same draws for every seed)."""
-    design = attack_designs(ch.data, ch.p.n_groups, ch.p.seed)[attack]
+def _resampled(ch: Chapter, runs: list[Run], attack: str, draws: np.ndarray, design: Any = None) -> np.ndarray:
+    """Seed-mean accuracy of one attack on `runs` under each row of pair draws (the same draws for every seed); its
+    design (attack_designs) built here unless given."""
+    design = design or attack_designs(ch.data, ch.p.n_groups, ch.p.seed)[attack]
     per_seed = [
         membership_attacks.resampled_accuracies(
             design, ch.scores[r]["mia"][attack]["members"], ch.scores[r]["mia"][attack]["nonmembers"], draws
@@ -717,7 +749,7 @@ def paired_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
                         "share_low": float(np.quantile(boot, ALPHA / 2)),
                         "share_high": float(np.quantile(boot, 1 - ALPHA / 2)),
                         "threshold_accuracy": float(threshold[threshold.attack == attack].accuracy.iloc[0]),
-                        **null_columns(null, bonferroni_ks(ch.p)),
+                        **null_columns(null),
                         "gamma_free": runs[0].gamma is None,
                     }
                 )
@@ -734,13 +766,13 @@ def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> 
     paper's threshold attack, our paired share): the power of the row's test by simulation at the member win rates
     fixed in the register (claims.WIN_RATES) and at 0.5 (no effect: the test's size). Power is the share of N_POWER
     worlds (membership_attacks.win_rate_worlds over the cell's own pairs, each model's labels drawn independently) in
-    which the seed-mean statistic clears the point the row compares with: one-sided 95 % for a 'rises' row, the
-    Bonferroni point for CRT's 'at chance' rows. It does not depend on the effect the run shows."""
+    which the seed-mean statistic clears the point the row compares with: one-sided 95 % for a 'rises' row; for CRT's
+    'at chance' rows (equivalence tests) the top of the two-sided 95 % band, where a cell's interval excludes chance.
+    It does not depend on the effect the run shows."""
     designs = attack_designs(ch.data, ch.p.n_groups, ch.p.seed)
     rows = []
     for trainer, short, which in POWER_CELLS:
-        k = attack_tests(ch.p, short, which) if short == "crt" else 1
-        point = f"null_upper_k{k}" if k > 1 else "null_upper"
+        point = "null_high" if short == "crt" else "null_upper"
         for model in ATTACK_MODELS[short]:
             per_gamma = _per_gamma(ch, model)
             for g in sorted(g for t, g in per_gamma if t == trainer and (which == "all" or g > 0)):
@@ -777,7 +809,7 @@ def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> 
                             "seeds": len(runs),
                             "observed": float(row["accuracy" if statistic.startswith("threshold") else "share"]),
                             "point": float(row[point]),
-                            "level": "one-sided 95 %" if k == 1 else f"Bonferroni over {k}",
+                            "level": "one-sided 97.5 % (equivalence)" if short == "crt" else "one-sided 95 %",
                             **powers,
                         }
                     )
@@ -787,14 +819,14 @@ def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> 
 def power_view(power: pd.DataFrame) -> pd.DataFrame:
     """attack_power as the page shows it: per (model, trainer, statistic, attack), the power at each win rate of its
     weakest γ cell, and, for the 'rises' rows, of their rule, which needs every γ cell to clear its point (the product
-    over the cells: each cell's models and simulated worlds are independent; empty for CRT's no-leak rows)."""
+    over the cells: each cell's models and simulated worlds are independent; empty for CRT's equivalence rows)."""
     out = []
     for key, t in power.groupby(["model", "trainer", "statistic", "attack"], sort=False):
         row = dict(zip(("model", "trainer", "statistic", "attack"), key)) | {"gamma cells": len(t)}
         row["size (0.5)"] = t[power_column(0.5)].max()
         for w in WIN_RATES:
             row[f"weakest at {w:g}"] = t[power_column(w)].min()
-            rises = key[1] != "CRT"  # CRT's rows ask that no cell clear its point: no every-cell power to show
+            rises = key[1] != "CRT"  # CRT's rows are equivalence tests: each cell's power is shown, not a product
             row[f"every γ at {w:g}"] = t[power_column(w)].prod() if rises else np.nan
         out.append(row)
     return pd.DataFrame(out)
@@ -996,33 +1028,31 @@ def _trained(n: int) -> str:
     return f"mean over {n} trained models (seeds: initialization and batch order)"
 
 
-def _band_row(claim: Claim, frame: pd.DataFrame, value: str, k: int, cause: Any) -> dict:
-    """Judge a one-sided null claim over several (model, γ) cells: a 'leaks' rule must clear each cell's one-sided
-    95 % point; a 'no leak' rule over k tests compares each cell with its upper 1 − 0.05/k point (Bonferroni). The
-    row shows the cell that decides the claim (the first that fails, else the one nearest its point); `cause(model,
-    γ)` gives the cause of a failure: (cause, sentence), or ((cause, sentence), the table that measures it)."""
+def _band_row(claim: Claim, frame: pd.DataFrame, value: str, cause: Any) -> dict:
+    """Judge a 'leaks' (above-null) claim over several (model, γ) cells: each must clear its cell's one-sided 95 %
+    point. The row shows the cell that decides the claim (the first that fails, else the one nearest its point);
+    `cause(model, γ)` gives the cause of a failure: (cause, sentence), or ((cause, sentence), the table that measures
+    it)."""
+    if claim.rule.kind != "above_null":
+        raise ValueError(f"claim {claim.claim!r}: a band row judges a 'leaks' rule; 'at chance' is an equivalence row")
     frame = frame[
         ~frame.gamma_free | ~frame.duplicated(subset=[c for c in ("model", "trainer", "attack") if c in frame])
     ]
-    column = f"null_upper_k{k}" if claim.rule.kind == "not_above_null" and k > 1 else "null_upper"
-    decided = [(claim.rule.decide(r[value], r.null_low, r[column]), r) for _, r in frame.iterrows()]
+    decided = [(claim.rule.decide(r[value], r.null_low, r.null_upper), r) for _, r in frame.iterrows()]
     failing = [r for d, r in decided if d != "held"]
-    leaks = claim.rule.kind == "above_null"
-    margin = (lambda r: r[value] - r[column]) if leaks else (lambda r: r[column] - r[value])
-    row = failing[0] if failing else min((r for _, r in decided), key=margin)
-    level = "one-sided 95 %" if column == "null_upper" else f"one-sided, Bonferroni over {k} tests"
+    row = failing[0] if failing else min((r for _, r in decided), key=lambda r: r[value] - r.null_upper)
     where = f"{NAMES[row.model]}" + ("" if row.gamma_free else f" at γ = {row.gamma:g}")
     where = f"{row.trainer}, {where}" if "trainer" in row and frame.trainer.nunique() > 1 else where
     extra = f" {row.attack} MIA" if "attack" in row and frame.attack.nunique() > 1 else ""
     deciding = "its first failing cell" if failing else "its weakest cell, the nearest its point"
     test = (
-        f"{level}; every one of {len(frame)} cells must pass, so the row reads {deciding}: {where}{extra}, "
+        f"one-sided 95 %; every one of {len(frame)} cells must pass, so the row reads {deciding}: {where}{extra}, "
         f"{_trained(int(row.seeds))}"
     )
     why, table = cause(row.model, float(row.gamma)), ""
     if isinstance(why[0], tuple):
         why, table = why
-    return judge(claim, row[value], (row.null_low, row[column]), test, why=why, measured_by=table)
+    return judge(claim, row[value], (row.null_low, row.null_upper), test, why=why, measured_by=table)
 
 
 def _cells(table: pd.DataFrame, trainer: str, short: str, gammas: str, attack: str | None = None) -> pd.DataFrame:
@@ -1086,36 +1116,56 @@ def _power_cause(ch: Chapter, power: pd.DataFrame, trainers: tuple[str, ...], st
     return cause
 
 
-def _equivalence_row(claim: Claim, cells: pd.DataFrame, power: pd.DataFrame) -> dict:
-    """Our paired 'at chance' check as an equivalence test over its (model, γ) cells, all of which must hold (an
-    intersection-union test: each cell's 95 % interval of the share inside the register's margin). The deciding cell
-    is the first wholly outside the margin, else the one reaching furthest past it, else the one nearest its edge;
-    the power is the weakest cell's at the margin's win rate (table attack_power)."""
+class Equivalence(NamedTuple):
+    """How an 'at chance' row reads its cells: the columns of the statistic and its 95 % interval, how the interval
+    was made (in words), each cell's power at the margin and the effect it was simulated at."""
+
+    value: str
+    low: str
+    high: str
+    interval: str
+    power: pd.Series
+    effect: str
+
+
+def _mia_power(cells: pd.DataFrame, power: pd.DataFrame, statistic: str, attack: str) -> pd.Series:
+    """Each CRT cell's power at the register's first win rate (table attack_power), aligned with `cells`."""
+    at = power[(power.trainer == "CRT") & (power.statistic == statistic) & (power.attack == attack)]
+    by_cell = at.set_index(["model", "gamma"])[power_column(WIN_RATES[0])]
+    return pd.Series([float(by_cell[m, g]) for m, g in zip(cells.model, cells.gamma)], index=cells.index)
+
+
+def _equivalence_row(claim: Claim, cells: pd.DataFrame, how: Equivalence, why: tuple[str, str]) -> dict:
+    """An 'at chance' claim as an equivalence test over its (model, γ) cells, all of which must hold (an
+    intersection-union test: each cell's 95 % interval inside the register's margin, so no multiplicity correction).
+    The deciding cell is the first wholly outside the margin, else the one reaching furthest past it, else the one
+    nearest its edge; the power shown is the weakest cell's at the margin."""
     low, high = claim.rule.low, claim.rule.high
-    outside = cells[(cells.share_high < low) | (cells.share_low > high)]
-    past = np.maximum(cells.share_high - high, low - cells.share_low)  # > 0: the interval reaches past the margin
+    cells = cells[~cells.gamma_free | ~cells.duplicated(subset=["model", "trainer"])]
+    outside = cells[(cells[how.high] < low) | (cells[how.low] > high)]
+    past = np.maximum(cells[how.high] - high, low - cells[how.low])  # > 0: the interval reaches past the margin
     row = outside.iloc[0] if len(outside) else cells.loc[past.idxmax()]
-    at = power[
-        (power.trainer == "CRT") & (power.statistic == "paired (ours)") & (power.attack == PAIR_SETS["individual"])
-    ]
-    margin = WIN_RATES[0]
-    weakest = float(at[power_column(margin)].min())
+    where = f"{NAMES[row.model]}" + ("" if row.gamma_free else f", γ = {row.gamma:g}")
     test = (
-        f"percentile interval over {N_BOOT} pair resamples at the deciding cell {NAMES[row.model]}, γ = {row.gamma:g} "
-        f"(all {len(cells)} cells must lie inside the margin), {_trained(int(row.seeds))}"
+        f"{how.interval} at the deciding cell {where} (all {len(cells)} cells must lie inside the margin), "
+        f"{_trained(int(row.seeds))}"
     )
-    why = unexplained(
-        "the paired statistic on CRT's parts (D_pri dropped, plain SGD on D_pri, deduplication off: the factorial's "
-        "arms, which table factorial scores by exposure only)"
-    )
+    weakest = float(how.power.loc[cells.index].min())
     return judge(
         claim,
-        row.share,
-        (row.share_low, row.share_high),
+        row[how.value],
+        (row[how.low], row[how.high]),
         test,
         why=why,
-        power=(weakest, f"member win rate {margin:g}, the weakest of the {len(at)} cells (table attack_power)"),
+        power=(weakest, f"{how.effect}, the weakest of the {len(cells)} cells"),
     )
+
+
+def _leak(frame: pd.DataFrame) -> Equivalence:
+    """How an exposure 'at chance' row reads its cells (table exposure or factorial: the leak columns)."""
+    interval = "the leak's 95 % interval, the null band of 10 unseen canaries inverted (a leak shifts it)"
+    effect = f"a leak of {EXPOSURE_MARGIN:g} bits (the margin), by shifting the null's draws"
+    return Equivalence("leak", "leak_low", "leak_high", interval, frame[LEAK_POWER], effect)
 
 
 def verdict_rows(
@@ -1137,39 +1187,53 @@ def verdict_rows(
     p, rows = ch.p, []
     chance = lambda m, g: unexplained(f"more seeds of {NAMES[m]} at γ = {g:g}")
     memorize = lambda m, g: unexplained(f"a sweep of {NAMES[m]}'s epochs and canary copies")
-    rows.append(_band_row(c["memorizes"], _cells(exposure, "non-private", "np", "zero"), "exposure", 1, memorize))
-    rows.append(_band_row(c["np_mia"], _cells(mia, "non-private", "np", "zero"), "accuracy", 1, chance))
-    separate = lambda m, g: unexplained(
-        f"more seeds of {NAMES[m]} CRT at γ = {g:g} (table factorial separates dedup, D_pri dropped and plain SGD)"
-    )
-    k = attack_tests(p, "crt", "all")
-    rows.append(_band_row(c["crt_exposure"], _cells(exposure, "CRT", "crt", "all"), "exposure", k, separate))
+    rows.append(_band_row(c["memorizes"], _cells(exposure, "non-private", "np", "zero"), "exposure", memorize))
+    rows.append(_band_row(c["np_mia"], _cells(mia, "non-private", "np", "zero"), "accuracy", chance))
+    separate = unexplained("more seeds of CRT (table factorial separates dedup, D_pri dropped and plain SGD)")
+    crt = _cells(exposure, "CRT", "crt", "all")
+    rows.append(_equivalence_row(c["crt_exposure"], crt, _leak(crt), separate))
     sweep = lambda m, g: unexplained(
         f"a sweep of the canary copies {NAMES[m]} sees, from 1 up to {p.canary_copies} ({_missed_words(ch, g)})"
     )
     for t, short in (("non-private + mask", "mask"), ("S-DP", "sdp")):
         zero = _cells(exposure, t, short, "zero")
-        rows.append(_band_row(c[f"{short}_zero"], zero, "exposure", attack_tests(p, short, "zero"), chance))
-        rows.append(_band_row(c[f"{short}_rise"], _cells(exposure, t, short, "positive"), "exposure", 1, sweep))
+        rows.append(_equivalence_row(c[f"{short}_zero"], zero, _leak(zero), unexplained(f"more seeds of {t}")))
+        rows.append(_band_row(c[f"{short}_rise"], _cells(exposure, t, short, "positive"), "exposure", sweep))
         for attack in ("individual", "group"):
             frame = _cells(mia, t, short, "positive", attack)
             cause = _power_cause(ch, attack_power, (t,), "threshold (paper)", attack)
-            rows.append(_band_row(c[f"{short}_{attack}"], frame, "accuracy", 1, cause))
+            rows.append(_band_row(c[f"{short}_{attack}"], frame, "accuracy", cause))
     rows.append(_group_vs_individual(c["group_vs_individual"], power, attack_power))
     for attack in ATTACKS:
         frame = _cells(mia, "CRT", "crt", "all", attack)
-        rows.append(_band_row(c[f"crt_{attack}"], frame, "accuracy", k, chance))
+        how = Equivalence(
+            "accuracy", "accuracy_low", "accuracy_high", f"percentile interval over {N_BOOT} pair resamples",
+            _mia_power(frame, attack_power, "threshold (paper)", attack),
+            f"member win rate {WIN_RATES[0]:g} (table attack_power)",
+        )  # fmt: skip
+        rows.append(_equivalence_row(c[f"crt_{attack}"], frame, how, unexplained("more seeds and pairs of CRT")))
     redacting = ("non-private + mask", "S-DP")
     every = paired[paired.pairs == PAIR_SETS["individual"]]
     rise = pd.concat([_cells(every, t, short, "positive") for t, short in zip(redacting, ("mask", "sdp"))])
     cause = _power_cause(ch, attack_power, redacting, "paired (ours)", PAIR_SETS["individual"])
-    rows.append(_band_row(c["paired_rise"], rise, "share", 1, cause))
-    rows.append(_equivalence_row(c["crt_paired"], _cells(every, "CRT", "crt", "all"), attack_power))
+    rows.append(_band_row(c["paired_rise"], rise, "share", cause))
+    crt_pairs = _cells(every, "CRT", "crt", "all")
+    how = Equivalence(
+        "share", "share_low", "share_high", f"percentile interval over {N_BOOT} pair resamples",
+        _mia_power(crt_pairs, attack_power, "paired (ours)", PAIR_SETS["individual"]),
+        f"member win rate {WIN_RATES[0]:g} (table attack_power)",
+    )  # fmt: skip
+    why = unexplained(
+        "the paired statistic on CRT's parts (D_pri dropped, plain SGD on D_pri, deduplication off: the factorial's "
+        "arms, which table factorial scores by exposure only)"
+    )
+    rows.append(_equivalence_row(c["crt_paired"], crt_pairs, how, why))
     if factorial is not None:
         distinct = factorial[factorial.canaries == "distinct contexts"]
         leak = lambda m, g: unexplained("more epochs or copies of the plain-SGD arm")
-        rows.append(_band_row(c["plain_leaks"], distinct[distinct.trainer == "plain SGD"], "exposure", 1, leak))
-        rows.append(_band_row(c["dp_protects"], distinct[distinct.trainer == "DP-SGD (CRT)"], "exposure", 2, chance))
+        rows.append(_band_row(c["plain_leaks"], distinct[distinct.trainer == "plain SGD"], "exposure", leak))
+        dp = distinct[distinct.trainer == "DP-SGD (CRT)"].reset_index(drop=True)
+        rows.append(_equivalence_row(c["dp_protects"], dp, _leak(dp), unexplained("more seeds of the DP-SGD arm")))
     groups = utility_runs(ch)
     for model in MODELS:
         m = {key.split(":", 1)[1]: v for key, v in planned.items() if key.startswith(f"{model}:")}
@@ -1382,12 +1446,13 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
         t = exposure[exposure.model == model]
         npv = t[(t.trainer == "non-private") & (t.gamma == 0)].iloc[0]
         crt = t[t.trainer == "CRT"]
-        below = int((crt.exposure <= crt[f"null_upper_k{attack_tests(ch.p, 'crt', 'all')}"]).sum())
+        inside = int(((crt.leak_low >= -EXPOSURE_MARGIN) & (crt.leak_high <= EXPOSURE_MARGIN)).sum())
         mask = t[(t.trainer == "non-private + mask") & (t.gamma > 0)]
         out.append(
             f"**{NAMES[model]}.** The non-private model reaches {npv.exposure:.1f} bits (its null's upper 95 % point "
-            f"{npv.null_upper:.1f}). CRT scores {_span(crt.exposure)} bits and stays at or below its null's "
-            f"Bonferroni point at {below} of {len(crt)} values of γ. Redaction alone scores {_span(mask.exposure)} "
+            f"{npv.null_upper:.1f}). CRT scores {_span(crt.exposure)} bits, {_span(crt.leak)} bits above chance; "
+            f"its leak's 95 % interval lies within ±{EXPOSURE_MARGIN:g} bits at {inside} of {len(crt)} values of γ. "
+            f"Redaction alone scores {_span(mask.exposure)} "
             f"bits for γ > 0, against one-sided null points of {_span(mask.null_upper)}."
         )
     g = ch.gamma2
@@ -1479,7 +1544,7 @@ def power_words(power: pd.DataFrame) -> str:
         f"At member win rates of {rates}, fixed before the runs, the weakest redacting (model, γ > 0) cell has power: "
         + "; ".join(out)
         + f". With no effect (0.5), every test clears its point in at most {100 * power[power_column(0.5)].max():.0f} % "
-        f"of the simulated worlds, against a nominal 5 % (less under Bonferroni); {len(power)} cells in all."
+        f"of the simulated worlds, against a nominal 5 % (2.5 % for CRT's equivalence rows); {len(power)} cells in all."
     )
 
 
