@@ -389,7 +389,7 @@ plt.show()
 # D_pub alone; all are cached. Every fine-tune trains at the paper's learning rate, 5e-4:
 # the arm has no tuning walk, so its DPSGD is not trained to the standard of the small
 # models' DPSGD, whose rate is chosen on validation, and the verdict leaves the arm's
-# "CRT below DPSGD" row untestable here. Each sentence is rendered as text with punctuation glued to
+# "CRT against DPSGD" row untestable here. Each sentence is rendered as text with punctuation glued to
 # the previous word and digits glued only to a digit or a punctuation mark ("is:123", but
 # "in 3 days"), between `<|endoftext|>` and the Instruct model's `<|im_end|>`.
 # An earlier rendering put a space before every punctuation mark, text unlike anything

@@ -308,7 +308,7 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
         if row["naive_measured"]:  # the tree gives the naive scores; the speed ratio is a report
             assert row["max_abs_score_diff"] < 1e-3 and row["ratio"] > 0, row
     verdict = tables["verdict"]
-    assert len(verdict) == len(tables["claims"]) == 29  # 22 of the paper's claims, 7 checks of our own
+    assert len(verdict) == len(tables["claims"]) == 30  # 23 of the paper's claims, 7 checks of our own
     assert sum(r["origin"] == "ours" for r in verdict) == 7
     # the factorial: contexts x dedup x D_pri arm, π blind to the canaries' format; dedup keeps one identical copy
     factorial = {(r["canaries"], r["dedup"], r["trainer"]): r for r in tables["factorial"]}

@@ -307,9 +307,10 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
 
 
 def _model_claims(p: Mapping[str, Any], model: str) -> dict[str, Claim]:
-    """The perplexity claims of one model trained from scratch (or distilgpt2 at `paper`), keyed by claim id."""
+    """The perplexity claims of one model trained from scratch (or distilgpt2 at `paper`), keyed by claim id; the
+    LSTM's also against S-DP, the existing solution the paper runs on the LSTM only."""
     m, lstm = model_name(p, model), model == "LSTM"
-    return perplexity_claims(
+    out = perplexity_claims(
         m,
         "Abstract; Fig. 2 (plot only)" if lstm else "§5.2, Fig. 2 (plot only)",
         ABSTRACT_PPL if lstm else FIG2_GPT_CLOSE,
@@ -317,6 +318,25 @@ def _model_claims(p: Mapping[str, Any], model: str) -> dict[str, Claim]:
         f"DPSGD-{'LSTM' if lstm else 'GPT'}",
         scale(p, model),
     )
+    if lstm:
+        out["crt_vs_sdp"] = Claim(
+            f"{m}: CRT's perplexity is the same as or better than S-DP's (at most 10 % above)",
+            "Contribution 5; Fig. 2 (plot only)",
+            "same or better",
+            Rule.below(SAME_OR_BETTER, "CRT / S-DP perplexity on non-secret test tokens"),
+            quote=CONTRIBUTION_5,
+            comparator="S-DP-LSTM (Shi et al.'s selective DP, an existing solution), by test perplexity; its "
+            "confidentiality ε is infinite once π misses a secret",
+            regime=scale(p, model),
+            units=TEST_UNITS,
+        )
+    return out
+
+
+# Contribution 5's "the same or better perplexity than existing solutions" as a non-inferiority test: CRT's perplexity
+# at most 10 % above the existing solution's (the 95 % interval of the ratio below 1.1), a margin fixed before the
+# numbers and half the 20 % the register reads as "close" to non-private.
+SAME_OR_BETTER = 1.1
 
 
 def perplexity_claims(
@@ -335,10 +355,10 @@ def perplexity_claims(
             units=TEST_UNITS,
         ),
         "crt_vs_dpsgd": Claim(
-            f"{name}: CRT's perplexity is below DPSGD's at the same DP-SGD ε",
+            f"{name}: CRT's perplexity is the same as or better than DPSGD's at the same DP-SGD ε (at most 10 % above)",
             f"Contribution 5; {source}",
-            "below",
-            Rule.below(1.0, "CRT / DPSGD perplexity on non-secret test tokens"),
+            "same or better",
+            Rule.below(SAME_OR_BETTER, "CRT / DPSGD perplexity on non-secret test tokens"),
             quote=CONTRIBUTION_5,
             comparator=f"{dpsgd} (an existing solution), by test perplexity; CRT's confidentiality ε is the lower",
             regime=regime,
