@@ -354,7 +354,7 @@ page.say(dg.shift_words(confidence, shifted, apfd))
 # %%
 ablation = dg.ablation_table(apfd, PAIRS[0])
 repro.publish("ablation", ablation)
-page.say(dg.ablation_words(ablation, mixed, PAIRS[0], P.ablation_images))
+page.say(dg.ablation_words(ablation, mixed, PAIRS[0], dg.ablation_caps(P)))
 
 # %% [markdown]
 # ## 5. The artifact's tail, and how fast coverage saturates
