@@ -436,6 +436,35 @@ def test_s_dp_with_a_missing_policy_shows_an_infinite_confidentiality_epsilon() 
     assert view["confidentiality ε"].tolist() == ["∞", "0.412", "—"] and view["DP-SGD ε"].tolist() == ["2.9", "3", "—"]
 
 
+def test_calibrating_by_the_reference_model_reveals_a_leak_that_easy_look_alikes_hide() -> None:
+    """Look-alikes whose secrets are easier for any model (the reference's perplexity lower) hide a member's 10 % gain
+    from the uncalibrated paired share; relative to the reference every member wins."""
+    from types import SimpleNamespace
+
+    p = Resolved(resolve({"profile": "smoke", "n_null": 200}, experiment.SPEC))
+    rng = np.random.default_rng(3)
+    n_pairs = 80
+    data = SimpleNamespace(pairs=[None] * n_pairs, address_pairs=[])
+    ref_m, ref_n = rng.lognormal(2.0, 0.3, n_pairs), rng.lognormal(1.8, 0.3, n_pairs)
+    scores = {}
+    for seed in (0, 1):
+        reference = runs.Run("LSTM", "non-private + mask", 0.0, seed)
+        target = runs.Run("LSTM", "non-private + mask", 0.1, seed)
+        scores[reference] = {"mia": {"individual": {"members": ref_m, "nonmembers": ref_n}}}
+        scores[target] = {"mia": {"individual": {"members": 0.9 * ref_m, "nonmembers": ref_n}}}
+    ch = SimpleNamespace(p=p, data=data, models=dict.fromkeys(scores, (None, {})), scores=scores)
+    raw = np.mean(0.9 * ref_m < ref_n)
+    paired = pd.DataFrame([{"model": "LSTM", "trainer": "non-private + mask", "gamma": 0.1, "pairs": "all secrets",
+                            "share": raw}])  # fmt: skip
+    table = experiment.calibrated_table(ch, paired)
+    assert len(table) == 1  # the reference's own cell is left out
+    row = table.iloc[0]
+    assert row.uncalibrated == raw < 0.5 and row.calibrated == 1.0 == row.calibrated_low
+    assert row.calibrated > row.null_upper and 0.4 < row.null_low < 0.5 < row.null_high < 0.65
+    words = experiment.calibrated_words(table)
+    assert f"non-private + mask 1.000 calibrated against {raw:.3f} uncalibrated" in words and "in 1 of 1 cells" in words
+
+
 def test_our_paired_at_chance_row_is_an_equivalence_test_over_every_cell() -> None:
     """Each (model, γ) cell's interval must lie inside [0.45, 0.55]; one cell wholly outside decides 'not held'; a
     cell reaching past the margin leaves it inconclusive; all inside but a weak test (power < 0.8 at 0.55) too."""

@@ -335,6 +335,13 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     assert all(
         r["share_low"] <= r["share"] <= r["share_high"] and r["null_low"] <= 0.5 <= r["null_high"] for r in paired
     )
+    # the reference-calibrated paired statistic: every cell but the reference's own, with its interval and null
+    calibrated = tables["mia_calibrated"]
+    assert len(calibrated) == len(paired) - 2 * len(models)  # the γ = 0 redaction cell of each model, both pair sets
+    assert not any(r["trainer"] == "non-private + mask" and r["gamma"] == 0 for r in calibrated)
+    assert all(
+        r["calibrated_low"] <= r["calibrated_high"] and r["null_low"] <= 0.5 <= r["null_high"] for r in calibrated
+    )
     attack_power = tables["attack_power"]
     assert {r["statistic"] for r in attack_power} == {"threshold (paper)", "paired (ours)"}
     assert {r["trainer"] for r in attack_power} == {"non-private + mask", "S-DP", "CRT"}
