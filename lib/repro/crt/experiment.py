@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -718,12 +719,11 @@ def _pairs_of(ch: Chapter, runs: list[Run], attack: str) -> tuple[list[np.ndarra
     return [np.asarray(x["members"], float) for x in mia], [np.asarray(x["nonmembers"], float) for x in mia]
 
 
-def paired_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
-    """Our paired MIA beside the paper's threshold attack: per (model, trainer, γ) and set of pairs, the seed-mean share
-    of pairs whose member beats its look-alike (lower perplexity), a percentile interval over N_BOOT resamples of the
-    pairs (the same draws for every seed), and its paired permutation null (each model's pairs swapped independently,
-    n_null draws) with the one-sided points the rules read; the threshold attack's accuracy on the same pairs beside."""
-    rows = []
+def _paired_cells(ch: Chapter, scores: Any) -> Iterator[dict]:
+    """One row per (set of pairs, model, trainer, γ) cell of the paired statistic on the member and look-alike scores
+    `scores(model, trainer, γ, runs, attack)` gives (a list per seed each; None skips the cell): the seed-mean share of
+    pairs whose member scores lower, a percentile interval over N_BOOT resamples of the pairs (the same draws for
+    every seed and cell), and its paired permutation null (each seed's pairs swapped independently, n_null draws)."""
     for attack, name in PAIR_SETS.items():
         n_pairs = len(ch.data.address_pairs if attack == "address" else ch.data.pairs)
         if n_pairs == 0:
@@ -731,28 +731,38 @@ def paired_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
         draws = np.random.default_rng([ch.p.seed, 8]).integers(0, n_pairs, (N_BOOT, n_pairs))
         for model in MODELS:
             for (trainer, g), runs in _per_gamma(ch, model).items():
-                m, n = _pairs_of(ch, runs, attack)
+                found = scores(model, trainer, g, runs, attack)
+                if found is None:
+                    continue
+                m, n = found
                 boot = np.mean([membership_attacks.paired_shares(a[draws], b[draws]) for a, b in zip(m, n)], axis=0)
                 null = membership_attacks.simulated_statistic(
                     membership_attacks.paired_shares, m, n, 0.5, ch.p.n_null, ch.p.seed
                 )
-                threshold = mia[(mia.model == model) & (mia.trainer == trainer) & (mia.gamma == g)]
-                rows.append(
-                    {
-                        "model": model,
-                        "trainer": trainer,
-                        "gamma": g,
-                        "pairs": name,
-                        "n_pairs": n_pairs,
-                        "seeds": len(runs),
-                        "share": float(np.mean([membership_attacks.paired_share(a, b) for a, b in zip(m, n)])),
-                        "share_low": float(np.quantile(boot, ALPHA / 2)),
-                        "share_high": float(np.quantile(boot, 1 - ALPHA / 2)),
-                        "threshold_accuracy": float(threshold[threshold.attack == attack].accuracy.iloc[0]),
-                        **null_columns(null),
-                        "gamma_free": runs[0].gamma is None,
-                    }
-                )
+                yield {
+                    "model": model,
+                    "trainer": trainer,
+                    "gamma": g,
+                    "attack": attack,
+                    "pairs": name,
+                    "n_pairs": n_pairs,
+                    "seeds": len(runs),
+                    "share": float(np.mean([membership_attacks.paired_share(a, b) for a, b in zip(m, n)])),
+                    "share_low": float(np.quantile(boot, ALPHA / 2)),
+                    "share_high": float(np.quantile(boot, 1 - ALPHA / 2)),
+                    **null_columns(null),
+                    "gamma_free": runs[0].gamma is None,
+                }
+
+
+def paired_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
+    """Our paired MIA beside the paper's threshold attack: per (model, trainer, γ) and set of pairs, the share of pairs
+    whose member beats its look-alike (lower perplexity), with its interval and null (_paired_cells); the threshold
+    attack's accuracy on the same pairs beside."""
+    rows = []
+    for row in _paired_cells(ch, lambda model, trainer, g, runs, attack: _pairs_of(ch, runs, attack)):
+        at = mia[(mia.model == row["model"]) & (mia.trainer == row["trainer"]) & (mia.gamma == row["gamma"])]
+        rows.append(row | {"threshold_accuracy": float(at[at.attack == row.pop("attack")].accuracy.iloc[0])})
     return pd.DataFrame(rows)
 
 
@@ -1499,49 +1509,30 @@ REFERENCE = ("non-private + mask", 0.0)  # redaction with a perfect policy: a mo
 
 def calibrated_table(ch: Chapter, paired: pd.DataFrame) -> pd.DataFrame:
     """The paired MIA calibrated by a reference model (the field's reference-model attack): per (model, trainer, γ)
-    cell and set of pairs, the seed-mean share of pairs whose member has the lower log perplexity *relative to* the
-    reference (REFERENCE: the same network redacted by a perfect policy, which never saw a secret), so what the secret
-    string itself makes easy or hard cancels; each run is calibrated by the reference of its seed (else the first
-    seed's). With its percentile interval over the paired table's pair resamples, its paired permutation null, and the
-    uncalibrated share beside. The reference's own cell is left out (it would read every pair as a tie)."""
+    cell and set of pairs, the paired statistic (_paired_cells) on each member's and look-alike's log perplexity minus
+    the reference's (REFERENCE: the same network redacted by a perfect policy, which never saw a secret), so what the
+    secret string itself makes easy or hard cancels; each run is calibrated by the reference of its seed (else the
+    first seed's). The uncalibrated share beside; the reference's own cell is left out (every pair would tie)."""
+
+    def calibrated(model: str, trainer: str, g: float, runs: list[Run], attack: str) -> Any:
+        refs = {r.seed: r for r in _per_gamma(ch, model).get(REFERENCE, [])}
+        if not refs or (trainer, g) == REFERENCE:
+            return None
+        (m, n), (rm, rn) = (
+            _pairs_of(ch, runs, attack),
+            _pairs_of(ch, [refs.get(r.seed, refs[min(refs)]) for r in runs], attack),
+        )
+        return [np.log(a) - np.log(b) for a, b in zip(m, rm)], [np.log(a) - np.log(b) for a, b in zip(n, rn)]
+
     rows = []
-    for attack, name in PAIR_SETS.items():
-        n_pairs = len(ch.data.address_pairs if attack == "address" else ch.data.pairs)
-        if n_pairs == 0:
-            continue
-        draws = np.random.default_rng([ch.p.seed, 8]).integers(0, n_pairs, (N_BOOT, n_pairs))
-        for model in MODELS:
-            per_gamma = _per_gamma(ch, model)
-            refs = {r.seed: r for r in per_gamma.get(REFERENCE, [])}
-            if not refs:
-                continue
-            for (trainer, g), runs in per_gamma.items():
-                if (trainer, g) == REFERENCE:
-                    continue
-                m, n = _pairs_of(ch, runs, attack)
-                rm, rn = _pairs_of(ch, [refs.get(r.seed, refs[min(refs)]) for r in runs], attack)
-                cm = [np.log(a) - np.log(b) for a, b in zip(m, rm)]
-                cn = [np.log(a) - np.log(b) for a, b in zip(n, rn)]
-                boot = np.mean([membership_attacks.paired_shares(a[draws], b[draws]) for a, b in zip(cm, cn)], axis=0)
-                null = membership_attacks.simulated_statistic(
-                    membership_attacks.paired_shares, cm, cn, 0.5, ch.p.n_null, ch.p.seed
-                )
-                raw = paired[(paired.model == model) & (paired.trainer == trainer) & (paired.gamma == g)]
-                rows.append(
-                    {
-                        "model": model,
-                        "trainer": trainer,
-                        "gamma": g,
-                        "pairs": name,
-                        "seeds": len(runs),
-                        "calibrated": float(np.mean([membership_attacks.paired_share(a, b) for a, b in zip(cm, cn)])),
-                        "calibrated_low": float(np.quantile(boot, ALPHA / 2)),
-                        "calibrated_high": float(np.quantile(boot, 1 - ALPHA / 2)),
-                        "uncalibrated": float(raw[raw.pairs == name].share.iloc[0]),
-                        **null_columns(null),
-                        "gamma_free": runs[0].gamma is None,
-                    }
-                )
+    for row in _paired_cells(ch, calibrated):
+        raw = paired[
+            (paired.model == row["model"]) & (paired.trainer == row["trainer"]) & (paired.gamma == row["gamma"])
+        ]
+        row = {k: v for k, v in row.items() if k not in ("attack", "n_pairs")}
+        named = {"share": "calibrated", "share_low": "calibrated_low", "share_high": "calibrated_high"}
+        row = {named.get(k, k): v for k, v in row.items()}
+        rows.append(row | {"uncalibrated": float(raw[raw.pairs == row["pairs"]].share.iloc[0])})
     return pd.DataFrame(rows)
 
 
