@@ -630,9 +630,9 @@ def exposure_table(ch: Chapter) -> pd.DataFrame:
 
 
 def mia_table(ch: Chapter) -> pd.DataFrame:
-    """Seed-mean accuracy of each MIA per (model, trainer, γ), with a percentile interval over N_BOOT resamples of the
-    pairs (the same draws for every seed and cell; an equivalence row reads it) and its permutation null: the 95 % band
-    and the one-sided upper point."""
+    """Seed-mean accuracy of each MIA per (model, trainer, γ), with its permutation null (the 95 % band and the
+    one-sided upper point) and, for CRT's cells, which its 'at chance' equivalence rows read, a percentile interval over
+    N_BOOT resamples of the pairs (the same draws for every seed and cell; NaN elsewhere)."""
     rows = []
     designs = attack_designs(ch.data, ch.p.n_groups, ch.p.seed)
     draws = {
@@ -644,7 +644,7 @@ def mia_table(ch: Chapter) -> pd.DataFrame:
             for attack in ATTACKS:
                 acc = np.array([ch.scores[r]["mia"][attack]["accuracy"] for r in runs])
                 null = np.mean([ch.scores[r]["mia"][attack]["null"] for r in runs], axis=0)
-                boot = _resampled(ch, runs, attack, draws[attack], designs[attack])
+                boot = _resampled(ch, runs, attack, draws[attack], designs[attack]) if trainer == "CRT" else [np.nan]
                 rows.append(
                     {
                         "model": model,
