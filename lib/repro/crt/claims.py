@@ -67,9 +67,9 @@ ALPHA = 0.05  # a 'leaks' attack test: one-sided at 5 % at each (model, γ) cell
 # rate, the share of member / look-alike pairs whose member has the lower perplexity (the pairs' AUC; 0.5 at chance).
 # The attack rows' causes read the power there (table attack_power), not at the effect a run happens to show.
 WIN_RATES = (0.55, 0.60)
-# Our paired 'at chance' check is an equivalence test: no leak means the member win rate lies within this margin of
-# 0.5 at every model and γ (each cell's 95 % interval inside [0.45, 0.55]; an intersection-union test, so no
-# multiplicity correction), with the power at the margin shown (WIN_RATES[0] = 0.55).
+# A 'stays at chance' MIA claim is an equivalence test: the paper's threshold attacks (their accuracy) and our paired
+# check (the member win rate) lie within this margin of 0.5 at every model and γ (each cell's 95 % interval inside
+# [0.45, 0.55]; an intersection-union test, so no multiplicity correction), with the power at WIN_RATES[0] = 0.55 shown.
 EQUIVALENCE_MARGIN = 0.05
 # A paper's 'exposure stays at chance' is an equivalence test too. A leak of δ bits ranks every canary 2^δ times higher
 # than chance, which shifts the null of the seed-mean max exposure by δ; inverting the null band gives the leak's 95 %

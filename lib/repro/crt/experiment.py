@@ -1156,6 +1156,7 @@ def _equivalence_row(claim: Claim, cells: pd.DataFrame, how: Equivalence, why: t
     past = np.maximum(cells[how.high] - high, low - cells[how.low])  # > 0: the interval reaches past the margin
     row = outside.iloc[0] if len(outside) else cells.loc[past.idxmax()]
     where = f"{NAMES[row.model]}" + ("" if row.gamma_free else f", γ = {row.gamma:g}")
+    where += f", {row.dedup}" if "dedup" in cells and cells.dedup.nunique() > 1 else ""
     test = (
         f"{how.interval} at the deciding cell {where} (all {len(cells)} cells must lie inside the margin), "
         f"{_trained(int(row.seeds))}"
@@ -1468,7 +1469,8 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
         mask = t[(t.trainer == "non-private + mask") & (t.gamma > 0)]
         out.append(
             f"**{NAMES[model]}.** The non-private model reaches {npv.exposure:.1f} bits (its null's upper 95 % point "
-            f"{npv.null_upper:.1f}). CRT scores {_span(crt.exposure)} bits, {_span(crt.leak)} bits above chance; "
+            f"{npv.null_upper:.1f}). CRT scores {_span(crt.exposure)} bits, a leak of {crt.leak.min():+.1f} to "
+            f"{crt.leak.max():+.1f} bits over chance; "
             f"its leak's 95 % interval lies within ±{EXPOSURE_MARGIN:g} bits at {inside} of {len(crt)} values of γ. "
             f"Redaction alone scores {_span(mask.exposure)} "
             f"bits for γ > 0, against one-sided null points of {_span(mask.null_upper)}."
