@@ -803,6 +803,12 @@ def _iterative_words(p: Mapping[str, Any], run: list[str]) -> str:
     return f"the {len(run)} {_datasets_and_training(p, run, ' run so')}"
 
 
+# "Cheaper" as a practical difference: at least 10 % less time (a time ratio above 1.1). A smaller saving is within
+# the run-to-run spread of wall-clock timings on one machine, and the end-to-end ratio, one forward pass shared by
+# every method, sits near 1 (a rule at 1 flipped between builds: 1.085 [1.03, 1.10] held, then 1.000 inconclusive).
+CHEAPER = 1.1
+
+
 def _cost_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     """Efficiency, end to end (forward pass included) as the artifact times it: against every coverage method, and
     by an order of magnitude against KMNC and the surprise-adequacy methods."""
@@ -824,10 +830,11 @@ def _cost_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
     slow = min(PAPER_SLOW_SECONDS.values()) / gini
     return {
         "cost": Claim(
-            "DeepGini is cheaper than every coverage method, end to end (forward pass included, CTM and CAM)",
+            "DeepGini is at least 10 % cheaper than every coverage method, end to end (forward pass included, CTM and "
+            "CAM)",
             "abstract; artifact timings (Fashion LeNet-1 mixed set)",
             f"DeepGini {gini} s vs coverage {min(coverage.values())}–{max(PAPER_SLOW_SECONDS.values()):,.0f} s",
-            Rule.above(1, "the smallest time ratio (coverage method / DeepGini)"),
+            Rule.above(CHEAPER, "the smallest time ratio (coverage method / DeepGini)"),
             quote=EFFECTIVE,
             comparator=COVERAGE,
             regime=regime,
@@ -852,11 +859,13 @@ def _cost_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             units="items",  # timing repeats, independent
         ),
         "cost_alone": Claim(
-            "DeepGini's prioritization alone (forward pass excluded) is cheaper than every coverage method's, on "
-            "each timed pair",
+            "DeepGini's prioritization alone (forward pass excluded) is at least 10 % cheaper than every coverage "
+            "method's, on each timed pair",
             "ours: the end-to-end rows are mostly the forward pass, which every method needs",
             "not reported",
-            Rule.above(1, "the smallest time ratio (coverage method / DeepGini), prioritization alone, on each pair"),
+            Rule.above(
+                CHEAPER, "the smallest time ratio (coverage method / DeepGini), prioritization alone, on each pair"
+            ),
             ours=True,
             units="items",  # timing repeats, independent
         ),
