@@ -761,8 +761,9 @@ def paired_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
     attack's accuracy on the same pairs beside."""
     rows = []
     for row in _paired_cells(ch, lambda model, trainer, g, runs, attack: _pairs_of(ch, runs, attack)):
+        attack = row.pop("attack")
         at = mia[(mia.model == row["model"]) & (mia.trainer == row["trainer"]) & (mia.gamma == row["gamma"])]
-        rows.append(row | {"threshold_accuracy": float(at[at.attack == row.pop("attack")].accuracy.iloc[0])})
+        rows.append(row | {"threshold_accuracy": float(at[at.attack == attack].accuracy.iloc[0])})
     return pd.DataFrame(rows)
 
 
@@ -1531,9 +1532,8 @@ def calibrated_table(ch: Chapter, paired: pd.DataFrame) -> pd.DataFrame:
         raw = paired[
             (paired.model == row["model"]) & (paired.trainer == row["trainer"]) & (paired.gamma == row["gamma"])
         ]
-        row = {k: v for k, v in row.items() if k not in ("attack", "n_pairs")}
-        named = {"share": "calibrated", "share_low": "calibrated_low", "share_high": "calibrated_high"}
-        row = {named.get(k, k): v for k, v in row.items()}
+        renamed = {"share": "calibrated", "share_low": "calibrated_low", "share_high": "calibrated_high"}
+        row = {renamed.get(k, k): v for k, v in row.items() if k not in ("attack", "n_pairs")}
         rows.append(row | {"uncalibrated": float(raw[raw.pairs == row["pairs"]].share.iloc[0])})
     return pd.DataFrame(rows)
 
