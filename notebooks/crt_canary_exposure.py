@@ -115,10 +115,10 @@ from repro.results import pivot_view, publish
 # membership inference, it is the accuracy after swapping member and look-alike within each
 # pair at random. A "leaks" claim is one-sided: a leak is a score *above* the null's upper
 # 95 % point. A claim that a trainer "stays at chance" is an equivalence test, because not
-# finding a leak does not show there is none: every (model, γ) cell's 95 % interval must lie
-# inside a margin fixed in the register (exposure within ±2 bits of chance, a canary at most
-# 4× likelier than an unseen one; MIA accuracy within 0.45–0.55), and the row shows the
-# test's power against a leak at the margin. The positive controls show that each test finds
+# finding a leak does not show there is none: every (model, γ) cell's 95 % interval must end
+# below a margin fixed in the register (a leak under 2 bits, a canary at most 4× likelier
+# than an unseen one; MIA accuracy under 0.55). The test is one-sided, since a score below
+# chance is no leak, and the row shows the test's power against a leak at the margin. The positive controls show that each test finds
 # a leak where there is one.
 # Perplexity claims compare like with like: the perplexity of the non-secret test tokens,
 # with an interval over test sentences and trained models.
@@ -505,11 +505,14 @@ if P.profile == "paper":
 # Each row applies the rule fixed in "What we test". A row that does not hold names its
 # cause: a setup choice or a finding, with the table that varies what it names, or `unknown`
 # with the ablation that would tell; no table here sweeps a regime variable, so no row is put
-# down to the regime. A "no leak" row of the paper is at best inconclusive: failing to reject a
-# null does not show no effect. Our paired check of CRT is an equivalence test instead: its
-# margin (a member win rate within 0.05 of 0.5) is written in the register before the runs,
-# and it holds only if every (model, γ) cell's interval lies inside the margin and the test
-# would detect a win rate of 0.55 at least 80 % of the time in its weakest cell. An inconclusive row says how much more data would decide it.
+# down to the regime. Every "stays at chance" row, the paper's and ours, is a one-sided
+# equivalence test: its margin (a leak under 2 bits; an accuracy or member win rate under
+# 0.55) is written in the register before the runs, it holds only if every (model, γ) cell's
+# interval ends below the margin, and only if the test would detect a leak at the margin at
+# least 80 % of the time in its weakest cell. A "rises above chance" row that fails where
+# its test would detect a win rate of 0.55 less than 80 % of the time is inconclusive, not
+# "not held": a weak test that fails to reject does not show the rise absent. An
+# inconclusive row says what would decide it.
 
 # %%
 rows = ex.verdict_rows(ch, planned, exposure, mia, power, paired, attack_power, factorial, arm_result, amp)

@@ -317,16 +317,51 @@ def test_paired_power_by_simulation_equals_the_binomial_formula(win_rate: float)
     assert (direct < 0.05) if win_rate == 0.5 else direct > 0.2
 
 
-def test_paired_power_of_a_seed_mean_rises_with_the_models() -> None:
-    """Three models' pairs flipped independently: the seed mean is Binomial(3n, w) / 3n, narrower than one model's."""
+def test_paired_worlds_label_a_pair_alike_in_every_model() -> None:
+    """The pairs are the data seed's, so a simulated world labels pair i the same way in every trained model: with
+    three models' independent scores the seed mean is Binomial(n, w) / n, as wide as one model's (independent labels
+    per model would give Binomial(3n, w) / 3n, √3 narrower)."""
     rng = np.random.default_rng(4)
     ms, ns = [rng.lognormal(size=100) for _ in range(3)], [rng.lognormal(size=100) for _ in range(3)]
     null = ma.simulated_statistic(ma.paired_shares, ms, ns, 0.5, 4000, seed=5)
-    assert abs(null.mean() - 0.5) < 0.003 and abs(null.std() - np.sqrt(0.25 / 300)) < 0.002
+    assert abs(null.mean() - 0.5) < 0.003 and abs(null.std() - np.sqrt(0.25 / 100)) < 0.003
     point = np.quantile(null, 0.95)
     sims = ma.simulated_statistic(ma.paired_shares, ms, ns, 0.55, 4000, seed=6)
-    direct = sps.binom.sf(np.floor(300 * point + 1e-9), 300, 0.55)
+    direct = sps.binom.sf(np.floor(100 * point + 1e-9), 100, 0.55)
     assert abs(np.mean(sims > point) - direct) < 0.03
+    with pytest.raises(ValueError, match="same pairs"):
+        ma.simulated_statistic(ma.paired_shares, [ms[0], ms[1][:50]], [ns[0], ns[1][:50]], 0.5, 10, seed=0)
+
+
+def test_seed_mean_paired_test_keeps_its_size_when_the_models_share_their_pairs() -> None:
+    """Size by simulation: three models score the same 100 pairs (each pair's two sentences differ by far more than
+    the models do), and which of the two is the member is a fair coin, fixed across the models as the data seed fixes
+    it. The seed-mean share clears its simulated null's 95 % point about 5 % of the time (a null drawn apart per model
+    would be √3 too narrow, a size near 25 %)."""
+    rng = np.random.default_rng(12)
+    hits = []
+    for _ in range(300):
+        a, b = rng.lognormal(size=100), rng.lognormal(size=100)
+        swap = rng.random(100) < 0.5
+        m, n = np.where(swap, b, a), np.where(swap, a, b)
+        ms = [m * rng.lognormal(0, 0.05, 100) for _ in range(3)]
+        ns = [n * rng.lognormal(0, 0.05, 100) for _ in range(3)]
+        observed = np.mean([ma.paired_share(x, y) for x, y in zip(ms, ns)])
+        null = ma.simulated_statistic(ma.paired_shares, ms, ns, 0.5, 400, seed=int(rng.integers(1 << 30)))
+        hits.append(observed > np.quantile(null, 0.95))
+    assert 0.02 < np.mean(hits) < 0.09, np.mean(hits)
+
+
+def test_fold_draws_stay_inside_their_folds() -> None:
+    """A resample puts in a fold's positions only that fold's pairs (the threshold is never fitted on a copy of a pair
+    it is tested on), every pair of a fold about equally often."""
+    attack = ma.individual_attack(40, seed=2)
+    draws = ma.fold_draws(attack, 2000, seed=3)
+    assert draws.shape == (2000, 40)
+    assert attack.fold_a[draws[:, attack.fold_a]].all() and not attack.fold_a[draws[:, ~attack.fold_a]].any()
+    counts = np.bincount(draws.ravel(), minlength=40) / draws.size
+    assert np.allclose(counts, 1 / 40, atol=0.003)
+    assert np.array_equal(draws, ma.fold_draws(attack, 2000, seed=3))
 
 
 def test_threshold_power_is_the_size_at_no_effect_and_rises_with_the_win_rate() -> None:

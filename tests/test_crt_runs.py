@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -60,20 +62,21 @@ def test_crt_trains_on_at_most_one_copy_of_each_canary(data: runs.Data, smoke) -
     assert (runs.canary_copies_missed(data, 1.0) == smoke.canary_copies).all()  # where redaction alone sees them all
 
 
-def test_every_at_chance_claim_is_an_equivalence_test_that_the_papers_numbers_pass() -> None:
+def test_every_at_chance_claim_is_a_one_sided_equivalence_test_that_the_papers_numbers_pass() -> None:
     from repro.crt.claims import EXPOSURE_MARGIN, claims
 
     register = claims(resolve({"profile": "default"}, experiment.SPEC))
     for key in ("crt_exposure", "mask_zero", "sdp_zero", "dp_protects"):
         c = register[f"attack:{key}"]
-        assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (-EXPOSURE_MARGIN, EXPOSURE_MARGIN) == (
-            -2,
+        assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (-math.inf, EXPOSURE_MARGIN) == (
+            -math.inf,
             2,
         )
         assert c.on_paper_numbers() == (None if c.ours else "held")  # the paper's 'close to 0' read as no leak
+        assert c.rule.decide(-5.0, -9.0, 1.5) == "held"  # canaries ranked below chance are no leak
     for key in ("crt_individual", "crt_group", "crt_address", "crt_paired"):
         c = register[f"attack:{key}"]
-        assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (0.45, 0.55)
+        assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (-math.inf, 0.55)
         assert c.on_paper_numbers() == (None if c.ours else "held")
     assert not any(c.rule.fails_to_reject for k, c in register.items() if k.startswith("attack:") and not c.ours)
 
@@ -460,20 +463,21 @@ def test_calibrating_by_the_reference_model_reveals_a_leak_that_easy_look_alikes
     assert len(table) == 1  # the reference's own cell is left out
     row = table.iloc[0]
     assert row.uncalibrated == raw < 0.5 and row.calibrated == 1.0 == row.calibrated_low
-    assert row.calibrated > row.null_upper and 0.4 < row.null_low < 0.5 < row.null_high < 0.65
+    assert row.calibrated > row.null_upper and 0.35 < row.null_low < 0.5 < row.null_high < 0.65  # one set of 80 pairs
     words = experiment.calibrated_words(table)
     assert f"non-private + mask 1.000 calibrated against {raw:.3f} uncalibrated" in words and "in 1 of 1 cells" in words
 
 
 def test_our_paired_at_chance_row_is_an_equivalence_test_over_every_cell() -> None:
-    """Each (model, γ) cell's interval must lie inside [0.45, 0.55]; one cell wholly outside decides 'not held'; a
-    cell reaching past the margin leaves it inconclusive; all inside but a weak test (power < 0.8 at 0.55) too."""
+    """Each (model, γ) cell's interval must end below 0.55 (a share below 0.5 is no leak); one cell wholly above
+    decides 'not held'; a cell reaching past the margin leaves it inconclusive; all below but a weak test (power < 0.8
+    at 0.55) too."""
     import pandas as pd
 
     from repro.crt.claims import claims
 
     claim = claims(resolve({"profile": "smoke"}, experiment.SPEC))["attack:crt_paired"]
-    assert claim.rule.kind == "equivalent" and (claim.rule.low, claim.rule.high) == (0.45, 0.55)
+    assert claim.rule.kind == "equivalent" and (claim.rule.low, claim.rule.high) == (-math.inf, 0.55)
 
     def cells(*intervals: tuple[float, float]) -> pd.DataFrame:
         return pd.DataFrame(
@@ -495,6 +499,8 @@ def test_our_paired_at_chance_row_is_an_equivalence_test_over_every_cell() -> No
     assert wide["decision"] == "inconclusive" and wide["ci_high"] == 0.70
     weak = decide(cells((0.47, 0.53), (0.48, 0.54)), 0.5)
     assert weak["decision"] == "inconclusive" and weak["why"].startswith("the test's power is 50%")
+    below = decide(cells((0.30, 0.44), (0.48, 0.54)), 0.9)
+    assert below["decision"] == "held" and below["ci_high"] == 0.54  # a cell below chance counts for the claim
 
 
 _BUILD_ALL = """
@@ -569,7 +575,7 @@ def test_the_factorial_credits_dp_sgds_noise_only_when_its_clipped_steps_without
     assert "DP-SGD at CRT's rate 1: without its noise, the clipped arm leaks: the noise, not the small step" in noise
     assert noise.endswith(
         "at DPSGD's rate 10, DP-SGD stays at chance with dedup on and stays at chance with dedup off (one seed; a cell "
-        "leaks above its one-sided 95 % null point and stays at chance when its leak's 95 % interval lies within ±2 "
+        "leaks above its one-sided 95 % null point and stays at chance when its leak's 95 % interval ends below +2 "
         "bits, the rules of the factorial's verdict rows)."
     )
     step = experiment.factorial_words(_factorial({"plain SGD": "leaks", "DP-SGD at DPSGD's rate": "leaks"}))
@@ -587,3 +593,22 @@ def test_the_factorial_credits_dp_sgds_noise_only_when_its_clipped_steps_without
         "without its noise, the clipped arm stays at chance with dedup on and stays at chance with dedup off" in mixed
     )
     assert "depends on its step size" not in mixed
+
+
+def test_dialogue_perplexity_is_the_seeds_geometric_mean_with_a_positive_log_scale_interval() -> None:
+    """Per seed, the corpus perplexity exp(Σ nll / Σ tokens); over seeds, their geometric mean; a ratio's interval is
+    made on the log scale, so it stays above 0 however far apart the seeds lie (a linear t interval over 3 seeds
+    would reach below 0 here)."""
+    rng = np.random.default_rng(0)
+    counts = rng.integers(3, 12, 200).astype(float)
+    dialogues = np.repeat(np.arange(50), 4)
+    a = np.stack([rng.gamma(2.0, s, 200) * counts for s in (0.5, 1.5, 3.0)])
+    b = np.stack([rng.gamma(2.0, 1.0, 200) * counts for _ in range(3)])
+    per_seed = np.exp(a.sum(1) / counts.sum() - b.sum(1) / counts.sum())
+    iv = runs.dialogue_perplexity(a, counts, b, dialogues, seed=1, n_resamples=400)
+    assert iv.estimate == pytest.approx(np.exp(np.log(per_seed).mean()))
+    assert 0 < iv.low < iv.estimate < iv.high and "on the log scale" in iv.method
+    linear = per_seed.mean() - 4.30 * per_seed.std(ddof=1) / np.sqrt(3)  # t(2 df) on the ratios themselves
+    assert linear < 0
+    one = runs.dialogue_perplexity(a[:1], counts, None, dialogues, seed=1, n_resamples=400)
+    assert one.estimate == pytest.approx(np.exp(a[0].sum() / counts.sum()))

@@ -306,8 +306,29 @@ def test_no_effect_is_an_equivalence_test_with_its_power_not_a_failure_to_reject
     assert weak["decision"] == "inconclusive" and weak["why"].startswith("the test's power is 30%")
     wide = judge(equiv, 0.0, (-0.08, 0.08), test="bootstrap", power=(0.4, "accuracy 0.55"))
     assert wide["decision"] == "inconclusive"  # an interval too wide to show no effect is not "held"
+    one_sided = Claim("no leak", "§5", "0.5", Rule.at_most(0.55, "MIA accuracy"), **PAPER)
+    assert one_sided.rule.text.startswith("no effect (one-sided): held if the 95 % interval of MIA accuracy ends below")
+    below = judge(one_sided, 0.40, (0.33, 0.47), test="bootstrap", power=(0.9, "accuracy 0.55"))
+    assert below["decision"] == "held" and below["rule_low"] is None  # below chance is no membership advantage
+    assert (
+        judge(one_sided, 0.6, (0.56, 0.64), test="b", power=(0.9, "a"), why=unexplained("x"))["decision"] == "not held"
+    )
+    assert judge(one_sided, 0.52, (0.48, 0.57), test="bootstrap", power=(0.9, "a"))["decision"] == "inconclusive"
     power = stats.simulated_power(lambda rng: rng.normal(0.0392, 0.02) - 1.96 * 0.02 > 0, n_sims=2000, seed=1)
     assert power == pytest.approx(0.5, abs=0.04)  # an effect at the margin, detected about half the time
+
+
+def test_an_effect_not_shown_by_a_weak_test_is_inconclusive_not_absent() -> None:
+    """An above-null ('it rises') rule that fails where its test's power at an effect fixed in advance is below the
+    floor is inconclusive; with a strong test it is not held; without a power it is decided as before."""
+    rises = Claim("MIA rises", "§5", "above 0.5", Rule.above_null("MIA accuracy"), **PAPER)
+    weak = judge(rises, 0.52, (0.42, 0.58), "permutation null", why=unexplained("x"), power=(0.19, "win rate 0.55"))
+    assert weak["decision"] == "inconclusive" and "power is 19% at win rate 0.55" in weak["why"]
+    assert weak["test"] == "permutation null; power 19% at win rate 0.55"
+    strong = judge(rises, 0.52, (0.42, 0.58), "permutation null", why=unexplained("x"), power=(0.95, "win rate 0.55"))
+    assert strong["decision"] == "not held" and strong["why"].startswith("unknown: no table here")
+    assert judge(rises, 0.52, (0.42, 0.58), "permutation null", why=unexplained("x"))["decision"] == "not held"
+    assert judge(rises, 0.7, (0.42, 0.58), "permutation null", power=(0.19, "w"))["decision"] == "held"
 
 
 def test_the_register_needs_the_papers_words_and_checks_its_rule_on_the_papers_numbers() -> None:

@@ -127,6 +127,18 @@ class Rule:
         return cls("equivalent", low=low, high=high, text=text, what=what)
 
     @classmethod
+    def at_most(cls, high: float, what: str = "the effect") -> Rule:
+        """A one-sided 'no effect' (an equivalence test against one side only): held only if the 95 % interval of
+        `what` ends below the margin `high` stated before the numbers, not held if it lies wholly above it. For an
+        effect with one harmful direction (a leak, a membership advantage): an estimate below chance is no effect, so
+        it counts for the claim, not against it. judge() needs the power at the margin, as for `equivalent`."""
+        text = (
+            f"no effect (one-sided): held if the 95 % interval of {what} ends below the margin {_fmt(high)}; "
+            "not held if it lies wholly above it"
+        )
+        return cls("equivalent", high=high, text=text, what=what)
+
+    @classmethod
     def in_null(cls, what: str = "the attack") -> Rule:
         """Held if the estimate lies inside the 95 % band of its null distribution (no signal)."""
         text = f"held if {what} lies inside the 95 % null band; not held if above or below it"
@@ -643,7 +655,8 @@ def judge(
     `narrow_by` would decide it. Comparisons: `overlap` (share of shared selections, the table publishing it) and
     `fitness` ((method's, comparator's) fitness) as the register asks; a claim with a built-in positive control is
     decided at the point `without_control` ((estimate, interval) there). An equivalence rule needs `power` ((the
-    test's power at the margin, the effect it was simulated at)). A paper's 'no effect' is never held by failing to
+    test's power at the margin, the effect it was simulated at)); an above-null rule that fails at a test whose
+    `power` at an effect fixed in advance is below POWER_FLOOR is inconclusive, not 'not held'. A paper's 'no effect' is never held by failing to
     reject a null. `values`: for an exact recomputation of several printed numbers decided on their largest gap, our
     numbers as the paper prints them ("0.50 / 0.64 / 0.84"); the page shows them beside the paper's, not the gap.
     `resamples`: the bootstrap resamples behind the interval; a decision that a Monte Carlo error of the bounds
@@ -669,9 +682,9 @@ def judge(
         ours, iv = without_control
         low, high, test = iv.low, iv.high, iv.method  # the deciding interval's own test
     _check_units(claim, test)
-    if claim.rule.kind == "equivalent":
-        if power is None:
-            raise ValueError(f"claim {claim.claim!r}: an equivalence row shows its power at the margin (power)")
+    if claim.rule.kind == "equivalent" and power is None:
+        raise ValueError(f"claim {claim.claim!r}: an equivalence row shows its power at the margin (power)")
+    if power is not None:
         test = f"{test}; power {power[0]:.0%} at {power[1]}"
     ours, low, high = float(ours), float(low), float(high)
     decision = claim.rule.decide(ours, low, high)
@@ -688,6 +701,12 @@ def judge(
         cause = (
             f"the test's power is {power[0]:.0%}, below {POWER_FLOOR:.0%}: a narrow interval from a weak "
             "test does not show no effect"
+        )
+    elif decision == "not held" and claim.rule.kind == "above_null" and power and not power[0] >= POWER_FLOOR:
+        decision = "inconclusive"
+        cause = (
+            f"not above its null, but the test's power is {power[0]:.0%} at {power[1]}, below {POWER_FLOOR:.0%}: "
+            "a weak test that fails to reject does not show the effect absent"
         )
     elif decision == "held" and claim.rule.fails_to_reject and not claim.ours:
         decision = "inconclusive"

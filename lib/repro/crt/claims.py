@@ -67,15 +67,17 @@ ALPHA = 0.05  # a 'leaks' attack test: one-sided at 5 % at each (model, γ) cell
 # rate, the share of member / look-alike pairs whose member has the lower perplexity (the pairs' AUC; 0.5 at chance).
 # The attack rows' causes read the power there (table attack_power), not at the effect a run happens to show.
 WIN_RATES = (0.55, 0.60)
-# A 'stays at chance' MIA claim is an equivalence test: the paper's threshold attacks (their accuracy) and our paired
-# check (the member win rate) lie within this margin of 0.5 at every model and γ (each cell's 95 % interval inside
-# [0.45, 0.55]; an intersection-union test, so no multiplicity correction), with the power at WIN_RATES[0] = 0.55 shown.
+# A 'stays at chance' MIA claim is a one-sided equivalence test: the paper's threshold attacks (their accuracy) and our
+# paired check (the member win rate) lie less than this margin above 0.5 at every model and γ (each cell's 95 % interval
+# ends below 0.55; an intersection-union test, so no multiplicity correction), with the power at WIN_RATES[0] = 0.55
+# shown. Accuracy below 0.5 is no membership advantage, so it counts for the claim.
 EQUIVALENCE_MARGIN = 0.05
 # A paper's 'exposure stays at chance' is an equivalence test too. A leak of δ bits ranks every canary 2^δ times higher
 # than chance, which shifts the null of the seed-mean max exposure by δ; inverting the null band gives the leak's 95 %
-# interval (exposure − the null's upper and lower 2.5 % points). No leak means that interval lies inside ±2 bits at
+# interval (exposure − the null's upper and lower 2.5 % points). No leak means that interval ends below +2 bits at
 # every model and γ (a canary at most 4× likelier than an unseen one: 10 % of full memorization, the 19.93 bits of
-# rank 1 among 10^6 candidates); the power shown is the test's at a 2-bit leak (each cell's interval above 0).
+# rank 1 among 10^6 candidates; canaries ranked below chance are no leak, so the test is one-sided); the power shown is
+# the test's at a 2-bit leak (each cell's interval above 0).
 EXPOSURE_MARGIN = 2.0
 LEAK = "the seed-mean max exposure over the 10 canaries above chance (bits; 0 at chance)"
 PAIRED = "the seed-mean share of member / look-alike pairs whose member has the lower perplexity (0.5 at chance)"
@@ -96,13 +98,14 @@ CHANCE_EXPOSURE = "exposure 0: a canary the model never saw (read here as the nu
 
 
 def no_leak(what: str) -> Rule:
-    """A paper's 'exposure stays at chance' as an equivalence test on the leak (bits) within ±EXPOSURE_MARGIN."""
-    return Rule.equivalent(-EXPOSURE_MARGIN, EXPOSURE_MARGIN, f"{LEAK}, {what}")
+    """A paper's 'exposure stays at chance' as a one-sided equivalence test: the leak (bits) below EXPOSURE_MARGIN."""
+    return Rule.at_most(EXPOSURE_MARGIN, f"{LEAK}, {what}")
 
 
 def at_chance(what: str) -> Rule:
-    """A 'stays at chance' MIA claim as an equivalence test: the accuracy within EQUIVALENCE_MARGIN of 0.5."""
-    return Rule.equivalent(0.5 - EQUIVALENCE_MARGIN, 0.5 + EQUIVALENCE_MARGIN, what)
+    """A 'stays at chance' MIA claim as a one-sided equivalence test: the accuracy less than EQUIVALENCE_MARGIN above
+    0.5 (below 0.5 is no membership advantage)."""
+    return Rule.at_most(0.5 + EQUIVALENCE_MARGIN, what)
 
 
 def model_name(p: Mapping[str, Any], model: str) -> str:
@@ -297,7 +300,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "≈ 0.5",
             at_chance(f"the {attack} MIA accuracy, at every model and γ"),
             quote=quote,
-            comparator="the 0.5 random-guess line (read here as accuracy within ±0.05 of it)",
+            comparator="the 0.5 random-guess line (read here as accuracy at most 0.05 above it)",
             regime=both,
             paper_values={f"CRT {attack} MIA accuracy, every γ (text: aligns with 0.5)": 0.5},
             paper_estimate=(0.5, 0.5, 0.5),

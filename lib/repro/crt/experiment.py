@@ -193,13 +193,15 @@ def model_factory(p: Any, data: Data, vocabs: dict[str, Any]):
 
 
 def exposure_score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: Encoder) -> dict:
-    """Max exposure over the real canaries and its null (10 fake canaries from the same scored candidates)."""
+    """Max exposure over the real canaries and its null (10 fake canaries from the same scored candidates). The fake
+    canaries are drawn with the data seed, as the real ones are: every trained model of a cell ranks the same fake
+    canaries, so the seed-mean null varies across seeds as the seed-mean exposure does (not √seeds narrower)."""
     stepper, batch = STEPPERS[run.model]
     cand = canary_scores(stepper(model), enc, CANARY_DIGITS, batch)
     real = [canary.canary_index(c) for c in data.canaries]
     return {
         "exposure": canary.max_exposure(cand, real),
-        "exposure_null": canary.exposure_null(cand, N_CANARIES, p.n_null, run.seed, exclude=real),
+        "exposure_null": canary.exposure_null(cand, N_CANARIES, p.n_null, p.seed, exclude=real),
     }
 
 
@@ -207,15 +209,16 @@ def scores_of(
     p: Any, data: Data, run: Run, trainer: Trainer, model: torch.nn.Module, enc: Encoder, designs: dict
 ) -> dict:
     """Exposure with its null, the three MIAs with their nulls and the per-sentence test NLL of one model, cached
-    beside it in two entries: the MIAs apart, so that the attack's sizes (n_mia, n_groups) re-score only them."""
+    beside it in two entries: the MIAs apart, so that the attack's sizes (n_mia, n_groups) re-score only them. The
+    nulls are drawn with the data seed (v 4), shared by every trained model of a cell, as the canaries and pairs are."""
 
     def entry(kind: str, spec: dict, build: Any) -> dict:
         return cached(f"{kind}-{run.model}-{run.label}-s{run.seed}", spec, build)[0]
 
-    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 3}
+    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 4}
     canaries = entry("exposure", spec, lambda: exposure_score(p, data, run, model, enc) | {"nll": test_nll(model, enc)})
     spec |= {"n_groups": p.n_groups, "n_mia": p.n_mia}
-    return canaries | {"mia": entry("mia", spec, lambda: mia_scores(model, enc, designs, p.n_null, run.seed))}
+    return canaries | {"mia": entry("mia", spec, lambda: mia_scores(model, enc, designs, p.n_null, p.seed))}
 
 
 @dataclass(frozen=True)
@@ -463,18 +466,18 @@ def _step_words(table: pd.DataFrame, state: Any) -> str:
 _READING = {
     "leaks": "leaks",
     "chance": "stays at chance",
-    "unclear": f"neither leaks nor is shown within {EXPOSURE_MARGIN:g} bits of chance",
+    "unclear": f"neither leaks nor is shown less than {EXPOSURE_MARGIN:g} bits above chance",
 }
 
 
 def _factorial_state(table: pd.DataFrame, context: str, dedup: str, arm: str) -> str:
     """'leaks' (exposure above the cell's one-sided 95 % null point, the plain_leaks row's rule), 'chance' (the leak's
-    95 % interval inside the register's margin, the dp_protects row's rule) or 'unclear' (neither), for one factorial
+    95 % interval ends below the register's margin, the dp_protects row's rule) or 'unclear' (neither), for one factorial
     cell."""
     row = table[(table.canaries == context) & (table.dedup == dedup) & (table.trainer == arm)].iloc[0]
     if row.exposure > row.null_upper:
         return "leaks"
-    return "chance" if -EXPOSURE_MARGIN <= row.leak_low and row.leak_high <= EXPOSURE_MARGIN else "unclear"
+    return "chance" if row.leak_high < EXPOSURE_MARGIN else "unclear"
 
 
 def factorial_words(table: pd.DataFrame) -> str:
@@ -528,7 +531,7 @@ def factorial_words(table: pd.DataFrame) -> str:
         second += "; " + _step_words(table, state)
     rule = (
         "(one seed; a cell leaks above its one-sided 95 % null point and stays at chance when its leak's 95 % interval "
-        f"lies within ±{EXPOSURE_MARGIN:g} bits, the rules of the factorial's verdict rows)"
+        f"ends below +{EXPOSURE_MARGIN:g} bits, the rules of the factorial's verdict rows)"
     )
     return lead + " ".join(out) + f" {first}; {second} {rule}."
 
@@ -632,13 +635,11 @@ def exposure_table(ch: Chapter) -> pd.DataFrame:
 def mia_table(ch: Chapter) -> pd.DataFrame:
     """Seed-mean accuracy of each MIA per (model, trainer, γ), with its permutation null (the 95 % band and the
     one-sided upper point) and, for CRT's cells, which its 'at chance' equivalence rows read, a percentile interval over
-    N_BOOT resamples of the pairs (the same draws for every seed and cell; NaN elsewhere)."""
+    N_BOOT resamples of the pairs within each fold (membership_attacks.fold_draws: the same draws for every seed and
+    cell; NaN elsewhere)."""
     rows = []
     designs = attack_designs(ch.data, ch.p.n_groups, ch.p.seed)
-    draws = {
-        a: np.random.default_rng([ch.p.seed, 10]).integers(0, designs[a].n_pairs, (N_BOOT, designs[a].n_pairs))
-        for a in ATTACKS
-    }
+    draws = {a: membership_attacks.fold_draws(designs[a], N_BOOT, [ch.p.seed, 10]) for a in ATTACKS}
     for model in MODELS:
         for (trainer, g), runs in _per_gamma(ch, model).items():
             for attack in ATTACKS:
@@ -678,11 +679,12 @@ def _resampled(ch: Chapter, runs: list[Run], attack: str, draws: np.ndarray, des
 
 def mia_power_table(ch: Chapter, mia: pd.DataFrame) -> pd.DataFrame:
     """Per (model, redacting trainer, γ > 0): the individual and group MIA, and group − individual with a percentile
-    interval over pair resamples, Bonferroni-widened over the cells of Fig. 5's claim. The attacks' power, at effects
-    fixed in advance, is table attack_power's."""
+    interval over pair resamples within the attacks' folds (the two designs share them), Bonferroni-widened over the
+    cells of Fig. 5's claim. The attacks' power, at effects fixed in advance, is table attack_power's."""
     rows, diffs = [], []
-    rng = np.random.default_rng(ch.p.seed + 7)
-    draws = rng.integers(0, len(ch.data.pairs), (N_BOOT, len(ch.data.pairs)))
+    draws = membership_attacks.fold_draws(
+        attack_designs(ch.data, ch.p.n_groups, ch.p.seed)["individual"], N_BOOT, ch.p.seed + 7
+    )
     for model in MODELS:
         per_gamma = _per_gamma(ch, model)
         for trainer in ("non-private + mask", "S-DP"):
@@ -723,7 +725,8 @@ def _paired_cells(ch: Chapter, scores: Any) -> Iterator[dict]:
     """One row per (set of pairs, model, trainer, γ) cell of the paired statistic on the member and look-alike scores
     `scores(model, trainer, γ, runs, attack)` gives (a list per seed each; None skips the cell): the seed-mean share of
     pairs whose member scores lower, a percentile interval over N_BOOT resamples of the pairs (the same draws for
-    every seed and cell), and its paired permutation null (each seed's pairs swapped independently, n_null draws)."""
+    every seed and cell), and its paired permutation null (n_null draws, each pair swapped alike in every seed's model:
+    the pairs are the data seed's)."""
     for attack, name in PAIR_SETS.items():
         n_pairs = len(ch.data.address_pairs if attack == "address" else ch.data.pairs)
         if n_pairs == 0:
@@ -776,7 +779,7 @@ def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> 
     """Per MIA cell an attack row decides (redaction alone and S-DP at γ > 0, CRT at every γ) and per statistic (the
     paper's threshold attack, our paired share): the power of the row's test by simulation at the member win rates
     fixed in the register (claims.WIN_RATES) and at 0.5 (no effect: the test's size). Power is the share of N_POWER
-    worlds (membership_attacks.win_rate_worlds over the cell's own pairs, each model's labels drawn independently) in
+    worlds (membership_attacks.simulated_statistic over the cell's own pairs, a pair labelled alike in every model) in
     which the seed-mean statistic clears the point the row compares with: one-sided 95 % for a 'rises' row; for CRT's
     'at chance' rows (equivalence tests) the top of the two-sided 95 % band, where a cell's interval excludes chance.
     It does not depend on the effect the run shows."""
@@ -1039,11 +1042,13 @@ def _trained(n: int) -> str:
     return f"mean over {n} trained models (seeds: initialization and batch order)"
 
 
-def _band_row(claim: Claim, frame: pd.DataFrame, value: str, cause: Any) -> dict:
+def _band_row(claim: Claim, frame: pd.DataFrame, value: str, cause: Any, power: pd.Series | None = None) -> dict:
     """Judge a 'leaks' (above-null) claim over several (model, γ) cells: each must clear its cell's one-sided 95 %
     point. The row shows the cell that decides the claim (the first that fails, else the one nearest its point);
     `cause(model, γ)` gives the cause of a failure: (cause, sentence), or ((cause, sentence), the table that measures
-    it)."""
+    it). `power`, each cell's power at the register's first win rate (aligned with `frame`): a failing cell whose test
+    is weaker than the floor leaves the row inconclusive (verdict.judge), since failing to clear a weak test does not
+    show the rise absent."""
     if claim.rule.kind != "above_null":
         raise ValueError(f"claim {claim.claim!r}: a band row judges a 'leaks' rule; 'at chance' is an equivalence row")
     frame = frame[
@@ -1063,7 +1068,13 @@ def _band_row(claim: Claim, frame: pd.DataFrame, value: str, cause: Any) -> dict
     why, table = cause(row.model, float(row.gamma)), ""
     if isinstance(why[0], tuple):
         why, table = why
-    return judge(claim, row[value], (row.null_low, row.null_upper), test, why=why, measured_by=table)
+    weak = None
+    if failing and power is not None:
+        weak = (
+            float(power.loc[row.name]),
+            f"member win rate {WIN_RATES[0]:g} at the deciding cell (table attack_power)",
+        )
+    return judge(claim, row[value], (row.null_low, row.null_upper), test, why=why, measured_by=table, power=weak)
 
 
 def _cells(table: pd.DataFrame, trainer: str, short: str, gammas: str, attack: str | None = None) -> pd.DataFrame:
@@ -1140,15 +1151,18 @@ class Equivalence(NamedTuple):
 
 
 def _mia_power(cells: pd.DataFrame, power: pd.DataFrame, statistic: str, attack: str) -> pd.Series:
-    """Each CRT cell's power at the register's first win rate (table attack_power), aligned with `cells`."""
-    at = power[(power.trainer == "CRT") & (power.statistic == statistic) & (power.attack == attack)]
-    by_cell = at.set_index(["model", "gamma"])[power_column(WIN_RATES[0])]
-    return pd.Series([float(by_cell[m, g]) for m, g in zip(cells.model, cells.gamma)], index=cells.index)
+    """Each (model, trainer, γ) cell's power at the register's first win rate (table attack_power), aligned with
+    `cells`."""
+    at = power[(power.statistic == statistic) & (power.attack == attack)]
+    by_cell = at.set_index(["model", "trainer", "gamma"])[power_column(WIN_RATES[0])]
+    keys = zip(cells.model, cells.trainer, cells.gamma)
+    return pd.Series([float(by_cell[m, t, g]) for m, t, g in keys], index=cells.index)
 
 
 def _equivalence_row(claim: Claim, cells: pd.DataFrame, how: Equivalence, why: tuple[str, str]) -> dict:
     """An 'at chance' claim as an equivalence test over its (model, γ) cells, all of which must hold (an
-    intersection-union test: each cell's 95 % interval inside the register's margin, so no multiplicity correction).
+    intersection-union test: each cell's 95 % interval ending below the register's one-sided margin, so no
+    multiplicity correction).
     The deciding cell is the first wholly outside the margin, else the one reaching furthest past it, else the one
     nearest its edge; the power shown is the weakest cell's at the margin."""
     low, high = claim.rule.low, claim.rule.high
@@ -1159,7 +1173,7 @@ def _equivalence_row(claim: Claim, cells: pd.DataFrame, how: Equivalence, why: t
     where = f"{NAMES[row.model]}" + ("" if row.gamma_free else f", γ = {row.gamma:g}")
     where += f", {row.dedup}" if "dedup" in cells and cells.dedup.nunique() > 1 else ""
     test = (
-        f"{how.interval} at the deciding cell {where} (all {len(cells)} cells must lie inside the margin), "
+        f"{how.interval} at the deciding cell {where} (all {len(cells)} cells must end below the margin), "
         f"{_trained(int(row.seeds))}"
     )
     weakest = float(how.power.loc[cells.index].min())
@@ -1214,7 +1228,8 @@ def verdict_rows(
         for attack in ("individual", "group"):
             frame = _cells(mia, t, short, "positive", attack)
             cause = _power_cause(ch, attack_power, (t,), "threshold (paper)", attack)
-            rows.append(_band_row(c[f"{short}_{attack}"], frame, "accuracy", cause))
+            weak = _mia_power(frame, attack_power, "threshold (paper)", attack)
+            rows.append(_band_row(c[f"{short}_{attack}"], frame, "accuracy", cause, weak))
     rows.append(_group_vs_individual(c["group_vs_individual"], power, attack_power))
     for attack in ATTACKS:
         frame = _cells(mia, "CRT", "crt", "all", attack)
@@ -1228,7 +1243,8 @@ def verdict_rows(
     every = paired[paired.pairs == PAIR_SETS["individual"]]
     rise = pd.concat([_cells(every, t, short, "positive") for t, short in zip(redacting, ("mask", "sdp"))])
     cause = _power_cause(ch, attack_power, redacting, "paired (ours)", PAIR_SETS["individual"])
-    rows.append(_band_row(c["paired_rise"], rise, "share", cause))
+    weak = _mia_power(rise, attack_power, "paired (ours)", PAIR_SETS["individual"])
+    rows.append(_band_row(c["paired_rise"], rise, "share", cause, weak))
     crt_pairs = _cells(every, "CRT", "crt", "all")
     how = Equivalence(
         "share", "share_low", "share_high", f"percentile interval over {N_BOOT} pair resamples",
@@ -1466,13 +1482,13 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
         t = exposure[exposure.model == model]
         npv = t[(t.trainer == "non-private") & (t.gamma == 0)].iloc[0]
         crt = t[t.trainer == "CRT"]
-        inside = int(((crt.leak_low >= -EXPOSURE_MARGIN) & (crt.leak_high <= EXPOSURE_MARGIN)).sum())
+        inside = int((crt.leak_high < EXPOSURE_MARGIN).sum())
         mask = t[(t.trainer == "non-private + mask") & (t.gamma > 0)]
         out.append(
             f"**{NAMES[model]}.** The non-private model reaches {npv.exposure:.1f} bits (its null's upper 95 % point "
             f"{npv.null_upper:.1f}). CRT scores {_span(crt.exposure)} bits, a leak of {crt.leak.min():+.1f} to "
             f"{crt.leak.max():+.1f} bits over chance; "
-            f"its leak's 95 % interval lies within ±{EXPOSURE_MARGIN:g} bits at {inside} of {len(crt)} values of γ. "
+            f"its leak's 95 % interval ends below +{EXPOSURE_MARGIN:g} bits at {inside} of {len(crt)} values of γ. "
             f"Redaction alone scores {_span(mask.exposure)} "
             f"bits for γ > 0, against one-sided null points of {_span(mask.null_upper)}."
         )

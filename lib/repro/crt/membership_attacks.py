@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -247,9 +248,15 @@ def win_rate_worlds(
     look-alike. Returns (rows, pairs) member and non-member scores."""
     if not 0.0 <= win_rate <= 1.0:
         raise ValueError(f"win_rate must lie in [0, 1], got {win_rate}")
+    m = np.asarray(member_scores, np.float64)
+    return _labelled(m, nonmember_scores, rng.random((rows, m.size)) < win_rate)
+
+
+def _labelled(member_scores: np.ndarray, nonmember_scores: np.ndarray, wins: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(rows, pairs) member and non-member scores: in row r the lower of pair i's two observed scores is the member's
+    where wins[r, i]."""
     m, n = np.asarray(member_scores, np.float64), np.asarray(nonmember_scores, np.float64)
     low, high = np.minimum(m, n), np.maximum(m, n)
-    wins = rng.random((rows, m.size)) < win_rate
     return np.where(wins, low, high), np.where(wins, high, low)
 
 
@@ -257,14 +264,28 @@ def simulated_statistic(
     statistic, members: list[np.ndarray], nonmembers: list[np.ndarray], win_rate: float, n_sims: int, seed: int
 ) -> np.ndarray:
     """The seed-mean of `statistic` ((rows, pairs) members, non-members -> (rows,)) over `n_sims` simulated worlds
-    at `win_rate` (win_rate_worlds), each trained model's pairs flipped independently (as each model's permutation
-    null is drawn)."""
+    at `win_rate` (win_rate_worlds), each pair labelled the same way in every trained model: the pairs are the data
+    seed's, shared by every model, so a pair's label (and, at 0.5, its permutation swap) is too. Drawing them apart
+    per model would make the seed mean's null about sqrt(models) too narrow where the models' scores agree."""
     if n_sims < 1 or not members or len(members) != len(nonmembers):
         raise ValueError(f"need n_sims >= 1 and one member and non-member score array per model, got {n_sims}")
+    sizes = {np.size(m) for m in members} | {np.size(n) for n in nonmembers}
+    if len(sizes) != 1:
+        raise ValueError(f"every model scores the same pairs; got pair counts {sorted(sizes)}")
+    draws = np.random.default_rng(seed).random((n_sims, sizes.pop()))
+    return np.mean([statistic(*_labelled(m, n, draws < win_rate)) for m, n in zip(members, nonmembers)], axis=0)
+
+
+def fold_draws(attack: Attack, n_resamples: int, seed: Any) -> np.ndarray:
+    """(n_resamples, n_pairs) pair draws for resampled_accuracies that stay inside the attack's folds: a position of
+    fold A draws one of fold A's pairs, a position of fold B one of fold B's, so a resample never puts a pair on the
+    side that fits the threshold and on the side it is tested on."""
     rng = np.random.default_rng(seed)
-    return np.mean(
-        [statistic(*win_rate_worlds(m, n, win_rate, n_sims, rng)) for m, n in zip(members, nonmembers)], axis=0
-    )
+    out = np.empty((n_resamples, attack.n_pairs), dtype=np.int64)
+    for in_fold in (attack.fold_a, ~attack.fold_a):
+        pairs = np.flatnonzero(in_fold)
+        out[:, pairs] = pairs[rng.integers(0, pairs.size, (n_resamples, pairs.size))]
+    return out
 
 
 def threshold_statistic(attack: Attack):

@@ -4,6 +4,7 @@ deduplication reading), cached, and each model's scores (exposure with its null,
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import time
 from dataclasses import dataclass, field, replace
@@ -454,9 +455,10 @@ def dialogue_perplexity(
     seed: int = 0,
     n_resamples: int = 2000,
 ) -> stats.Interval:
-    """Seed-mean corpus perplexity exp(sum nll / sum counts), or the ratio ppl_a / ppl_b paired by seed, with a
-    two-stage interval: the test dialogues resampled, then the sentences within them (stats.unit_weights), every seed
-    and both models on the same resample (stats.clustered_interval, sharing 'items').
+    """Corpus perplexity exp(sum nll / sum counts), or the ratio ppl_a / ppl_b paired by seed, as the seeds' geometric
+    mean with a two-stage interval on the log scale, so that a ratio's interval stays positive: the test dialogues
+    resampled, then the sentences within them (stats.unit_weights), every seed and both models on the same resample
+    (stats.clustered_interval, sharing 'items').
 
     nll_a, nll_b: summed token NLL per (seed, sentence); counts: tokens per sentence; dialogues: each sentence's."""
     a = np.atleast_2d(np.asarray(nll_a, dtype=np.float64))
@@ -468,20 +470,21 @@ def dialogue_perplexity(
     weights = stats.unit_weights(np.asarray(dialogues), n_resamples=n_resamples, seed=seed)
 
     def per_seed(w: np.ndarray) -> np.ndarray:
-        """(resamples, seeds) perplexity (ratio) under sentence multiplicities w (resamples, sentences)."""
+        """(resamples, seeds) log perplexity (log ratio) under sentence multiplicities w (resamples, sentences)."""
         tokens = (w @ c)[:, None]
         log_ppl = (w @ a.T) / tokens
-        return np.exp(log_ppl - (w @ b.T) / tokens if b is not None else log_ppl)
+        return log_ppl - (w @ b.T) / tokens if b is not None else log_ppl
 
     what = "paired perplexity ratio" if b is not None else "perplexity"
-    return stats.clustered_interval(
+    iv = stats.clustered_interval(
         per_seed(np.ones((1, c.size)))[0],
         per_seed(weights),
         clusters=np.asarray(dialogues),
         unit="test dialogues",
         sharing="items",
-        words=f"{what} over {c.size:,} test sentences",
+        words=f"{what} over {c.size:,} test sentences, on the log scale (the seeds' geometric mean)",
     )
+    return stats.Interval(math.exp(iv.estimate), math.exp(iv.low), math.exp(iv.high), iv.method)
 
 
 def cached(name: str, spec: dict, build: Any) -> tuple[Any, bool]:
