@@ -1148,6 +1148,7 @@ class Equivalence(NamedTuple):
     interval: str
     power: pd.Series
     effect: str
+    lever: str = "pairs and seeds"  # what more of would narrow the interval (an inconclusive row says how much)
 
 
 def _mia_power(cells: pd.DataFrame, power: pd.DataFrame, statistic: str, attack: str) -> pd.Series:
@@ -1184,6 +1185,7 @@ def _equivalence_row(claim: Claim, cells: pd.DataFrame, how: Equivalence, why: t
         test,
         why=why,
         power=(weakest, f"{how.effect}, the weakest of the {len(cells)} cells"),
+        narrow_by=how.lever,
     )
 
 
@@ -1191,7 +1193,8 @@ def _leak(frame: pd.DataFrame) -> Equivalence:
     """How an exposure 'at chance' row reads its cells (table exposure or factorial: the leak columns)."""
     interval = "the leak's 95 % interval, the null band of 10 unseen canaries inverted (a leak shifts it)"
     effect = f"a leak of {EXPOSURE_MARGIN:g} bits (the margin), by shifting the null's draws"
-    return Equivalence("leak", "leak_low", "leak_high", interval, frame[LEAK_POWER], effect)
+    lever = "seeds (more canaries do not narrow the null band of their max)"
+    return Equivalence("leak", "leak_low", "leak_high", interval, frame[LEAK_POWER], effect, lever)
 
 
 def verdict_rows(
