@@ -126,10 +126,11 @@ P = repro.start(globals(), checks=[dg.local_pairs], **dg.SPEC)
 # set holds several adversarial versions of one source image, so its tests are not independent:
 # the bootstrap draws source images (the same draws for every model, whose sets are built from the
 # same test images), then the tests of each drawn image with its misclassified count fixed, and
-# the interval is taken over source images and models. Retraining differences are paired by
-# retraining seed on one held-out half; their intervals resample its inputs by source image (the
-# same draws for every seed and method) as well as the seeds. Pool accuracy, the artifact's
-# metric, is read on the fixed pool, over seeds only. A row judged on every pair (or every pair
+# the interval is taken over source images and models. Every retraining seed splits the source
+# images afresh into a pool and a held-out half, and differences are paired by seed; their
+# intervals resample the source images (one draw for every seed and method, each seed reading
+# its own held-out inputs of them) as well as the seeds. Pool accuracy, the artifact's metric,
+# is read on each seed's pool, over seeds only. A row judged on every pair (or every pair
 # and score) is held only if every unit holds at 95 %, and not held only if some unit's interval
 # at 1 − 0.05 / units (Bonferroni over the row's units) lies wholly on the failing side, so that
 # more units do not make "not held" easier. A retraining row's cause stands only if the

@@ -138,6 +138,21 @@ def test_apfd_difference_is_kept_by_its_inputs_and_code_and_read_back(tmp_path, 
     assert len(list((tmp_path / "features").glob("deepgini-apfd-difference-*.json"))) == 4
 
 
+def test_kept_path_names_the_entry_kept_writes(tmp_path, monkeypatch) -> None:
+    """retraining_runs asks kept_path whether a piece is cached before it sends the pieces to the cores: it must name
+    the very file kept writes, and another part or parameter another file."""
+    from repro.params import Resolved
+
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    params = Resolved({"seed": 3})
+    parts = ("mnist", "lenet1", pd.DataFrame({"a": [1.0]}), np.arange(4))
+    assert not dg.kept_path("probe", params, *parts).exists()
+    assert dg.kept("probe", lambda: {"x": 1}, params, *parts) == {"x": 1}
+    assert dg.kept_path("probe", params, *parts).exists()
+    assert not dg.kept_path("probe", params, *parts[:3], np.arange(5)).exists()
+    assert not dg.kept_path("probe", Resolved({"seed": 4}), *parts).exists()
+
+
 def test_differences_on_one_set_share_their_weights_and_equal_each_computed_alone(tmp_path, monkeypatch) -> None:
     """apfd_differences over source images draws each block of two-stage weights once for all its comparisons and
     gives each the interval apfd_difference gives it alone, kept in the same entry (read back, not computed)."""
@@ -922,7 +937,10 @@ def test_held_out_differences_resample_the_held_out_rows_by_source_image() -> No
             rows.append({"protocol": "one-shot", "method": m, "percent": 10, "seed": s,
                          "held_out_accuracy": right.mean(), retraining.HELD_RIGHT: right})  # fmt: skip
     frame = pd.DataFrame(rows)
-    held_out = (retraining.held_out_weights(sources, 1000, 0), sources)
+    from repro import stats
+
+    weights = stats.unit_weights(sources, n_resamples=1000, seed=0).astype(np.float32)
+    held_out = (weights, sources, {s: np.arange(len(sources)) for s in range(3)})  # every seed on the same rows here
     (row,) = retraining.paired_differences(frame, held_out=held_out).to_dict("records")
     (plain,) = retraining.paired_differences(frame.drop(columns=retraining.HELD_RIGHT)).to_dict("records")
     assert row["difference"] == pytest.approx(plain["difference"])
@@ -936,6 +954,40 @@ def test_held_out_differences_resample_the_held_out_rows_by_source_image() -> No
     # too) and the seeds' spread make it conservative (the core's coverage tests: tests/test_stats.py)
     assert half <= (row["ci_high"] - row["ci_low"]) / 2 <= 1.5 * half
     assert (row["ci_high"] - row["ci_low"]) > 1.5 * (plain["ci_high"] - plain["ci_low"])
+
+
+def test_every_retraining_seed_draws_its_own_split_and_the_interval_reads_each_seeds_rows() -> None:
+    """scorings splits the source images afresh per seed (pool and held-out never share a source image); the held-out
+    design weighs every adversarial row once, and a seed's columns point at its own held-out rows. A method that gains
+    on every seed's held-out half shows it whatever the split, and the interval (source images drawn alike for every
+    seed) covers the seed mean."""
+    from repro.deepgini.testsets import MixedSet
+
+    rng = np.random.default_rng(1)
+    n_src = 80
+    source = np.r_[np.arange(n_src), np.repeat(np.arange(n_src), 3)]
+    kind = np.r_[["original"] * n_src, np.tile(["FGSM", "BIM", "JSMA"], n_src)]
+    x = rng.random((len(source), 1, 4, 4)).astype(np.float32)
+    mixed = MixedSet(x, rng.integers(0, 10, len(source)), source, kind)
+    by_seed = retraining.scorings(mixed, [0, 1, 2], (x[:5], np.zeros(5, int)), 0.1)
+    pools = {s: set(mixed.source[sc.pool]) for s, sc in by_seed.items()}
+    for sc in by_seed.values():
+        assert not set(mixed.source[sc.pool]) & set(mixed.source[sc.held]) and (mixed.kind[sc.held] != "original").all()
+    assert pools[0] != pools[1] != pools[2]
+    held = {s: sc.held for s, sc in by_seed.items()}
+    weights, sources, columns = retraining.held_out_design(mixed, held, 500, 0)
+    assert weights.shape == (500, 3 * n_src) and (mixed.kind != "original").sum() == len(sources)
+    for s in held:
+        assert np.array_equal(sources[columns[s]], mixed.source[held[s]])
+    rows = []
+    for s in held:
+        base = rng.random(len(held[s])) < 0.6
+        for m, right in (("DeepGini", base | (rng.random(len(held[s])) < 0.3)), ("random", base)):
+            rows.append({"protocol": "one-shot", "method": m, "percent": 10, "seed": s,
+                         "held_out_accuracy": right.mean(), retraining.HELD_RIGHT: right})  # fmt: skip
+    (row,) = retraining.paired_differences(pd.DataFrame(rows), held_out=(weights, sources, columns)).to_dict("records")
+    assert row["ci_low"] > 0 and row["ci_low"] < row["difference"] < row["ci_high"]
+    assert "each seed on its own held-out half" in row["test"]
 
 
 def test_every_figure_of_the_chapter_gives_a_role_one_colour() -> None:

@@ -706,7 +706,7 @@ def _retraining_claims(p: Mapping[str, Any], each: str) -> dict[str, Claim]:
         "paper_values": PAPER_RETRAINING,
         "paper_estimate": round(PAPER_RETRAINING["DeepGini"] - PAPER_RETRAINING["coverage, best"], 3),
         # the held-out half's inputs come several to a source image: its rows are resampled by source image
-        # (retraining.paired_differences); the pool row's interval is over retraining seeds on the fixed pool
+        # (retraining.paired_differences); the pool row's interval is over retraining seeds, each on its own pool
         "units": "source images",
         # a rival whose top k its tie-break decides beyond this share is no rival (untestable here)
         "overlap_max": RIVAL_TIE_SHARE_MAX,

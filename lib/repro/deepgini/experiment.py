@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -261,6 +262,11 @@ def kept(name: str, build, params: Mapping, *parts, timed: bool = False):
     machine (cache.machine) and measured again on another."""
     machine = cache.machine() if timed else None
     return cache.kept("features", f"deepgini-{name}", build, _code(), dict(params), machine, *parts)
+
+
+def kept_path(name: str, params: Mapping, *parts) -> Path:
+    """Where kept(name, …, params, *parts) keeps its value (not timed): whether a step is cached, before it runs."""
+    return cache.entry_path("features", f"deepgini-{name}", _code(), dict(params), None, *parts, suffix=".pkl")
 
 
 def identities(items: Mapping) -> list:
@@ -1052,7 +1058,7 @@ def _retraining_row(
     narrow = "retraining seeds and held-out source images" if "source images resampled" in d["test"] else "seeds"
     test = (
         f"deciding pair {pair}, vs {d['method']} ({protocol}, {METRIC_WORDS[metric]}); {summary}; 1 trained model per "
-        "pair, one pool / held-out split for every seed (the split's own variation is not in the interval), "
+        "pair, each retraining seed on its own pool / held-out split of the source images, "
         f"{int(d['seeds'])} retraining seeds (tie-breaks, extra training images, batch order vary): {d['test']}"
     )
     if rival == "coverage" and pair in randoms.index:  # the rival against random: is it a comparator at all?
@@ -2274,10 +2280,9 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
         rivals_frames.append(able.assign(pair=pair, chosen=able["method"] == rival))
         if curve is not None:
             curves.append(retraining.curve_table(curve).assign(pair=pair))
-        # held-out differences resample the held-out rows (the runs' own) by source image, the same draws for every
-        # comparison
-        sources = m.source[held_rows]
-        held = (retraining.held_out_weights(sources, params.n_boot, params.seed), sources)
+        # held-out differences resample the source images (each seed reading its own held-out rows of them), the same
+        # draws for every comparison
+        held = retraining.held_out_design(m, held_rows, params.n_boot, params.seed)
         ablations.append(retraining.ablation_differences(frame, made, rival, held_out=held).assign(pair=pair))
         frame = frame[~frame["method"].isin(retraining.ABLATIONS)]
         made = made[~made["method"].isin(retraining.ABLATIONS)]
@@ -2298,48 +2303,97 @@ def retraining_for(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Dat
     )
 
 
+class RetrainPiece(NamedTuple):
+    """One pair's retraining under one protocol ('one-shot' or 'iterative'): what a worker builds into the cache
+    (retraining_piece), with everything it starts from."""
+
+    dataset: str
+    arch: str
+    protocol: str
+    pair: Pair
+    mixed: object  # the pair's original+adversarial MixedSet
+    subject: Subject
+    chosen_by: pd.DataFrame  # the pair's APFD rows, which choose the coverage rival
+    params: object  # the parameters the runs read (retraining_runs)
+
+
+def _retraining_parts(piece: RetrainPiece) -> list:
+    """The key parts of a piece's kept entry: the pair, its APFD rows and the identities of its model, mixed set and
+    subject."""
+    key = (piece.dataset, piece.arch)
+    on = lambda d: identities({key: d})
+    return [*key, piece.chosen_by, *on(piece.pair), *on(piece.mixed), *on(piece.subject)]
+
+
+def retraining_piece(piece: RetrainPiece) -> tuple:
+    """The runs of one pair under one protocol, kept (kept: keyed by what _retraining_parts names and the parameters
+    the runs read; not n_boot, so a change of it reuses them): one-shot gives (scores, picks' make-up, the coverage
+    rival's candidates, the rival, each seed's held-out rows), iterative (scores, picks' make-up, the curve). Every
+    retraining seed splits the source images afresh (retraining.scorings); the rival is chosen on the first seed's
+    pool. Runs in a worker of repro.workers (retraining_runs), and here to read the entry back."""
+    from . import retraining
+
+    params, p, m, s = piece.params, piece.pair, piece.mixed, piece.subject
+    key = (piece.dataset, piece.arch, "original+adversarial")
+
+    def build() -> tuple:
+        seeds = [params.seed + i for i in range(params.retrain_seeds)]
+        top = max(params.retrain_percents)
+        by_seed = retraining.scorings(m, seeds, p.test, params.fresh_eps)
+        first = by_seed[seeds[0]].pool
+        k = max(1, round(len(first) * top / 100))
+        baselines = paper_baselines(method_table(params.kmnc_k))
+        rival, able = retraining_rival(piece.chosen_by, key, s, first, k, params.seed, baselines)
+        methods = ["DeepGini", rival, "random"]
+        loss = -np.log(np.clip(s.probs[np.arange(len(m.y)), m.y], 1e-12, None))
+        if piece.protocol == "iterative":
+            rank = pool_reranker(p, m.x, params.sa_train, params.seed)
+            return retraining.run_iterative(p.model, by_seed, p.train, rank, methods, top, params.retrain_percents,
+                                            params.retrain_epochs, loss, retraining.ABLATIONS)  # fmt: skip
+        order = lambda name, pool, seed: order_for(name, s.take(pool), seed)
+        frame, made = retraining.run(p.model, by_seed, p.train, order, methods, params.retrain_percents,
+                                     params.retrain_epochs, loss, retraining.ABLATIONS)  # fmt: skip
+        return frame, made, able, rival, {seed: sc.held for seed, sc in by_seed.items()}
+
+    return kept(f"retraining-{piece.protocol}", build, params, *_retraining_parts(piece))
+
+
 def retraining_runs(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.DataFrame, params: object) -> dict:
     """Per pair: the retraining runs (scores, with which held-out rows each tuned model gets right), their picks'
     make-up, the coverage rival's candidates, the rival chosen, the iterative curve (None for a pair run one-shot
-    only) and the held-out rows of the mixed set. Kept (kept): keyed by the pairs, their mixed sets and subjects, the APFD the rival is chosen by, and the
-    parameters the runs read (not n_boot: a change of it reuses them)."""
-    from . import retraining
+    only) and the held-out rows of the mixed set. Each (pair, protocol) is a piece (retraining_piece), kept on its
+    own; the pieces the cache lacks are built first, side by side on the cores (repro.workers), the iterative ones
+    (the longest) first."""
+    from .. import workers
     from .claims import iterative_pairs
 
     params = params.only("kmnc_k", "seed", "retrain_seeds", "retrain_percents", "fresh_eps", "sa_train", "retrain_epochs",
                          "pairs", "iterative_pairs")  # fmt: skip
-    keys = [(ds, arch, "original+adversarial") for ds, arch in models]
-
-    def build() -> dict:
-        out = {}
-        baselines = paper_baselines(method_table(params.kmnc_k))
-        seeds = [params.seed + i for i in range(params.retrain_seeds)]
-        top = max(params.retrain_percents)
-        for (ds, arch), p in models.items():
-            key = (ds, arch, "original+adversarial")
-            s, m = subjects[key], mixed[key]
-            sc = retraining.scoring(m, params.seed + 1, p.test, params.fresh_eps)
-            k = max(1, round(len(sc.pool) * top / 100))
-            rival, able = retraining_rival(apfd_frame, key, s, sc.pool, k, params.seed, baselines)
-            methods = ["DeepGini", rival, "random"]
-            loss = -np.log(np.clip(s.probs[np.arange(len(m.y)), m.y], 1e-12, None))
-            order = lambda name, pool, seed, s=s: order_for(name, s.take(pool), seed)
-            frame, made = retraining.run(p.model, sc, p.train, order, methods, params.retrain_percents, seeds,
-                                         params.retrain_epochs, loss, retraining.ABLATIONS)  # fmt: skip
-            curve = None
-            if f"{ds}:{arch}" in iterative_pairs(params):
-                rank = pool_reranker(p, m.x, params.sa_train, params.seed)
-                it, made_it, curve = retraining.run_iterative(p.model, sc, p.train, rank, methods, top,
-                                                              params.retrain_percents, seeds, params.retrain_epochs,
-                                                              loss, retraining.ABLATIONS)  # fmt: skip
-                frame, made = pd.concat([frame, it], ignore_index=True), pd.concat([made, made_it], ignore_index=True)
-            out[ds, arch] = frame, made, able, rival, curve, sc.held
-        return out
-
-    on = lambda d: {k: d[k] for k in keys}
     chosen_by = apfd_frame[["dataset", "model", "test_set", "method", "apfd_normalized"]]
-    parts = (chosen_by, *identities(models), *identities(on(mixed)), *identities(on(subjects)))
-    return kept("retraining-runs", build, params, *parts)
+    pieces = {}
+    for ds, arch in models:
+        key = (ds, arch, "original+adversarial")
+        protocols = ["one-shot"] + (["iterative"] if f"{ds}:{arch}" in iterative_pairs(params) else [])
+        for protocol in protocols:
+            rows = on_set(chosen_by, key).reset_index(drop=True)
+            pieces[ds, arch, protocol] = RetrainPiece(ds, arch, protocol, models[ds, arch], mixed[key], subjects[key],
+                                                      rows, params)  # fmt: skip
+    missing = [
+        pc
+        for pc in pieces.values()
+        if not kept_path(f"retraining-{pc.protocol}", params, *_retraining_parts(pc)).exists()
+    ]
+    if missing:
+        workers.map_on_cores(retraining_piece, sorted(missing, key=lambda pc: pc.protocol != "iterative"), "retraining")
+    out = {}
+    for ds, arch in models:
+        frame, made, able, rival, held = retraining_piece(pieces[ds, arch, "one-shot"])
+        curve = None
+        if (ds, arch, "iterative") in pieces:
+            it, made_it, curve = retraining_piece(pieces[ds, arch, "iterative"])
+            frame, made = pd.concat([frame, it], ignore_index=True), pd.concat([made, made_it], ignore_index=True)
+        out[ds, arch] = frame, made, able, rival, curve, held
+    return out
 
 
 def retraining_figure(runs: pd.DataFrame):

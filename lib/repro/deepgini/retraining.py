@@ -13,15 +13,18 @@ Two ablations of DeepGini vary that make-up with its ranking held fixed, at the 
 taken one pick per source image at a time (`source_rounds`), and stratified to the pool's attack shares
 (`proportional`). Each tuned model is scored on the held-out half of the adversarial inputs (in total and per attack),
 on the pool, on the clean test images, and against a fresh FGSM attack on the held-out source images; under the
-iterative protocol the pool accuracy (the artifact's metric) is also kept at every 1 % step (the curve).
+iterative protocol the pool accuracy (the artifact's metric) is also kept at every 1 % step (the curve). Every
+retraining seed draws its own pool / held-out split of the source images (`scorings`), so the results do not rest on
+one split; the held-out intervals resample the source images alike for every seed (`held_out_design`).
 """
 
 from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -80,7 +83,7 @@ def method_seed(seed: int, method: str) -> int:
     return seed * 1_000_003 + zlib.crc32(method.encode()) % 1_000_003
 
 
-def split_by_source(mixed: MixedSet, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def split_by_source(mixed: MixedSet, seed: Any) -> tuple[np.ndarray, np.ndarray]:
     """(pool, held-out) row indices of the adversarial inputs, split in half by source test image."""
     in_pool = np.random.default_rng(seed).random(int(mixed.source.max()) + 1) < 0.5
     adversarial = mixed.kind != "original"
@@ -151,12 +154,31 @@ class Scoring:
         }
 
 
-def scoring(mixed: MixedSet, split_seed: int, clean: tuple[np.ndarray, np.ndarray], eps: float) -> Scoring:
+def scoring(mixed: MixedSet, split_seed: Any, clean: tuple[np.ndarray, np.ndarray], eps: float) -> Scoring:
     """The split of the pool and the held-out half, and the held-out source images for the fresh attack."""
     pool, held = split_by_source(mixed, split_seed)
     originals = np.flatnonzero(mixed.kind == "original")
     fresh = originals[np.isin(mixed.source[originals], mixed.source[held])]
     return Scoring(mixed, pool, held, clean, (mixed.x[fresh], mixed.y[fresh]), eps)
+
+
+def scorings(mixed: MixedSet, seeds: Sequence[int], clean: tuple[np.ndarray, np.ndarray], eps: float) -> dict:
+    """Per retraining seed, its own Scoring: the split of the source images into pool and held-out drawn with the
+    seed ([seed, 1]), so that every seed retrains on its own pool and is scored on its own held-out half."""
+    return {seed: scoring(mixed, [seed, 1], clean, eps) for seed in seeds}
+
+
+def held_out_design(mixed: MixedSet, held: Mapping[int, np.ndarray], n_boot: int, seed: int) -> tuple:
+    """What held-out intervals resample when every seed has its own held-out half: two-stage bootstrap multiplicities
+    of every adversarial row (stats.unit_weights by source image: the source images, then the rows of each), the rows'
+    source images, and per seed the columns of its held-out rows. One draw of the source images serves every seed,
+    method and percentage; a seed's resample reads its own held-out rows of the drawn images."""
+    adversarial = np.flatnonzero(mixed.kind != "original")
+    column = np.full(len(mixed.y), -1)
+    column[adversarial] = np.arange(adversarial.size)
+    sources = mixed.source[adversarial]
+    weights = stats.unit_weights(sources, n_resamples=n_boot, seed=seed).astype(np.float32)
+    return weights, sources, {s: column[rows] for s, rows in held.items()}
 
 
 def _size(pool: np.ndarray, pct: int) -> int:
@@ -173,25 +195,28 @@ def _fit_set(mixed: MixedSet, top: np.ndarray, train: tuple[np.ndarray, np.ndarr
 
 def run(
     model: nets.Net,
-    sc: Scoring,
+    by_seed: Mapping[int, Scoring],
     train: tuple[np.ndarray, np.ndarray],
     order: Callable[[str, np.ndarray, int], np.ndarray],
     methods: Sequence[str],
     percents: Sequence[int],
-    seeds: Sequence[int],
     epochs: int,
     loss: np.ndarray,
     ablations: Sequence[str] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One-shot: per seed and percentage, every method (and the control) fine-tunes the original model on its top
-    tests of the pool, ranked once by the original model, plus the same random training images; the `ablations` of
-    DeepGini's order (ABLATIONS; DeepGini among `methods`) at the largest percentage only, after the others (whose
-    runs they leave as they were). Returns the scores and the make-up of every method's picks (see `picks`), the
-    whole pool's first."""
-    mixed, pool = sc.mixed, sc.pool
-    made = [{"protocol": "one-shot", "method": "whole pool", "percent": 100, "seed": -1, **picks(mixed, pool, loss)}]
-    rows = [{"protocol": "one-shot", "method": "none", "percent": 0, "seed": -1, **sc.score(model)}]
-    for seed in tqdm(seeds, desc="retraining seeds (one-shot)", leave=False):
+    """One-shot: per seed (the keys of `by_seed`, each with its own split: scorings) and percentage, every method (and
+    the control) fine-tunes the original model on its top tests of the seed's pool, ranked once by the original model,
+    plus the same random training images; the `ablations` of DeepGini's order (ABLATIONS; DeepGini among `methods`) at
+    the largest percentage only, after the others (whose runs they leave as they were). Returns the scores (the
+    original model's, method 'none', on every seed's split) and the make-up of every method's picks (see `picks`),
+    each seed's whole pool first."""
+    made, rows = [], []
+    for seed in tqdm(list(by_seed), desc="retraining seeds (one-shot)", leave=False):
+        sc = by_seed[seed]
+        mixed, pool = sc.mixed, sc.pool
+        made.append({"protocol": "one-shot", "method": "whole pool", "percent": 100, "seed": seed,
+                     **picks(mixed, pool, loss)})  # fmt: skip
+        rows.append({"protocol": "one-shot", "method": "none", "percent": 0, "seed": seed, **sc.score(model)})
         rng = np.random.default_rng(seed)
         ranked = {m: pool[order(m, pool, method_seed(seed, m))] for m in methods}
         ranked.update({a: ablation_order(a, ranked["DeepGini"], mixed) for a in ablations})
@@ -210,13 +235,12 @@ def run(
 
 def run_iterative(
     model: nets.Net,
-    sc: Scoring,
+    by_seed: Mapping[int, Scoring],
     train: tuple[np.ndarray, np.ndarray],
     rank: Callable[[str, nets.Net, np.ndarray, int], np.ndarray],
     methods: Sequence[str],
     top_percent: int,
     scored: Sequence[int],
-    seeds: Sequence[int],
     epochs: int,
     loss: np.ndarray,
     ablations: Sequence[str] = (),
@@ -227,12 +251,13 @@ def run_iterative(
     seed and step); the models are chained. An ablation of DeepGini (ABLATIONS) re-ranks with DeepGini's score and
     tie-break through its own chain and re-takes that order. Scores and picks' make-up at the steps in `scored` (the
     ablations at the last step only); and the curve: every method's pool accuracy (the artifact's metric) at every
-    step, the model before retraining at step 0."""
-    mixed, pool = sc.mixed, sc.pool
-    rows, made = [], []
-    curve = [{"protocol": "iterative", "method": "none", "percent": 0, "seed": -1,
-              "pool_accuracy": accuracy(model, mixed, pool)}]  # fmt: skip
-    for seed in tqdm(seeds, desc="retraining seeds (iterative)", leave=False):
+    step, the model before retraining at step 0. Every seed (the keys of `by_seed`) works on its own split."""
+    rows, made, curve = [], [], []
+    for seed in tqdm(list(by_seed), desc="retraining seeds (iterative)", leave=False):
+        sc = by_seed[seed]
+        mixed, pool = sc.mixed, sc.pool
+        curve.append({"protocol": "iterative", "method": "none", "percent": 0, "seed": seed,
+                      "pool_accuracy": accuracy(model, mixed, pool)})  # fmt: skip
         rng = np.random.default_rng([seed, 1])
         current = dict.fromkeys([*methods, CONTROL, *ablations], model)
         for pct in range(1, top_percent + 1):
@@ -273,28 +298,23 @@ def picks(mixed: MixedSet, rows: np.ndarray, loss: np.ndarray | None = None) -> 
     }
 
 
-def held_out_weights(sources: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
-    """Two-stage bootstrap multiplicities of the held-out rows (stats.unit_weights), given each row's source image:
-    the source images, then the rows of each drawn image; one (n_boot, rows) matrix per pair, shared by every method,
-    seed and percentage."""
-    return stats.unit_weights(sources, n_resamples=n_boot, seed=seed).astype(np.float32)
-
-
-def _held_out_interval(ref: list[np.ndarray], other: list[np.ndarray], weights: np.ndarray,
-                       sources: np.ndarray) -> stats.Interval:  # fmt: skip
-    """Held-out accuracy, reference minus method, per seed on the same held-out rows; the interval over the rows'
-    source images (their two-stage resamples, shared by the seeds) and the seeds (stats.clustered_interval)."""
+def _held_out_interval(ref: list[np.ndarray], other: list[np.ndarray], weights: np.ndarray, sources: np.ndarray,
+                       columns: list[np.ndarray]) -> stats.Interval:  # fmt: skip
+    """Held-out accuracy, reference minus method, per seed on that seed's held-out rows (`columns` of the rows
+    held_out_design weighs); the interval over the source images (one draw shared by the seeds, each seed reading its
+    own held-out rows of the drawn images) and the seeds (stats.clustered_interval, sharing 'clusters')."""
     per_seed = [float(r.mean() - o.mean()) for r, o in zip(ref, other)]
-    totals = weights.sum(axis=1)
-    draws = np.stack([weights @ (r.astype(np.float32) - o.astype(np.float32)) / totals for r, o in zip(ref, other)],
-                     axis=1)  # fmt: skip
+    draws = []
+    for r, o, cols in zip(ref, other, columns):
+        w = weights[:, cols]
+        draws.append(w @ (r.astype(np.float32) - o.astype(np.float32)) / np.maximum(w.sum(axis=1), 1e-12))
     return stats.clustered_interval(
         per_seed,
-        draws.astype(np.float64),
+        np.stack(draws, axis=1).astype(np.float64),
         clusters=sources,
         unit="source images",
-        sharing="items",
-        words="held-out accuracy difference, paired by seed on the same held-out rows",
+        sharing="clusters",
+        words="held-out accuracy difference, paired by seed, each seed on its own held-out half",
         seeds_words=f"{len(per_seed)} retraining seeds",
     )
 
@@ -306,8 +326,9 @@ def paired_differences(
     held_out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """Per protocol, other method and percentage: reference minus method, paired by seed, with a t interval over
-    seeds. For held-out accuracy with `held_out` ((n_boot, rows) weights of held_out_weights, the rows' source
-    images) and the runs' HELD_RIGHT column, the interval also resamples the held-out rows by source image."""
+    seeds. For held-out accuracy with `held_out` (held_out_design: the weights, the source images and each seed's
+    held-out columns) and the runs' HELD_RIGHT column, the interval also resamples the held-out rows by source
+    image."""
     rows = []
     runs = frame[frame["method"] != "none"]
     if "protocol" not in runs:
@@ -320,7 +341,8 @@ def paired_differences(
         other = sub.set_index("seed")[column].reindex(ref.index)
         if column == "held_out_accuracy" and held_out is not None and HELD_RIGHT in runs:
             right = lambda t: list(t.set_index("seed")[HELD_RIGHT].reindex(ref.index))
-            iv = _held_out_interval(right(mine), right(sub), *held_out)
+            weights, sources, columns = held_out
+            iv = _held_out_interval(right(mine), right(sub), weights, sources, [columns[s] for s in ref.index])
         else:
             iv = stats.paired_seed_diff(ref.to_numpy(), other.to_numpy())
         rows.append(
