@@ -197,6 +197,10 @@ def smoke_results(isolated_runs: Path, pytestconfig: pytest.Config) -> dict[str,
     return _LazyRuns(pytestconfig)
 
 
+# what a kernel sets once it has imported repro (notebook.seed_everything), and every worker too (repro.workers)
+KERNEL_FLAGS = "import repro\nimport torch\ntorch._C._set_deterministic_algorithms(True, warn_only=True)"
+
+
 def run_per_thread_count(tmp_path: Path, script: str, timeout: int) -> dict[str, tuple[Path, str]]:
     """Run `script` in a fresh Python process (as a notebook kernel runs the library: it imports repro first) once
     with REPRO_THREADS 2 (two workers of repro.workers) and once with 1 (one process, one thread), each into an
@@ -209,7 +213,8 @@ def run_per_thread_count(tmp_path: Path, script: str, timeout: int) -> dict[str,
     for threads in ("2", "1"):
         root = tmp_path / threads
         env = {**os.environ, "REPRO_DATA": str(root), "REPRO_THREADS": threads, "TQDM_DISABLE": "1"}
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=timeout)
+        kernel = f"{KERNEL_FLAGS}\n{script}"  # a notebook kernel's deterministic kernels, which every worker sets too
+        done = subprocess.run([sys.executable, "-c", kernel], env=env, capture_output=True, text=True, timeout=timeout)
         assert done.returncode == 0, done.stderr[-2000:]
         out[threads] = root, done.stdout
     return out

@@ -365,7 +365,7 @@ def _fake_chapter(p: Resolved, leak: float) -> object:
                         a, b = rng.lognormal(2.0, 0.5, design.n_pairs), rng.lognormal(2.0, 0.5, design.n_pairs)
                         m, n = (x[0] for x in ma.win_rate_worlds(a, b, rate, 1, rng))
                         mia[attack] = {"members": m, "nonmembers": n, "accuracy": ma.attack_accuracy(design, m, n),
-                                       "null": ma.attack_null(design, m, n, p.n_null, seed)}  # fmt: skip
+                                       "null": ma.attack_null(design, m, n, p.n_null, p.seed)}  # fmt: skip
                     models[run], scores[run] = (None, {}), {"mia": mia}
     return SimpleNamespace(p=p, data=data, models=models, scores=scores)
 
@@ -612,3 +612,24 @@ def test_dialogue_perplexity_is_the_seeds_geometric_mean_with_a_positive_log_sca
     assert linear < 0
     one = runs.dialogue_perplexity(a[:1], counts, None, dialogues, seed=1, n_resamples=400)
     assert one.estimate == pytest.approx(np.exp(a[0].sum() / counts.sum()))
+
+
+def test_a_rises_row_is_decided_by_its_failing_cell_of_strongest_test_whatever_the_order() -> None:
+    """A 'rises above chance' row over several cells: one failing cell whose test has power above the floor makes it
+    'not held' wherever that cell sits; failures only at weak tests leave it inconclusive, showing the strongest."""
+    from repro.crt.claims import claims
+
+    claim = claims(resolve({"profile": "smoke"}, experiment.SPEC))["attack:mask_individual"]
+    assert claim.rule.kind == "above_null"
+    frame = pd.DataFrame(
+        [{"model": "LSTM", "trainer": "non-private + mask", "gamma": g, "gamma_free": False, "seeds": 3,
+          "accuracy": acc, "null_low": 0.45, "null_upper": 0.54} for g, acc in ((0.1, 0.50), (0.3, 0.51), (0.5, 0.60))]
+    )  # fmt: skip
+    cause = lambda m, g: ("unknown", f"no table here measures the cause; a larger design at γ = {g:g} would tell")
+    for order in (frame.index, frame.index[::-1]):
+        f = frame.loc[order]
+        strong = experiment._band_row(claim, f, "accuracy", cause, pd.Series([0.3, 0.95, 0.99], index=frame.index))
+        assert strong["decision"] == "not held" and strong["ours"] == 0.51 and "γ = 0.3" in strong["test"]
+        weak = experiment._band_row(claim, f, "accuracy", cause, pd.Series([0.3, 0.6, 0.99], index=frame.index))
+        assert weak["decision"] == "inconclusive" and "power is 60%" in weak["why"] and weak["ours"] == 0.51
+    assert experiment._band_row(claim, frame, "accuracy", cause)["decision"] == "not held"  # no power: as before

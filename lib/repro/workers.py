@@ -30,13 +30,15 @@ def workers_for(pieces: int) -> int:
 
 
 def _start_worker() -> None:
-    """A worker's set-up: one thread, the mock Hub where the notebook has it."""
+    """A worker's set-up: one thread, deterministic kernels as the notebook has them (notebook.seed_everything), the
+    mock Hub where the notebook has it."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1)
     import torch
 
     torch.set_num_threads(1)
+    torch._C._set_deterministic_algorithms(True, warn_only=True)
     from .mockhub import install_from_env
 
     install_from_env()

@@ -477,7 +477,7 @@ def _factorial_state(table: pd.DataFrame, context: str, dedup: str, arm: str) ->
     row = table[(table.canaries == context) & (table.dedup == dedup) & (table.trainer == arm)].iloc[0]
     if row.exposure > row.null_upper:
         return "leaks"
-    return "chance" if row.leak_high < EXPOSURE_MARGIN else "unclear"
+    return "chance" if row.leak_high <= EXPOSURE_MARGIN else "unclear"
 
 
 def factorial_words(table: pd.DataFrame) -> str:
@@ -833,7 +833,8 @@ def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> 
 def power_view(power: pd.DataFrame) -> pd.DataFrame:
     """attack_power as the page shows it: per (model, trainer, statistic, attack), the power at each win rate of its
     weakest γ cell, and, for the 'rises' rows, of their rule, which needs every γ cell to clear its point (the product
-    over the cells: each cell's models and simulated worlds are independent; empty for CRT's equivalence rows)."""
+    over the cells, as if they were independent: their models are, but they share their pairs and simulated labels,
+    so the rule's power lies between this product and the weakest cell's; empty for CRT's equivalence rows)."""
     out = []
     for key, t in power.groupby(["model", "trainer", "statistic", "attack"], sort=False):
         row = dict(zip(("model", "trainer", "statistic", "attack"), key)) | {"gamma cells": len(t)}
@@ -856,8 +857,8 @@ def utility_runs(ch: Chapter) -> dict[tuple[str, str], list[Run]]:
 
 
 def perplexity(ch: Chapter, runs: list[Run], kind: str, versus: list[Run] | None = None) -> stats.Interval:
-    """Seed-mean test perplexity of `runs` (or its ratio to `versus`, paired by seed) with a two-stage interval over the
-    test dialogues and the sentences within them, seeds on top."""
+    """Test perplexity of `runs` (or its ratio to `versus`, paired by seed), the seeds' geometric mean, with a
+    two-stage interval over the test dialogues and the sentences within them, seeds on top, on the log scale."""
     a = np.stack([nll_of(ch.scores[r]["nll"], kind)[0] for r in runs])
     counts = nll_of(ch.scores[runs[0]]["nll"], kind)[1]
     b = None if versus is None else np.stack([nll_of(ch.scores[r]["nll"], kind)[0] for r in versus])
@@ -1046,9 +1047,10 @@ def _band_row(claim: Claim, frame: pd.DataFrame, value: str, cause: Any, power: 
     """Judge a 'leaks' (above-null) claim over several (model, γ) cells: each must clear its cell's one-sided 95 %
     point. The row shows the cell that decides the claim (the first that fails, else the one nearest its point);
     `cause(model, γ)` gives the cause of a failure: (cause, sentence), or ((cause, sentence), the table that measures
-    it). `power`, each cell's power at the register's first win rate (aligned with `frame`): a failing cell whose test
-    is weaker than the floor leaves the row inconclusive (verdict.judge), since failing to clear a weak test does not
-    show the rise absent."""
+    it). `power`, each cell's power at the register's first win rate (aligned with `frame`): the failing cell with the
+    strongest test decides, so that one well-powered failure makes the row 'not held' whatever the order of the
+    cells, and failures only at tests weaker than the floor leave it inconclusive (verdict.judge), since failing to
+    clear a weak test does not show the rise absent."""
     if claim.rule.kind != "above_null":
         raise ValueError(f"claim {claim.claim!r}: a band row judges a 'leaks' rule; 'at chance' is an equivalence row")
     frame = frame[
@@ -1056,11 +1058,15 @@ def _band_row(claim: Claim, frame: pd.DataFrame, value: str, cause: Any, power: 
     ]
     decided = [(claim.rule.decide(r[value], r.null_low, r.null_upper), r) for _, r in frame.iterrows()]
     failing = [r for d, r in decided if d != "held"]
+    if failing and power is not None:
+        failing = sorted(failing, key=lambda r: -float(power.loc[r.name]))  # stable: the first of equal powers
     row = failing[0] if failing else min((r for _, r in decided), key=lambda r: r[value] - r.null_upper)
     where = f"{NAMES[row.model]}" + ("" if row.gamma_free else f" at γ = {row.gamma:g}")
     where = f"{row.trainer}, {where}" if "trainer" in row and frame.trainer.nunique() > 1 else where
     extra = f" {row.attack} MIA" if "attack" in row and frame.attack.nunique() > 1 else ""
-    deciding = "its first failing cell" if failing else "its weakest cell, the nearest its point"
+    deciding = "its weakest cell, the nearest its point"
+    if failing:
+        deciding = "the failing cell of strongest test" if power is not None else "its first failing cell"
     test = (
         f"one-sided 95 %; every one of {len(frame)} cells must pass, so the row reads {deciding}: {where}{extra}, "
         f"{_trained(int(row.seeds))}"
@@ -1108,7 +1114,7 @@ def _power_cause(ch: Chapter, power: pd.DataFrame, trainers: tuple[str, ...], st
     """The cause of a 'rises' MIA row not held at (model, γ): unknown, naming the larger design that would tell, with
     the design's power at the member win rates fixed in the register (table `attack_power`): at the deciding cell, and
     for the row's rule, which needs every (trainer, model, γ) cell to clear its point (the product of the cells'
-    powers); a threshold row also gives our paired statistic's. No published table varies the design, so the power is
+    powers, a lower bound: power_view); a threshold row also gives our paired statistic's. No published table varies the design, so the power is
     reported, not a measured cause."""
     rows = power[power.trainer.isin(trainers)]
     cells = rows[(rows.statistic == statistic) & (rows.attack == attack)]
@@ -1193,7 +1199,7 @@ def _leak(frame: pd.DataFrame) -> Equivalence:
     """How an exposure 'at chance' row reads its cells (table exposure or factorial: the leak columns)."""
     interval = "the leak's 95 % interval, the null band of 10 unseen canaries inverted (a leak shifts it)"
     effect = f"a leak of {EXPOSURE_MARGIN:g} bits (the margin), by shifting the null's draws"
-    lever = "seeds (more canaries do not narrow the null band of their max)"
+    lever = "data seeds, each with 10 canaries of its own (more canaries in one run do not narrow their max's null)"
     return Equivalence("leak", "leak_low", "leak_high", interval, frame[LEAK_POWER], effect, lever)
 
 
@@ -1485,7 +1491,7 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
         t = exposure[exposure.model == model]
         npv = t[(t.trainer == "non-private") & (t.gamma == 0)].iloc[0]
         crt = t[t.trainer == "CRT"]
-        inside = int((crt.leak_high < EXPOSURE_MARGIN).sum())
+        inside = int((crt.leak_high <= EXPOSURE_MARGIN).sum())
         mask = t[(t.trainer == "non-private + mask") & (t.gamma > 0)]
         out.append(
             f"**{NAMES[model]}.** The non-private model reaches {npv.exposure:.1f} bits (its null's upper 95 % point "

@@ -2367,13 +2367,14 @@ def retraining_runs(models: dict, mixed: dict, subjects: dict, apfd_frame: pd.Da
     from .. import workers
     from .claims import iterative_pairs
 
-    params = params.only("kmnc_k", "seed", "retrain_seeds", "retrain_percents", "fresh_eps", "sa_train", "retrain_epochs",
-                         "pairs", "iterative_pairs")  # fmt: skip
+    reads = ("kmnc_k", "seed", "retrain_seeds", "retrain_percents", "fresh_eps", "sa_train", "retrain_epochs")
+    iterative = iterative_pairs(params.only("pairs", "iterative_pairs"))
+    params = params.only(*reads)  # a piece's key: not the pairs run beside it, nor how many of them run iteratively
     chosen_by = apfd_frame[["dataset", "model", "test_set", "method", "apfd_normalized"]]
     pieces = {}
     for ds, arch in models:
         key = (ds, arch, "original+adversarial")
-        protocols = ["one-shot"] + (["iterative"] if f"{ds}:{arch}" in iterative_pairs(params) else [])
+        protocols = ["one-shot"] + (["iterative"] if f"{ds}:{arch}" in iterative else [])
         for protocol in protocols:
             rows = on_set(chosen_by, key).reset_index(drop=True)
             pieces[ds, arch, protocol] = RetrainPiece(ds, arch, protocol, models[ds, arch], mixed[key], subjects[key],

@@ -164,8 +164,9 @@ def scoring(mixed: MixedSet, split_seed: Any, clean: tuple[np.ndarray, np.ndarra
 
 def scorings(mixed: MixedSet, seeds: Sequence[int], clean: tuple[np.ndarray, np.ndarray], eps: float) -> dict:
     """Per retraining seed, its own Scoring: the split of the source images into pool and held-out drawn with the
-    seed ([seed, 1]), so that every seed retrains on its own pool and is scored on its own held-out half."""
-    return {seed: scoring(mixed, [seed, 1], clean, eps) for seed in seeds}
+    seed ([seed, 2]: a stream of its own, apart from the iterative protocol's [seed, 1]), so that every seed retrains
+    on its own pool and is scored on its own held-out half."""
+    return {seed: scoring(mixed, [seed, 2], clean, eps) for seed in seeds}
 
 
 def held_out_design(mixed: MixedSet, held: Mapping[int, np.ndarray], n_boot: int, seed: int) -> tuple:
@@ -323,7 +324,7 @@ def paired_differences(
     frame: pd.DataFrame,
     reference: str = "DeepGini",
     column: str = "held_out_accuracy",
-    held_out: tuple[np.ndarray, np.ndarray] | None = None,
+    held_out: tuple[np.ndarray, np.ndarray, Mapping[int, np.ndarray]] | None = None,
 ) -> pd.DataFrame:
     """Per protocol, other method and percentage: reference minus method, paired by seed, with a t interval over
     seeds. For held-out accuracy with `held_out` (held_out_design: the weights, the source images and each seed's
@@ -367,7 +368,7 @@ def ablation_differences(
     made: pd.DataFrame,
     rival: str,
     metrics: Sequence[str] = ("held_out_accuracy", "pool_accuracy"),
-    held_out: tuple[np.ndarray, np.ndarray] | None = None,
+    held_out: tuple[np.ndarray, np.ndarray, Mapping[int, np.ndarray]] | None = None,
 ) -> pd.DataFrame:
     """At each protocol's largest percentage: DeepGini and each of its ablations (column `selection`, what varies the
     picks' make-up with DeepGini's ranking held fixed) minus DeepGini, the coverage `rival` and random, in each
