@@ -254,6 +254,20 @@ plt.show()
 page.say(ex.exposure_words(exposure, ch))
 
 # %% [markdown]
+# Exposure ranks a canary that is already known. An attacker who does not know it has to
+# search for it: we run a beam search for the six digits after "My ID is:" on every model
+# (Carlini et al.'s extraction, a check of our own beside the paper's exposure), keeping the
+# likeliest 1, 10, 100 or 1,000 prefixes at each digit, and count the canaries among what
+# it ends with. The table gives the count at a width of 1,000, the seed mean.
+
+# %%
+extraction = ex.extraction_table(ch)
+publish("extraction", extraction, view=pivot_view(extraction, ["model", "trainer"], "gamma", "width_1000"))
+
+# %%
+page.say(ex.extraction_words(extraction))
+
+# %% [markdown]
 # ### What protects the canaries: deduplication, redaction or DP-SGD?
 #
 # CRT stacks three defences, and the exposure rows above cannot tell them apart. We

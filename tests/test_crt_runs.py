@@ -633,3 +633,22 @@ def test_a_rises_row_is_decided_by_its_failing_cell_of_strongest_test_whatever_t
         weak = experiment._band_row(claim, f, "accuracy", cause, pd.Series([0.3, 0.6, 0.99], index=frame.index))
         assert weak["decision"] == "inconclusive" and "power is 60%" in weak["why"] and weak["ours"] == 0.51
     assert experiment._band_row(claim, frame, "accuracy", cause)["decision"] == "not held"  # no power: as before
+
+
+def test_extraction_table_counts_the_canaries_a_beam_search_ends_with_per_cell() -> None:
+    """Per (model, trainer, γ) cell, the seed mean of the canaries found at each beam width, the fewest and most at
+    the widest, and chance (10 canaries among 10^6 candidates); the words read the non-private model and CRT's worst."""
+    p = Resolved(resolve({"profile": "smoke", "n_null": 50}, experiment.SPEC))
+    ch = _fake_chapter(p, leak=0.8)
+    for run, sc in ch.scores.items():
+        seen = 10 if run.trainer == "non-private" else (run.seed + 1 if run.trainer == "CRT" else 4)
+        sc["extracted"] = {w: min(seen, w) for w in experiment.BEAM_WIDTHS}
+    table = experiment.extraction_table(ch)
+    npv = table[(table.model == "LSTM") & (table.trainer == "non-private")].iloc[0]
+    assert (npv.width_1, npv.width_10, npv.width_1000, npv.seeds) == (1, 10, 10, 2)
+    crt = table[(table.model == "LSTM") & (table.trainer == "CRT") & (table.gamma == 0.1)].iloc[0]
+    assert crt.seeds == 2 and crt.width_1000 == 1.5 and (crt.width_1000_min, crt.width_1000_max) == (1, 2)
+    assert table.chance_at_widest.iloc[0] == pytest.approx(0.01)
+    words = experiment.extraction_words(table)
+    assert "reads 1.0 of the 10 canaries off the non-private model and a beam of 1,000 10.0" in words
+    assert "CRT gives up at most 1.5" in words and "against 0.01 expected by chance" in words

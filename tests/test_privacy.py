@@ -369,3 +369,38 @@ def test_epoch_hook_sees_every_epoch_and_the_epsilon_spent_so_far() -> None:
         epochs, spent = zip(*seen[name])
         assert epochs == (1, 2, 3) and list(spent) == sorted(spent) and spent[-1] == pytest.approx(final)
     assert abs(eps - 4.0) < 0.1 and conf < seen["crt"][-1][1] + 1e-12 < eps  # CRT reports its amplified ε
+
+
+def _direct_beam(prefix_logprob, k: int, length: int, width: int) -> list[int]:
+    """A beam search written out: prefixes as digit tuples, each scored by `prefix_logprob`, `width` kept per length
+    (ties to the lower index), the survivors best first as base-k indices."""
+    beams = [()]
+    for _ in range(length):
+        children = [b + (d,) for b in beams for d in range(k)]
+        index = lambda c: int(sum(d * k ** (len(c) - 1 - i) for i, d in enumerate(c)))
+        children.sort(key=lambda c: (-prefix_logprob(c), index(c)))
+        beams = children[:width]
+    return [int(sum(d * k ** (length - 1 - i) for i, d in enumerate(b))) for b in beams]
+
+
+@pytest.mark.parametrize("kind", TINY_MODELS)
+def test_beam_search_on_the_trees_levels_equals_a_search_written_out(kind: str) -> None:
+    """beam_search reads the prefix scores tree_levels keeps (the last level is tree_scores): at every width it ends
+    with the candidates a beam search written out over brute-force prefix scores ends with; a beam as wide as the last
+    level is the exact ranking, and a width of 1 the greedy path."""
+    torch.manual_seed(1)
+    build, stepper = TINY_MODELS[kind]
+    model = build()
+    for p in model.parameters():
+        p.data *= 4
+    context, digits, length = [2, 4, 5], [10, 11, 12, 13, 14], 4
+    levels = canary.tree_levels(stepper(model), context, digits, length, batch=40)
+    assert [lv.size for lv in levels] == [5, 25, 125, 625]
+    np.testing.assert_array_equal(levels[-1], canary.tree_scores(stepper(model), context, digits, length, batch=40))
+    score = lambda c: float(language_model.suffix_logprob(model, [context + [digits[d] for d in c]], len(c))[0])
+    for width in (1, 3, 7, 30):
+        assert list(canary.beam_search(levels, width)) == _direct_beam(score, 5, length, width), width
+    exact = canary.beam_search(levels, 625)
+    assert list(exact) == list(np.argsort(-levels[-1], kind="stable"))
+    with pytest.raises(ValueError, match="width"):
+        canary.beam_search(levels, 0)

@@ -24,7 +24,17 @@ class Stepper(Protocol):
 def tree_scores(
     stepper: Stepper, context: Sequence[int], digit_ids: Sequence[int], length: int, batch: int = 16384
 ) -> np.ndarray:
-    """Log-probability of every candidate digit string of `length` after `context`, index = its base-|digits| value.
+    """Log-probability of every candidate digit string of `length` after `context`, index = its base-|digits| value
+    (the last of tree_levels)."""
+    return tree_levels(stepper, context, digit_ids, length, batch)[-1]
+
+
+def tree_levels(
+    stepper: Stepper, context: Sequence[int], digit_ids: Sequence[int], length: int, batch: int = 16384
+) -> list[np.ndarray]:
+    """Per prefix length 1..`length`, the log-probability of every digit prefix of that length after `context`,
+    index = its base-|digits| value: the last level scores every candidate, the earlier ones are what a beam search
+    reads (beam_search).
 
     One batched forward pass per prefix level: 1, 10, 100, ... prefixes; scores summed in float64; the states of
     the last level are dropped as they are made."""
@@ -32,6 +42,7 @@ def tree_scores(
     k = len(digits)
     logp, state = stepper.start(context)
     scores = logp[:, digits].double().reshape(-1)  # level-1 candidates
+    levels = [scores.numpy()]
     for level in tqdm(range(1, length), desc="prefix levels", leave=False):
         parents = torch.arange(len(scores))
         logps, states = [], []
@@ -44,8 +55,26 @@ def tree_scores(
                 states.append(st)
         child = torch.cat(logps)  # (n_prefixes, k)
         scores = (scores[:, None] + child).reshape(-1)
+        levels.append(scores.numpy())
         state = torch.cat(states) if states else state
-    return scores.numpy()
+    return levels
+
+
+def beam_search(levels: Sequence[np.ndarray], width: int) -> np.ndarray:
+    """The candidates a beam search of `width` ends with, best first: at every prefix length it keeps the `width`
+    likeliest prefixes (ties to the lower index) and extends only those, reading the prefix log-probabilities of
+    tree_levels (no model call). The canary extraction of Carlini et al.'s Secret Sharer: a secret among the
+    survivors is one an attacker who searches this hard would read off the model."""
+    if width < 1:
+        raise ValueError(f"width must be >= 1, got {width}")
+    k = levels[0].size
+    kept = np.arange(k)
+    for level in levels:
+        if kept.size > width:
+            kept = kept[np.argsort(-level[kept], kind="stable")[:width]]
+        if level is not levels[-1]:
+            kept = (kept[:, None] * k + np.arange(k)).reshape(-1)
+    return kept[np.argsort(-levels[-1][kept], kind="stable")]
 
 
 def brute_force_scores(

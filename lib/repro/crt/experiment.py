@@ -51,6 +51,7 @@ from .runs import (
     cached,
     canary_copies_in_crt,
     canary_copies_missed,
+    canary_levels,
     canary_scores,
     dialogue_perplexity,
     dialogues_of,
@@ -197,11 +198,13 @@ def exposure_score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: En
     canaries are drawn with the data seed, as the real ones are: every trained model of a cell ranks the same fake
     canaries, so the seed-mean null varies across seeds as the seed-mean exposure does (not √seeds narrower)."""
     stepper, batch = STEPPERS[run.model]
-    cand = canary_scores(stepper(model), enc, CANARY_DIGITS, batch)
+    levels = canary_levels(stepper(model), enc, CANARY_DIGITS, batch)
+    cand = levels[-1]
     real = [canary.canary_index(c) for c in data.canaries]
     return {
         "exposure": canary.max_exposure(cand, real),
         "exposure_null": canary.exposure_null(cand, N_CANARIES, p.n_null, p.seed, exclude=real),
+        "extracted": {w: int(np.isin(real, canary.beam_search(levels, w)).sum()) for w in BEAM_WIDTHS},
     }
 
 
@@ -215,7 +218,7 @@ def scores_of(
     def entry(kind: str, spec: dict, build: Any) -> dict:
         return cached(f"{kind}-{run.model}-{run.label}-s{run.seed}", spec, build)[0]
 
-    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 4}
+    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 5}
     canaries = entry("exposure", spec, lambda: exposure_score(p, data, run, model, enc) | {"nll": test_nll(model, enc)})
     spec |= {"n_groups": p.n_groups, "n_mia": p.n_mia}
     return canaries | {"mia": entry("mia", spec, lambda: mia_scores(model, enc, designs, p.n_null, p.seed))}
@@ -630,6 +633,49 @@ def exposure_table(ch: Chapter) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+BEAM_WIDTHS = (1, 10, 100, 1000)  # the extraction search's beam widths: greedy to a thousand survivors
+
+
+def extraction_table(ch: Chapter) -> pd.DataFrame:
+    """Canary extraction beside exposure (ours; Carlini et al.'s Secret Sharer): per (model, trainer, γ), how many of
+    the 10 canaries a beam search after "My ID is:" ends with, at each width (canary.beam_search; seed mean, with the
+    fewest and most over seeds at the widest), and what a model that never saw them would give on average (each
+    survivor a canary with probability 10 / 10^6)."""
+    rows = []
+    for model in MODELS:
+        for (trainer, g), runs in _per_gamma(ch, model).items():
+            found = {w: np.array([ch.scores[r]["extracted"][w] for r in runs]) for w in BEAM_WIDTHS}
+            widest = found[BEAM_WIDTHS[-1]]
+            rows.append(
+                {"model": model, "trainer": trainer, "gamma": g, "seeds": len(runs),
+                 **{f"width_{w}": float(found[w].mean()) for w in BEAM_WIDTHS},
+                 f"width_{BEAM_WIDTHS[-1]}_min": int(widest.min()), f"width_{BEAM_WIDTHS[-1]}_max": int(widest.max()),
+                 "chance_at_widest": N_CANARIES * BEAM_WIDTHS[-1] / 10**CANARY_DIGITS,
+                 "gamma_free": runs[0].gamma is None}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def extraction_words(extraction: pd.DataFrame) -> str:
+    """What the extraction table says, per model: the canaries a beam search reads off the non-private model and off
+    CRT (at its worst γ), at the narrowest and widest beams."""
+    first, last = BEAM_WIDTHS[0], BEAM_WIDTHS[-1]
+    out = []
+    for model in MODELS:
+        t = extraction[extraction.model == model]
+        npv = t[(t.trainer == "non-private") & (t.gamma == 0)].iloc[0]
+        crt = t[t.trainer == "CRT"]
+        worst = crt.loc[crt[f"width_{last}"].idxmax()]
+        mask = t[(t.trainer == "non-private + mask") & (t.gamma > 0)]
+        out.append(
+            f"**{NAMES[model]}.** A greedy search (width {first}) reads {npv[f'width_{first}']:.1f} of the 10 canaries "
+            f"off the non-private model and a beam of {last:,} {npv[f'width_{last}']:.1f}; redaction alone for γ > 0 "
+            f"gives up {_span(mask[f'width_{last}'])} at width {last:,}; CRT gives up at most "
+            f"{worst[f'width_{last}']:.1f} (γ = {worst.gamma:g}), against {npv.chance_at_widest:.2f} expected by chance."
+        )
+    return " ".join(out)
 
 
 def mia_table(ch: Chapter) -> pd.DataFrame:

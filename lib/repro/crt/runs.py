@@ -355,9 +355,15 @@ class Trainer:
 
 def canary_scores(stepper: Any, encoder: Encoder, length: int = CANARY_DIGITS, batch: int = 4096) -> np.ndarray:
     """Exact log-probabilities of every `length`-digit candidate after "My ID is:", by the prefix tree."""
+    return canary_levels(stepper, encoder, length, batch)[-1]
+
+
+def canary_levels(stepper: Any, encoder: Encoder, length: int = CANARY_DIGITS, batch: int = 4096) -> list[np.ndarray]:
+    """The log-probability of every digit prefix of each length 1..`length` after "My ID is:" (canary.tree_levels):
+    the last level is canary_scores, the earlier ones feed a beam search."""
     context = encoder.vocab.encode(["My", "ID", "is", ":"])[:-1]
     digits = [encoder.vocab.token_id(str(d)) for d in range(10)]
-    return canary.tree_scores(stepper, context, digits, length, batch=batch)
+    return canary.tree_levels(stepper, context, digits, length, batch=batch)
 
 
 STEPPERS = {"LSTM": (language_model.LSTMStepper, 16384), "GPT-2": (gpt.GPT2Stepper, 4096)}
