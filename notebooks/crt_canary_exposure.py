@@ -262,7 +262,7 @@ page.say(ex.exposure_words(exposure, ch))
 
 # %%
 extraction = ex.extraction_table(ch)
-publish("extraction", extraction, view=pivot_view(extraction, ["model", "trainer"], "gamma", "width_1000"))
+publish("extraction", extraction, view=pivot_view(extraction, ["model", "trainer"], "gamma", "width_1000").round(1))
 
 # %%
 page.say(ex.extraction_words(extraction))

@@ -650,5 +650,9 @@ def test_extraction_table_counts_the_canaries_a_beam_search_ends_with_per_cell()
     assert crt.seeds == 2 and crt.width_1000 == 1.5 and (crt.width_1000_min, crt.width_1000_max) == (1, 2)
     assert table.chance_at_widest.iloc[0] == pytest.approx(0.01)
     words = experiment.extraction_words(table)
-    assert "reads 1.0 of the 10 canaries off the non-private model and a beam of 1,000 10.0" in words
-    assert "CRT gives up at most 1.5" in words and "against 0.01 expected by chance" in words
+    assert "reads 1.0 of the 10 canaries off the non-private model, a beam of width 1,000 reads 10.0" in words
+    assert "CRT gives up at most 1.5 (γ = 0.1)" in words and "would give up 0.01 on average" in words
+    for run in ch.scores:
+        if run.trainer == "CRT":
+            ch.scores[run]["extracted"] = dict.fromkeys(experiment.BEAM_WIDTHS, 0)
+    assert "CRT gives up none at any γ" in experiment.extraction_words(experiment.extraction_table(ch))

@@ -669,13 +669,18 @@ def extraction_words(extraction: pd.DataFrame) -> str:
         crt = t[t.trainer == "CRT"]
         worst = crt.loc[crt[f"width_{last}"].idxmax()]
         mask = t[(t.trainer == "non-private + mask") & (t.gamma > 0)]
+        crt_words = (
+            "CRT gives up none at any γ"
+            if worst[f"width_{last}"] == 0
+            else f"CRT gives up at most {worst[f'width_{last}']:.1f} (γ = {worst.gamma:g})"
+        )
         out.append(
             f"**{NAMES[model]}.** A greedy search (width {first}) reads {npv[f'width_{first}']:.1f} of the 10 canaries "
-            f"off the non-private model and a beam of {last:,} {npv[f'width_{last}']:.1f}; redaction alone for γ > 0 "
-            f"gives up {_span(mask[f'width_{last}'])} at width {last:,}; CRT gives up at most "
-            f"{worst[f'width_{last}']:.1f} (γ = {worst.gamma:g}), against {npv.chance_at_widest:.2f} expected by chance."
+            f"off the non-private model, a beam of width {last:,} reads {npv[f'width_{last}']:.1f}; redaction alone "
+            f"for γ > 0 gives up {_span(mask[f'width_{last}'])} at width {last:,}, and {crt_words}, where a model "
+            f"that never saw the canaries would give up {npv.chance_at_widest:.2f} on average."
         )
-    return " ".join(out)
+    return "\n\n".join(out)
 
 
 def mia_table(ch: Chapter) -> pd.DataFrame:
