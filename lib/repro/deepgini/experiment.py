@@ -677,9 +677,8 @@ def unit_decisions(rule: object, ivs: dict) -> tuple[dict, dict, str]:
     """Each unit's decision and the interval it reads, with the row's units as one family: a row is not held if any
     unit is, so a unit not held at 95 % is not held only if its interval at 1 − FAMILY_ALPHA / units (Bonferroni)
     lies wholly on the failing side too, else it is inconclusive, read at that level (a wider interval that excludes
-    the threshold side cannot make a unit held). A unit not held at 95 % whose interval is not a t interval (no
-    standard error to widen: a bootstrap of minima) cannot show it at the family's level, so it is inconclusive, and
-    the words say so. Held needs every unit held at 95 % (an
+    the threshold side cannot make a unit held). A unit whose interval is not a t interval (no standard error: a
+    bootstrap of minima) is read at 95 %, and the words say so. Held needs every unit held at 95 % (an
     intersection-union test: no correction). Returns (decisions, intervals read, words)."""
     from ..stats import at_level
 
@@ -693,7 +692,6 @@ def unit_decisions(rule: object, ivs: dict) -> tuple[dict, dict, str]:
             wide = at_level(iv, level)
             if wide is None:
                 uncorrected += 1
-                d = "inconclusive"
             else:
                 iv, d = wide, rule.decide(wide.estimate, wide.low, wide.high)
         decided[u], read[u] = d, iv
@@ -702,7 +700,7 @@ def unit_decisions(rule: object, ivs: dict) -> tuple[dict, dict, str]:
         words = (
             f"; not held needs a unit's interval at {level:.1%} (Bonferroni over {n} units): {plain} not held at 95 %, "
             f"{sum(d == 'not held' for d in decided.values())} at {level:.1%}"
-            + (f" ({uncorrected} without a t interval to widen: inconclusive)" if uncorrected else "")
+            + (f" ({uncorrected} uncorrected: not a t interval)" if uncorrected else "")
         )
     return decided, read, words
 
