@@ -515,7 +515,8 @@ repro.publish("cam_implementations", dg.cam_implementations(bench), show=False)
 # If we label and retrain on the first few percent of the prioritized tests, which prioritizer
 # helps the model most? The candidate pool is adversarial inputs only, as in the artifact. It is
 # split **by source image**: a test image's adversarial examples all fall in the pool or all in
-# the held-out half. The paper compares DeepGini with the coverage-based techniques. We take
+# the held-out half, and every retraining seed draws its own split (the coverage rival is chosen
+# on the first seed's pool). The paper compares DeepGini with the coverage-based techniques. We take
 # the coverage method whose retraining outcome the artifact reports best (its `retrain.xlsx` at
 # 10 %: the pair's sheet, or CIFAR-10 ResNet-20's, the pair of the paper's table, where it has
 # none) among those that order the pool: the tie-break decides at most half of the top $k$ the
