@@ -705,8 +705,8 @@ def judge(
     elif decision == "not held" and claim.rule.kind == "above_null" and power and not power[0] >= POWER_FLOOR:
         decision = "inconclusive"
         cause = (
-            f"not above its null, but the test's power is {power[0]:.0%} at {power[1]}, below {POWER_FLOOR:.0%}: "
-            "a weak test that fails to reject does not show the effect absent"
+            f"the test's power is {power[0]:.0%} at {power[1]}, below {POWER_FLOOR:.0%}: the estimate is not above "
+            "its null, but a weak test that fails to reject does not show the effect absent"
         )
     elif decision == "held" and claim.rule.fails_to_reject and not claim.ours:
         decision = "inconclusive"
