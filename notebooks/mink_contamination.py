@@ -55,6 +55,7 @@ n_members = None  # members per set
 n_nonmembers = None  # non-members scored per set (scoring only, no training cost)
 review_words = None  # reviews and news articles cut to whole sentences within this many words
 background_tokens = None  # background tokens of the main corpus
+burn_in_tokens = None  # background tokens of the burn-in every run starts from (optimizer state too)
 learning_rate = None  # main continued-pretraining learning rate (constant)
 low_learning_rate = None  # the Table 4 ablation learning rate
 block_size = None  # tokens per training sequence
@@ -164,8 +165,12 @@ for s in study.splits:
 # the rest of a sequence opens the next, and the following background text fills the gap. The
 # last sequence is padded and its padding masked out of the loss, so no document is trained twice.
 # Each run is one epoch at a constant learning rate through the
-# Hugging Face `Trainer` (AdamW, no warm-up, no decay): in float32 on a CPU, whatever the CPU (bf16
-# mixed precision on a GPU at `paper`). Scoring is in float32. Below the training table, what this
+# Hugging Face `Trainer` (AdamW, no warm-up, no decay), started from one shared burn-in over
+# background text that no run trains on: the burn-in's weights and its optimizer state, so that
+# the first members meet the optimizer as later ones do (section 6 measures this). The burn-in
+# trains at the main learning rate; the Table 4 runs continue from it at the lower rate.
+# Training is in float32 on a CPU, whatever the CPU (bf16 mixed precision on a GPU at `paper`).
+# Scoring is in float32. Below the training table, what this
 # run pins so that a rebuild gives the same tables, and what it does not. Each trained checkpoint
 # is cached under `data/models/mink/`, keyed by the base model, the exact corpus text and the training config.
 #
@@ -306,7 +311,7 @@ page.say(ex.answers_words(answered, res.memorization))
 # - **in-distribution** (5b): news paragraphs inserted into news. The paper finds that AUC
 #   *falls* with size, because the members drown among texts like them.
 #
-# Every size is a separate run from the base model per seed, scored on the same texts; the smallest
+# Every size is a separate run from the burn-in per seed, scored on the same texts; the smallest
 # outlier size is the main run itself (the same members in larger backgrounds make the others).
 # The table gives the mean over the seeds with the lowest and the highest seed.
 #
@@ -338,10 +343,26 @@ matched = publish("matched", ex.matched_table(study, auc))
 page.say(ex.matched_words(matched))
 
 # %% [markdown]
+# How hard is each member trained? AdamW with bias correction takes its largest steps first: a
+# fresh optimizer's first step moves every weight by the learning rate, and the steps shrink as
+# its moment estimates fill. In an 8-step run that would make a member's exposure depend on
+# where it was inserted, and train early members far harder than late ones. Every run therefore
+# starts from one burn-in over background text that no run trains on (`burn_in_tokens`), with its
+# optimizer state, so members meet an optimizer past its start-up, as they would deep into the
+# paper's 27M-token epoch. Per condition, the spread of members' exposure (the norm of the weight
+# change of the step that trains a member, largest over smallest) as trained, and at the same
+# steps of a fresh optimizer (the burn-in's own first steps):
+
+# %%
+exposure = publish("exposure", ex.exposure_table(study))
+page.say(ex.exposure_words(exposure, study))
+
+# %% [markdown]
 # Does later training erase earlier members (forgetting within the epoch)? The runs visit the
 # corpus in order, so each member's training step is known. Per condition, Spearman's ρ between
 # the share of the epoch that follows a member's step and how far its loss fell against the base
-# model (mean over the seeds, members resampled): forgetting would make ρ negative.
+# model (mean over the seeds, members resampled): forgetting would make ρ negative; a positive ρ
+# says early members were trained harder, which the exposure spread above bounds.
 
 # %%
 forgetting = ex.forgetting_table(study)
@@ -413,6 +434,10 @@ else:
 #   above Table 3's 0.1 % at `default`.
 # - **Seeds.** Each condition is trained `seeds` times (insertion positions and data order); the
 #   members and non-members are one split, shared by the seeds. The occurrences run is one seed.
+# - **Burn-in.** Every run starts from one burn-in over background text (`burn_in_tokens`), weights
+#   and optimizer state, where the paper's members sit at random places in one 27M-token epoch. The
+#   Table 4 runs at the lower rate continue from that burn-in, trained at the main rate; the
+#   in-distribution runs (news) continue from a burn-in over Wikipedia and Reddit text.
 # - **Sequences.** `block_size`-token sequences in corpus order, one per step at `default`, with
 #   every member whole inside one sequence; the paper does not say how it cut or ordered its corpus.
 #

@@ -107,3 +107,49 @@ def test_the_recorded_order_would_catch_a_shuffling_sampler(tmp_path, monkeypatc
     got = torch.cat(ids)
     assert not torch.equal(got, packed.ids)
     assert sorted(map(tuple, got.tolist())) == sorted(map(tuple, packed.ids.tolist()))  # same blocks, other order
+
+
+def test_a_run_from_a_burn_in_meets_the_optimizer_past_its_start_up(tmp_path) -> None:
+    """Adam's first step from a fresh state moves every coordinate with a gradient by the learning rate (m/sqrt(v)
+    is the sign of the gradient after bias correction), so the first update norm is lr * sqrt(coordinates). A run
+    started from a burn-in's kept state continues the burn-in's step count at its own learning rate, and its first
+    step moves the weights less than a fresh optimizer's first step would from the same weights."""
+    lr = 1e-3
+    burn = tiny_model()
+    n = sum(q.numel() for q in burn.parameters())
+    cfg = pretraining.PretrainConfig(learning_rate=lr, block_size=BLOCK, batch_size=1, seed=0)
+    first = pretraining.continue_pretraining(
+        burn, Chars(), BACKGROUND * 3, cfg, tmp_path / "b", progress=False, save_to=tmp_path / "burn", keep_state=True
+    )
+    assert pretraining.has_optimizer_state(tmp_path / "burn")
+    assert len(first["update_norms"]) == first["steps"] >= 8
+    fresh = first["update_norms"][0] / (lr * n**0.5)
+    assert 0.9 < fresh <= 1.0 + 1e-6  # every coordinate (nearly all have a gradient) moved by lr
+    assert first["update_norms"][-1] < 0.7 * first["update_norms"][0]  # the start-up the burn-in absorbs
+
+    low = 1e-4
+    again = tiny_model()
+    again.load_state_dict(burn.state_dict())
+    run_cfg = pretraining.PretrainConfig(learning_rate=low, block_size=BLOCK, batch_size=1, seed=0)
+    after = pretraining.continue_pretraining(
+        again,
+        Chars(),
+        DOCS,
+        run_cfg,
+        tmp_path / "r",
+        progress=False,
+        keep_whole=MEMBERS,
+        start=tmp_path / "burn",
+        save_to=tmp_path / "run",
+        keep_state=True,
+    )
+    state = torch.load(tmp_path / "run" / "optimizer.pt", weights_only=True)
+    assert all(float(s["step"]) == first["steps"] + after["steps"] for s in state["state"].values())
+    assert all(g["lr"] == low for g in state["param_groups"])  # the run's rate, not the burn-in's
+    cold = tiny_model()
+    cold.load_state_dict(burn.state_dict())
+    plain = pretraining.continue_pretraining(
+        cold, Chars(), DOCS, run_cfg, tmp_path / "p", progress=False, keep_whole=MEMBERS
+    )
+    assert plain["update_norms"][0] == pytest.approx(low * n**0.5, rel=0.1)  # a fresh optimizer's first step
+    assert after["update_norms"][0] < 0.7 * plain["update_norms"][0]

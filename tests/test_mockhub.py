@@ -379,6 +379,11 @@ def check_mink_contamination(result: dict) -> None:
         assert by_run[f"main{seed}"]["corpus_tokens"] == by_run[f"lr{seed}"]["corpus_tokens"]
     assert by_run["main"]["seed"] == 0 and by_run["main s1"]["seed"] == 1
     assert all(r["seeds"] == 2 for r in rows(result, "forgetting") + rows(result, "sizes"))
+    # every run starts from the burn-in (128 tokens, 2 blocks of 2 x 32 per step: 2 steps): the exposure table reads
+    # each run's recorded update norms, and the fresh optimizer's at the steps the burn-in covers
+    exposure = rows(result, "exposure")
+    assert {r["condition"] for r in exposure} == {*seeded, "frequency"}
+    assert all(r["spread"] >= 1 and r["exposure"] > 0 for r in exposure)
     pairs = rows(result, "pairs")
     assert pairs and all(r["ci_low"] <= r["difference"] <= r["ci_high"] and "2 seeds" in r["test"] for r in pairs)
     # between-run rows cover two trained models per condition, with the hierarchical interval; the occurrences row

@@ -569,6 +569,15 @@ def test_mink_chapter_tables(smoke_results) -> None:
     # a larger background with the same contaminants lowers the contamination share
     assert training["size_outlier 400"]["contamination"] < training["main"]["contamination"]
     assert training["main"]["corpus_tokens"] == training["lr"]["corpus_tokens"]  # one corpus, two learning rates
+    # every run starts from the smoke burn-in (256 tokens: 2 steps of 128); a member's exposure is the update norm of
+    # the step that trains it: the spread over members is at least 1; the fresh optimizer's (the burn-in's first
+    # steps, at least 2) exists for a run no longer than 2 steps, and not for the main run (6 steps)
+    exposure = {r["condition"]: r for r in table(smoke_results, "mink_contamination", "exposure")}
+    assert set(exposure) == {*seeded, "frequency"}
+    for condition, r in exposure.items():
+        assert r["spread"] >= 1 and r["exposure"] > 0 and r["steps"] == training[condition]["steps"]
+        assert r["steps"] > 2 or r["spread, fresh optimizer"] >= 1, condition
+    assert exposure["main"]["steps"] == 6 and exposure["main"]["spread, fresh optimizer"] is None
     forgetting = table(smoke_results, "mink_contamination", "forgetting")
     assert [r["condition"] for r in forgetting] == ["main", "size_outlier 400", "size_indist 64", "size_indist 256"]
     assert all(-1 <= r["ci_low"] <= r["rho"] <= r["ci_high"] <= 1 and r["seeds"] == 1 for r in forgetting)

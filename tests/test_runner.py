@@ -829,3 +829,26 @@ def test_a_coroutine_a_signal_abandons_adds_no_warning_to_the_one_line(tmp_path)
     assert proc.stderr.splitlines() == [
         "error: interrupted; the run in progress was discarded, earlier results are untouched"
     ], proc.stderr
+
+
+def test_a_long_parameters_table_is_shown_two_parameters_a_row() -> None:
+    import pandas as pd
+
+    from repro.notebook import parameters_view
+    from repro.results import MAX_ROWS
+
+    short = pd.DataFrame({"parameter": list("abc"), "value": ["1", "2", "3"], "help": ["x", "y", "z"]})
+    assert parameters_view(short).equals(short)
+    names = [f"p{i}" for i in range(MAX_ROWS + 1)]
+    long = pd.DataFrame({"parameter": names, "value": [str(i) for i in range(len(names))], "help": "h"})
+    view = parameters_view(long)
+    assert len(view) == 16 <= MAX_ROWS and list(view.columns) == [
+        "parameter",
+        "value",
+        "help",
+        "parameter ",
+        "value ",
+        "help ",
+    ]
+    assert view["parameter"].tolist() + view["parameter "].tolist()[:-1] == names  # every one, in order
+    assert view["parameter "].iloc[-1] == ""  # the odd one out leaves the last right cell empty

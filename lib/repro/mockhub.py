@@ -1158,6 +1158,7 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "n_members": 4,
         "review_words": 30,
         "background_tokens": 200,
+        "burn_in_tokens": 128,
         "block_size": 32,
         "batch_size": 2,
         "n_nonmembers": 6,

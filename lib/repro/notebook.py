@@ -16,7 +16,7 @@ import pandas as pd
 
 from . import page
 from .params import PROFILES, Check, Param, ParameterError, Resolved, resolve, run_checks, spec_table
-from .results import forget_published, publish
+from .results import MAX_ROWS, forget_published, publish
 from .verdict import forget_checks
 
 SEED_LIMIT = 2**32  # NumPy's legacy seeding takes 0 <= seed < 2**32
@@ -96,6 +96,16 @@ def require_hub(profile: str) -> None:
         raise ParameterError(f"{PAPER_NEEDS_HUB}, but {problem}: use --profile default")
 
 
+def parameters_view(view: pd.DataFrame) -> pd.DataFrame:
+    """The parameters table as shown: one row per parameter, or, beyond the page's MAX_ROWS rows, two parameters
+    side by side per row (the first half on the left, in order; the right side's headers end in a space)."""
+    if len(view) <= MAX_ROWS:
+        return view
+    half = -(-len(view) // 2)
+    left, right = view.iloc[:half].reset_index(drop=True), view.iloc[half:].reset_index(drop=True)
+    return pd.concat([left, right.rename(columns=lambda c: f"{c} ")], axis=1).fillna("")
+
+
 def start(namespace: dict[str, Any], /, checks: Sequence[Check] = (), **spec: Param) -> Resolved:
     """Validate parameters against `spec` and `checks`, publish them as table `params`, seed, theme plots."""
     values = Resolved(resolve(namespace, spec))
@@ -120,8 +130,8 @@ def start(namespace: dict[str, Any], /, checks: Sequence[Check] = (), **spec: Pa
         pass
     page.set_up()
     table = spec_table({"profile": Param(str, "default", choices=PROFILES, help="named set of values"), **spec}, values)
-    view = pd.DataFrame(table)[["parameter", "value", "help"]].astype({"value": str})
+    view = parameters_view(pd.DataFrame(table)[["parameter", "value", "help"]].astype({"value": str}))
     publish(
-        "params", table, view=view, collapsed=f"The {len(view)} parameters of this run (profile {values['profile']})"
+        "params", table, view=view, collapsed=f"The {len(table)} parameters of this run (profile {values['profile']})"
     )
     return values

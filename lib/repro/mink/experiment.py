@@ -107,6 +107,15 @@ SPEC = {
     "background_tokens": Param(
         int, 3200, smoke=200, paper=27_000_000, low=100, high=10**9, help="main corpus background"
     ),
+    "burn_in_tokens": Param(
+        int,
+        32_768,
+        smoke=256,
+        paper=2_000_000,
+        low=0,
+        high=10**9,
+        help="background tokens of the burn-in every run starts from, optimizer state included (0: none)",
+    ),
     "learning_rate": Param(float, 1e-4, low=1e-7, high=1e-2, help="main learning rate"),
     "low_learning_rate": Param(float, 1e-5, low=1e-7, high=1e-2, help="ablation learning rate (Table 4)"),
     "block_size": Param(int, 1024, smoke=128, low=16, high=4096, help="tokens per training sequence"),
@@ -211,6 +220,10 @@ class Study:
     # DC-PDD's reference: smoothed frequency of every vocabulary id in the background pool's untrained texts
     freq: np.ndarray | None = None
     reference_texts: int = 0
+    # the burn-in every run starts from (background texts no run trains on), its checkpoint folder and statistics
+    burn_in_docs: list[str] = field(default_factory=list)
+    burn_in: Path | None = None
+    burn_in_stats: dict = field(default_factory=dict)
 
     @property
     def freq_split(self) -> C.MemberSplit:
@@ -304,12 +317,17 @@ def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
     frequency = Run(
         "frequency", take(pool, p.freq_background, "freq_background"), repeated, p.learning_rate, p.freq_background
     )
-    # DC-PDD's reference corpus: the pool's texts that no corpus trains on (every background is a leading part)
+    # the burn-in: the pool's next texts after every run's background (each a leading part of the pool); DC-PDD's
+    # reference corpus: the texts after those, which nothing trains on
     used = max(len(run.background) for run in [*plan.values(), frequency] if run.experiment != "size_indist")
+    if p.burn_in_tokens:
+        study.burn_in_docs = take(pool[used:], p.burn_in_tokens, "burn_in_tokens")
+        used += len(study.burn_in_docs)
     if used >= len(pool):
         raise ParameterError(
-            f"parameters 'background_tokens', 'size_background', 'freq_background': the corpora take all "
-            f"{len(pool):,} documents of {background_name(p)}, and DC-PDD's reference needs some left; lower them"
+            f"parameters 'background_tokens', 'size_background', 'freq_background', 'burn_in_tokens': the corpora "
+            f"take all {len(pool):,} documents of {background_name(p)}, and DC-PDD's reference needs some left; "
+            "lower them"
         )
     study.freq = detectors.token_frequencies(tokenizer, pool[used:])
     study.reference_texts = len(pool) - used
@@ -359,10 +377,31 @@ def config(study: Study, name: str) -> pretraining.PretrainConfig:
     return pretraining.PretrainConfig(study.runs[name].learning_rate, p.block_size, p.batch_size, 1, p.seed)
 
 
+def burn_in_config(study: Study) -> pretraining.PretrainConfig:
+    """The burn-in's training configuration: the main run's, at the main learning rate."""
+    p = study.params
+    return pretraining.PretrainConfig(p.learning_rate, p.block_size, p.batch_size, 1, p.seed)
+
+
+def burn_in_dir(study: Study) -> Path | None:
+    """The burn-in's checkpoint folder (None without a burn-in)."""
+    if not study.burn_in_docs:
+        return None
+    return pretraining.checkpoint_dir(
+        "burn_in", study.base_path, study.burn_in_docs, burn_in_config(study), keep_state=True
+    )
+
+
 def export_commands(study: Study) -> list[str]:
-    """Write every run's corpus beside the checkpoint cache; the `accelerate launch` lines that train them."""
-    return [
-        pretraining.export_corpus(run.experiment, study.base_path, run.docs, config(study, name), run.blocks)
+    """Write every run's corpus beside the checkpoint cache; the `accelerate launch` lines that train them (the
+    burn-in's first: every other run starts from its checkpoint)."""
+    start = burn_in_dir(study)
+    first = []
+    if start is not None:
+        docs, cfg = study.burn_in_docs, burn_in_config(study)
+        first = [pretraining.export_corpus("burn_in", study.base_path, docs, cfg, keep_state=True)]
+    return first + [
+        pretraining.export_corpus(run.experiment, study.base_path, run.docs, config(study, name), run.blocks, start)
         for name, run in study.runs.items()
     ]
 
@@ -389,8 +428,20 @@ def datasets_table(study: Study) -> pd.DataFrame:
 # training and scoring
 
 
+def burn_in(study: Study) -> Path | None:
+    """Train (or find) the burn-in every run starts from: the main learning rate over background texts no run trains
+    on, its optimizer state kept (always stored: the runs load it from disk)."""
+    if study.burn_in is None and study.burn_in_docs:
+        _, study.burn_in_stats = pretraining.cached_pretraining(
+            "burn_in", study.base_path, study.burn_in_docs, burn_in_config(study), keep_state=True
+        )
+        study.burn_in = burn_in_dir(study)
+    return study.burn_in
+
+
 def train(study: Study, name: str) -> Any:
-    """Continued pretraining of one planned run (or its cached checkpoint); its statistics go to study.training."""
+    """Continued pretraining of one planned run from the burn-in (or its cached checkpoint); its statistics go to
+    study.training."""
     run = study.runs[name]
     model, stats_ = pretraining.cached_pretraining(
         run.experiment,
@@ -399,6 +450,7 @@ def train(study: Study, name: str) -> Any:
         config(study, name),
         store=study.params.store_checkpoints,
         keep_whole=run.blocks,
+        start=burn_in(study),
     )
     corpus = sum(map(study.n_tokens, run.docs))
     contaminant = sum(map(study.n_tokens, run.blocks))
@@ -1601,18 +1653,85 @@ def throughput_words(throughput: pd.DataFrame) -> str:
     )
 
 
-def training_position(study: Study, name: str) -> dict[str, float]:
-    """Share of the run's optimizer steps that come after the step training each inserted item (its first copy).
+def member_steps(study: Study, name: str) -> tuple[dict[str, int], int]:
+    """The optimizer step (from 0) that trains each inserted item's first copy, and the run's number of steps.
 
     The blocks are visited in corpus order, one batch per step, so an item's step is the block holding it
     (pretraining.pack_blocks, the same cut as in training) over the batch size."""
     p, run = study.params, study.runs[name]
     packed = pretraining.pack_blocks(study.tokenizer, run.docs, p.block_size, run.blocks)
-    steps = -(-len(packed.ids) // p.batch_size)
     first: dict[str, int] = {}
     for i, doc in enumerate(run.docs):
         first.setdefault(doc, i)
-    return {m: 1.0 - (packed.block_of[first[m]] // p.batch_size + 1) / steps for m in dict.fromkeys(run.blocks)}
+    steps = {m: packed.block_of[first[m]] // p.batch_size for m in dict.fromkeys(run.blocks)}
+    return steps, -(-len(packed.ids) // p.batch_size)
+
+
+def training_position(study: Study, name: str) -> dict[str, float]:
+    """Share of the run's optimizer steps that come after the step training each inserted item (its first copy)."""
+    steps, total = member_steps(study, name)
+    return {m: 1.0 - (step + 1) / total for m, step in steps.items()}
+
+
+def exposure(study: Study, name: str, norms: Sequence[float] | None = None) -> np.ndarray:
+    """Each inserted item's exposure in run `name`: the norm of the weight change of the step that trains it
+    (pretraining.UpdateNorms), from the run's own steps or from `norms` (another run's, read at the same steps;
+    NaN beyond them)."""
+    norms = study.training[name].get("update_norms", []) if norms is None else norms
+    steps, _ = member_steps(study, name)
+    return np.array([norms[i] if i < len(norms) else np.nan for i in steps.values()], dtype=float)
+
+
+def exposure_table(study: Study) -> pd.DataFrame:
+    """Per condition: how much the step that trains a member moves the weights (exposure, pretraining.UpdateNorms),
+    as the spread over its members (the largest exposure over the smallest, mean over the seeds), for the run as
+    trained (from the burn-in's optimizer state) and for a fresh optimizer at the same steps: the burn-in's own
+    first steps, which start from the base model with no optimizer state, as every run did before the burn-in
+    (empty where the run has more steps than the burn-in, or without a burn-in)."""
+    fresh = study.burn_in_stats.get("update_norms", [])
+    rows = []
+    for condition in conditions(study):
+        names = [n for n in runs_of(study, condition) if study.training.get(n, {}).get("update_norms")]
+        if not names:
+            continue
+        after = [exposure(study, n) for n in names]
+        before = [exposure(study, n, fresh) for n in names] if fresh else []
+        spread = lambda xs: float(np.mean([np.nanmax(x) / np.nanmin(x) for x in xs]))
+        rows.append(
+            {
+                "condition": condition,
+                "seeds": len(names),
+                "steps": study.training[names[0]]["steps"],
+                "members": len(after[0]),
+                "exposure": float(np.mean([np.mean(x) for x in after])),
+                "spread": spread(after),
+                "spread, fresh optimizer": spread(before) if before and not np.isnan(before).any() else np.nan,
+            }
+        )
+    return pd.DataFrame(rows).round(3)
+
+
+def exposure_words(table: pd.DataFrame, study: Study) -> str:
+    """What the exposure table says about Adam's start-up, from its numbers."""
+    if table.empty:
+        return "No run recorded its steps' weight changes (they are recorded on one process only)."
+    main = table.set_index("condition").loc["main"]
+    fresh = study.burn_in_stats.get("update_norms", [])
+    if not fresh:
+        return (
+            f"Without a burn-in, the main run's largest member exposure is {main.spread:.1f}× its smallest: "
+            "where a member sits in the corpus decides how hard it is trained."
+        )
+    words = (
+        f"Every run starts from a burn-in of {study.burn_in_stats['steps']} steps over background text no run "
+        f"trains on, optimizer state included. Its first step moved the weights {fresh[0] / fresh[-1]:.1f}× as "
+        f"far as its last: that start-up is what a member met before. In the main run a member's exposure now "
+        f"varies {main.spread:.1f}× from the hardest-trained member to the least (mean over the seeds)"
+    )
+    if not np.isnan(main["spread, fresh optimizer"]):
+        words += f", against {main['spread, fresh optimizer']:.1f}× at the same steps of a fresh optimizer"
+    widest = table.loc[table.spread.idxmax()]
+    return words + f"; the widest spread is {widest.spread:.1f}× ({widest.condition}, {int(widest.steps)} steps)."
 
 
 FORGETTING_RUNS = ("main", "size_outlier", "size_indist")

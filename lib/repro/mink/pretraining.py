@@ -5,7 +5,11 @@ Multi-GPU (the `paper` profile): the notebook exports each corpus (export_corpus
 straight into the cache the notebook reads. Under FSDP the state dict type is forced to FULL_STATE_DICT, so the
 main process writes one loadable checkpoint (config.json and weights) whatever `accelerate config` chose.
 batch_size is the global batch, split over the processes, so one cache key is one global batch whatever the
-number of GPUs."""
+number of GPUs.
+
+A burn-in (cached_pretraining with keep_state) keeps the optimizer's state beside its weights; a run started from it
+(`start`) loads both, so the items it inserts meet an optimizer past Adam's start-up (bias correction and the first
+steps' large moments), as they would deep into a real continued-pretraining run."""
 
 from __future__ import annotations
 
@@ -69,12 +73,27 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
-def complete_checkpoint(folder: Path) -> bool:
-    """A cached checkpoint is usable only with its config.json, a weights file and train_stats.json.
+OPTIMIZER_STATE = ("optimizer.pt", "scheduler.pt")  # the Trainer's names for its optimizer and scheduler states
+
+
+def has_optimizer_state(folder: Path) -> bool:
+    """Whether a checkpoint keeps its optimizer state (a burn-in): the Trainer's optimizer.pt (one process or DDP)
+    or its FSDP optimizer folder, and scheduler.pt."""
+    optimizer = (folder / OPTIMIZER_STATE[0]).is_file() or any(
+        f.is_dir() and f.name.startswith("optimizer") for f in folder.glob("optimizer*")
+    )
+    return optimizer and (folder / OPTIMIZER_STATE[1]).is_file()
+
+
+def complete_checkpoint(folder: Path, keep_state: bool = False) -> bool:
+    """A cached checkpoint is usable only with its config.json, a weights file and train_stats.json (and, for a
+    burn-in, its optimizer state).
 
     A folder with only train_stats.json is what a sharded FSDP save used to leave: damaged, never a hit."""
-    return all((folder / f).is_file() for f in ("config.json", "train_stats.json")) and any(
-        (folder / f).is_file() for f in WEIGHT_FILES
+    return (
+        all((folder / f).is_file() for f in ("config.json", "train_stats.json"))
+        and any((folder / f).is_file() for f in WEIGHT_FILES)
+        and (not keep_state or has_optimizer_state(folder))
     )
 
 
@@ -198,6 +217,55 @@ def plain_progress(trainer: Any, progress: bool = True) -> None:
         trainer.add_callback(BarOnly)
 
 
+def _starting_state(trainer: Any, folder: Path, learning_rate: float) -> Any:
+    """A callback that loads a burn-in's optimizer and scheduler states (cached_pretraining, keep_state) into the
+    Trainer before its first step, then sets this run's learning rate (the loaded groups carry the burn-in's)."""
+    from transformers import TrainerCallback
+
+    class StartingState(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            trainer._load_optimizer_and_scheduler(str(folder))  # the Trainer's own loader (FSDP-aware)
+            for group in trainer.optimizer.param_groups:
+                group["lr"] = group["initial_lr"] = learning_rate
+            scheduler = getattr(trainer.lr_scheduler, "scheduler", trainer.lr_scheduler)  # under accelerate, wrapped
+            scheduler.base_lrs = [learning_rate] * len(scheduler.base_lrs)
+            scheduler._last_lr = [learning_rate] * len(scheduler.base_lrs)
+
+    return StartingState()
+
+
+class UpdateNorms:
+    """The L2 norm of every optimizer step's change of the weights (a TrainerCallback's two hooks): how far the
+    step that trains a block moves the model, the exposure of the items in that block. One process and models up
+    to LARGE_MODEL parameters only (a copy of the weights is kept); elsewhere `norms` stays empty."""
+
+    def __init__(self, model: Any) -> None:
+        self.params = [q for q in model.parameters() if q.requires_grad]
+        self.on = world_size() == 1 and sum(q.numel() for q in self.params) <= LARGE_MODEL
+        self.norms: list[float] = []
+        self.before: list[torch.Tensor] = []
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        outer = self
+
+        class Recorder(TrainerCallback):
+            def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                if outer.on:
+                    outer.before = [q.detach().clone() for q in outer.params]
+
+            def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+                if outer.on:
+                    with torch.no_grad():
+                        now = [q.detach() for q in outer.params]
+                        parts = torch._foreach_norm(torch._foreach_sub(now, outer.before))
+                        outer.norms.append(float(torch.linalg.vector_norm(torch.stack(parts))))
+                        torch._foreach_copy_(outer.before, now)
+
+        return Recorder()
+
+
 def continue_pretraining(
     model: Any,
     tokenizer: Any,
@@ -207,12 +275,17 @@ def continue_pretraining(
     progress: bool = True,
     save_to: Path | None = None,
     keep_whole: Sequence[str] = (),
-) -> dict[str, float]:
+    start: Path | None = None,
+    keep_state: bool = False,
+) -> dict[str, Any]:
     """Train `model` in place for cfg.epochs over the token blocks of `docs` (Trainer, constant lr); returns stats.
 
     The blocks are visited in corpus order (a sequential sampler), so a document's place in the corpus is when it is
     trained; `keep_whole` documents (the inserted items) are never cut between two blocks (pack_blocks).
-    save_to: where the Trainer writes the full checkpoint (it gathers FSDP shards under `accelerate launch`)."""
+    save_to: where the Trainer writes the full checkpoint (it gathers FSDP shards under `accelerate launch`).
+    start: a burn-in checkpoint whose optimizer state the optimizer starts from (the model must hold its weights);
+    keep_state: save this run's optimizer state beside its weights in save_to (a burn-in).
+    The stats' update_norms are the steps' weight changes (UpdateNorms)."""
     from transformers import Trainer, TrainingArguments
 
     packed = pack_blocks(tokenizer, docs, cfg.block_size, keep_whole)
@@ -240,16 +313,22 @@ def continue_pretraining(
         activation_checkpointing=uses_gradient_checkpointing(cfg, model),  # formerly gradient_checkpointing
     )
     model.train()
-    start = time.perf_counter()
+    began = time.perf_counter()
     trainer = Trainer(model=model, args=args, train_dataset=_Blocks(packed.ids, packed.mask))
     force_full_state_dict(trainer)
     plain_progress(trainer, progress)
+    if start is not None:
+        trainer.add_callback(_starting_state(trainer, start, cfg.learning_rate))
+    updates = UpdateNorms(model)
+    trainer.add_callback(updates.callback())
     result = trainer.train()
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - began
     model.eval()
     if save_to is not None:
         trainer.accelerator.wait_for_everyone()
         trainer.save_model(str(save_to))  # every rank takes part (FSDP gathers); only the main process writes
+        if keep_state:
+            trainer._save_optimizer_and_scheduler(str(save_to))  # the Trainer's own writer (FSDP-aware)
         trainer.accelerator.wait_for_everyone()
     tokens = int(packed.mask.sum()) * cfg.epochs
     return {
@@ -260,6 +339,7 @@ def continue_pretraining(
         "train_loss": round(float(result.training_loss), 4),
         "precision": precision,
         "processes": world_size(),
+        "update_norms": [round(x, 6) for x in updates.norms],
     }
 
 
@@ -267,18 +347,27 @@ LAYOUT = "corpus order, whole items, masked last block"  # how blocks are cut an
 
 
 def checkpoint_dir(
-    name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig, keep_whole: Sequence[str] = ()
+    name: str,
+    base: str | Path,
+    docs: Sequence[str],
+    cfg: PretrainConfig,
+    keep_whole: Sequence[str] = (),
+    start: Path | None = None,
+    keep_state: bool = False,
 ) -> Path:
-    """Cache folder of a continued-pretraining run, keyed by base model, corpus text, config and the precision used.
+    """Cache folder of a continued-pretraining run, keyed by base model, corpus text, config and the precision used,
+    and by the burn-in it starts from (its folder's name, itself a key of the burn-in's inputs) and whether it keeps
+    its optimizer state.
 
     batch_size is the global batch, so the key holds whatever the number of processes; gradient checkpointing is
     left out (it recomputes the same activations), so checkpoints cached before that field existed keep their
     folders."""
     key = {k: v for k, v in asdict(cfg).items() if k != "gradient_checkpointing"}
     whole = sorted(set(keep_whole))
-    return cache.entry_path(
-        "models/mink", name, str(base), list(docs), key, training_precision(cfg.bf16), LAYOUT, whole
-    )
+    parts: list[Any] = [str(base), list(docs), key, training_precision(cfg.bf16), LAYOUT, whole]
+    if start is not None or keep_state:
+        parts += [None if start is None else Path(start).name, keep_state]
+    return cache.entry_path("models/mink", name, *parts)
 
 
 def identity_parts(target: Path) -> tuple[str, list]:
@@ -337,12 +426,12 @@ class Checkpoint:
         return self.loaded()(*args, **kwargs)
 
 
-def _load_checkpoint(target: Path) -> tuple[Any, dict[str, Any]] | None:
+def _load_checkpoint(target: Path, keep_state: bool = False) -> tuple[Any, dict[str, Any]] | None:
     """(model, stats) of a complete cached checkpoint, its weights read on first use (Checkpoint); None after
     discarding a partial one."""
     if not target.exists():
         return None
-    if complete_checkpoint(target):
+    if complete_checkpoint(target, keep_state):
         try:
             stats = json.loads((target / "train_stats.json").read_text())
             return Checkpoint(target), {**stats, "cached": True}
@@ -360,49 +449,54 @@ def cached_pretraining(
     cfg: PretrainConfig,
     store: bool = True,
     keep_whole: Sequence[str] = (),
+    start: Path | None = None,
+    keep_state: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     """(model, stats) trained from `base` on `docs`, loaded from the cache when the same inputs ran before; the
     model carries its checkpoint's cache identity (cache.mark), so its scores can be cached.
 
+    start: a cached burn-in (a checkpoint trained with keep_state) whose weights and optimizer state the run starts
+    from; `base` still names the tokenizer. keep_state: keep the optimizer state too (train a burn-in).
     store=False (store_checkpoints false) trains without keeping a checkpoint (and without an identity)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target = checkpoint_dir(name, base, docs, cfg, keep_whole)
-    found = _load_checkpoint(target)
+    if start is not None and not complete_checkpoint(Path(start), keep_state=True):
+        raise ValueError(f"the burn-in {Path(start).name} has no complete checkpoint with its optimizer state")
+    target = checkpoint_dir(name, base, docs, cfg, keep_whole, start, keep_state)
+    found = _load_checkpoint(target, keep_state)
     if found is not None:
         return found
     per_device_batch(cfg)  # a global batch that does not split over the processes fails before any loading
     tokenizer = AutoTokenizer.from_pretrained(base)
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(start or base, dtype=torch.float32)
+    train = dict(keep_whole=keep_whole, start=start, keep_state=keep_state)
     if not store or not is_main_process():  # under accelerate, only rank 0 publishes the checkpoint
         with tempfile.TemporaryDirectory(prefix="pretrain-") as scratch:
             stats = continue_pretraining(
-                model,
-                tokenizer,
-                docs,
-                cfg,
-                scratch,
-                save_to=Path(scratch) / "model" if store else None,
-                keep_whole=keep_whole,
+                model, tokenizer, docs, cfg, scratch, save_to=Path(scratch) / "model" if store else None, **train
             )
         return model, {**stats, "cached": False}
     with atomic_dir(target) as tmp:
-        stats = continue_pretraining(
-            model, tokenizer, docs, cfg, Path(tmp) / "trainer", save_to=Path(tmp), keep_whole=keep_whole
-        )
+        stats = continue_pretraining(model, tokenizer, docs, cfg, Path(tmp) / "trainer", save_to=Path(tmp), **train)
         shutil.rmtree(Path(tmp) / "trainer", ignore_errors=True)
         write_json(Path(tmp) / "train_stats.json", stats)
-        if not complete_checkpoint(Path(tmp)):  # never publish a folder the notebook could not load
-            raise RuntimeError(f"the trained checkpoint lacks config.json or weights: {sorted(os.listdir(tmp))}")
+        if not complete_checkpoint(Path(tmp), keep_state):  # never publish a folder the notebook could not load
+            raise RuntimeError(f"the trained checkpoint lacks config.json, weights or state: {sorted(os.listdir(tmp))}")
     return cache.mark(model, *identity_parts(target)), {**stats, "cached": False}
 
 
 def export_corpus(
-    name: str, base: str | Path, docs: Sequence[str], cfg: PretrainConfig, keep_whole: Sequence[str] = ()
+    name: str,
+    base: str | Path,
+    docs: Sequence[str],
+    cfg: PretrainConfig,
+    keep_whole: Sequence[str] = (),
+    start: Path | None = None,
+    keep_state: bool = False,
 ) -> str:
     """Write one run's corpus (its documents and the items kept whole) beside the checkpoint cache; return the
-    `accelerate launch` line that fills that cache."""
-    target = checkpoint_dir(name, base, docs, cfg, keep_whole)
+    `accelerate launch` line that fills that cache (a run with `start` after its burn-in's line)."""
+    target = checkpoint_dir(name, base, docs, cfg, keep_whole, start, keep_state)
     corpus = target.parent / f"{target.name}.corpus.json"
     write_json(corpus, {"docs": list(docs), "keep_whole": sorted(set(keep_whole))})
     return (
@@ -412,6 +506,8 @@ def export_corpus(
         + {None: "", True: " --gradient-checkpointing", False: " --no-gradient-checkpointing"}[
             cfg.gradient_checkpointing
         ]
+        + ("" if start is None else f" --start {start}")
+        + (" --keep-state" if keep_state else "")
     )
 
 
@@ -434,6 +530,10 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"recompute activations (default: on above {LARGE_MODEL:,} parameters)",
     )
+    parser.add_argument(
+        "--start", type=Path, default=None, help="burn-in checkpoint to start from (weights, optimizer)"
+    )
+    parser.add_argument("--keep-state", action="store_true", help="keep the optimizer state (train a burn-in)")
     args = parser.parse_args(argv)
     corpus = json.loads(args.corpus.read_text())
     cfg = PretrainConfig(
@@ -445,7 +545,15 @@ def main(argv: list[str] | None = None) -> int:
         not args.float32,
         args.gradient_checkpointing,
     )
-    cached_pretraining(args.name, args.base, corpus["docs"], cfg, keep_whole=corpus["keep_whole"])
+    cached_pretraining(
+        args.name,
+        args.base,
+        corpus["docs"],
+        cfg,
+        keep_whole=corpus["keep_whole"],
+        start=args.start,
+        keep_state=args.keep_state,
+    )
     return 0
 
 
