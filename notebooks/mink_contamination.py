@@ -103,8 +103,8 @@ P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
 # for every seed and both sides of a comparison, so it is paired) and combined with the spread over
 # the seeds in a t interval (`stats.hierarchical_interval`). The texts are resampled as independent
 # items: the Amazon reviews (five per product) and the NYT paragraphs (several per article) come in
-# clusters that the splits do not record, so those intervals may be too narrow. The occurrences
-# row reads one run (a contrast within it), and the control is judged against a label-permutation null.
+# clusters that the splits do not record, so those intervals may be too narrow. The control is
+# judged against a label-permutation null.
 # A row not held on the main run's detection is traced to the contamination share only if the corpus-size
 # runs (the same members in more background) move it toward the paper's value beyond their interval.
 
@@ -317,10 +317,11 @@ page.say(ex.answers_words(answered, res.memorization))
 #
 # ## 6. Number of occurrences (Figure 5c)
 #
-# Each member of `freq_set` is inserted a Poisson number of times (mean `FREQ_RATE` = 1.5), at least once,
-# each copy at its own random position. AUC is computed for the members seen once, twice, and
-# so on, each time against all non-members. The trend is tested over all buckets at once: the
-# AUC of the members seen two or more times minus that of the members seen once.
+# A third of the members of `freq_set` are inserted once, a third twice and a third four times
+# (`COPIES`), each copy at its own random position, and the run is trained once per seed. AUC is
+# computed for the members of each count against all non-members (mean over the seeds). The
+# trend is tested over the counts at once: the AUC of the members seen two or more times minus
+# that of the members seen once.
 
 # %%
 sizes = publish("sizes", ex.size_table(study, auc), view=ex.size_view(study, auc))
@@ -341,6 +342,17 @@ plt.show()
 # %%
 matched = publish("matched", ex.matched_table(study, auc))
 page.say(ex.matched_words(matched))
+
+# %% [markdown]
+# The same size runs as a trend: Min-K%'s AUC and its lead over PPL at each share, and each one's
+# least-squares slope against the background's tokens on a log scale (per tenfold background),
+# with the paper's Fig. 5a curve and its slope beside them. A `regime` cause of a row this
+# sweep measures is read from this table.
+
+# %%
+trend = ex.share_trend_table(study)
+publish("share_trend", trend, view=ex.share_trend_view(trend))
+page.say(ex.share_trend_words(trend))
 
 # %% [markdown]
 # How hard is each member trained? AdamW with bias correction takes its largest steps first: a
@@ -433,7 +445,7 @@ else:
 #   four and three); the largest outlier corpus (its share in the training table) is still far
 #   above Table 3's 0.1 % at `default`.
 # - **Seeds.** Each condition is trained `seeds` times (insertion positions and data order); the
-#   members and non-members are one split, shared by the seeds. The occurrences run is one seed.
+#   members and non-members are one split, shared by the seeds.
 # - **Burn-in.** Every run starts from one burn-in over background text (`burn_in_tokens`), weights
 #   and optimizer state, where the paper's members sit at random places in one 27M-token epoch. The
 #   Table 4 runs at the lower rate continue from that burn-in, trained at the main rate; the

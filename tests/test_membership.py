@@ -253,15 +253,16 @@ def test_insert_blocks_keeps_every_document_and_background_order() -> None:
     assert docs != C.insert_blocks(background, blocks, seed=4)
 
 
-def test_member_split_poisson_and_take_tokens() -> None:
+def test_member_split_copies_and_take_tokens() -> None:
     split = C.split_members("s", [f"t{i}" for i in range(30)] + ["t0"], 10, seed=0)
     assert len(split.members) == len(split.nonmembers) == 10
     assert not set(split.members) & set(split.nonmembers)
     assert split.labels.tolist() == [1] * 10 + [0] * 10
     with pytest.raises(ValueError, match="fewer than"):
         C.split_members("s", ["a", "b", "c"], 2, seed=0)
-    copies = C.poisson_copies(1000, 1.5, seed=0)
-    assert copies.min() == 1 and 1.5 < copies.mean() < 2.0  # Poisson(1.5) floored at 1: mean 1.5 + P(0) = 1.72
+    copies = C.fixed_copies(16, (1, 2, 4), seed=0)
+    assert sorted(np.bincount(copies).tolist()) == [0, 0, 5, 5, 6] and set(copies) == {1, 2, 4}  # 6 x1, 5 x2, 5 x4
+    assert not np.array_equal(copies, C.fixed_copies(16, (1, 2, 4), seed=1))  # which member gets which: the seed's
     parts = C.occurrence_splits(C.MemberSplit("s", ["a", "b", "c"], ["x", "y"]), np.array([2, 1, 2]))
     assert [(p.name, p.members) for p in parts] == [("s x1", ["b"]), ("s x2", ["a", "c"])]
     assert C.take_tokens(["aa", "bbb", "c", "dd"], 4, len) == ["aa", "bbb"]

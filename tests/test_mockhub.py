@@ -370,10 +370,10 @@ def check_mink_contamination(result: dict) -> None:
     assert "Ref-small" in {r["method"] for r in wikimia} and "Ref" not in {r["method"] for r in wikimia}
     assert {"Neighbor", "DC-PDD"} <= {r["method"] for r in rows(result, "detection")}
     assert all(0 <= r["auc"] <= 1 for r in rows(result, "detection") + wikimia)
-    # two seeds per condition (the frequency run has one): the chapter's between-run structure, which smoke runs at one
-    seeded = ("main", "lr", "size_outlier 64", "size_outlier 256", "size_indist 64", "size_indist 256")
-    assert sorted(r["run"] for r in training) == sorted([*seeded, *(f"{c} s1" for c in seeded), "frequency"])
-    assert {r["run"] for r in rows(result, "detection")} == {"base", "frequency", *seeded, *(f"{c} s1" for c in seeded)}
+    # two seeds per condition: the chapter's between-run structure, which smoke runs at one
+    seeded = ("main", "lr", "size_outlier 64", "size_outlier 256", "size_indist 64", "size_indist 256", "frequency")
+    assert sorted(r["run"] for r in training) == sorted([*seeded, *(f"{c} s1" for c in seeded)])
+    assert {r["run"] for r in rows(result, "detection")} == {"base", *seeded, *(f"{c} s1" for c in seeded)}
     by_run = {r["run"]: r for r in training}
     for seed in ("", " s1"):  # each seed's main and lr runs train one corpus; seeds differ in insertion positions
         assert by_run[f"main{seed}"]["corpus_tokens"] == by_run[f"lr{seed}"]["corpus_tokens"]
@@ -382,15 +382,14 @@ def check_mink_contamination(result: dict) -> None:
     # every run starts from the burn-in (128 tokens, 2 blocks of 2 x 32 per step: 2 steps): the exposure table reads
     # each run's recorded update norms, and the fresh optimizer's at the steps the burn-in covers
     exposure = rows(result, "exposure")
-    assert {r["condition"] for r in exposure} == {*seeded, "frequency"}
+    assert {r["condition"] for r in exposure} == set(seeded)
     assert all(r["spread"] >= 1 and r["exposure"] > 0 for r in exposure)
     pairs = rows(result, "pairs")
     assert pairs and all(r["ci_low"] <= r["difference"] <= r["ci_high"] and "2 seeds" in r["test"] for r in pairs)
-    # between-run rows cover two trained models per condition, with the hierarchical interval; the occurrences row
-    # reads one run
+    # every row but the control's covers two trained models per condition, with the hierarchical interval (the
+    # occurrences run too: one run per seed)
     tests = {r["claim"]: r["test"] for r in rows(result, "verdict") if "permutation" not in r["test"]}
-    assert all(("within each of 2 seeds" in t) != ("1 trained model" in t) for t in tests.values())
-    assert [c for c, t in tests.items() if "1 trained model" in t] == ["More occurrences give a higher AUC"]
+    assert tests and all("within each of 2 seeds" in t for t in tests.values()), tests
     # Table 8 on the paper's two multiple-choice sets (yes/no and five choices), before and at both rates
     assert [(r["set"], r["seeds"]) for r in rows(result, "table8_accuracy")] == [
         (s, n) for s in ("BoolQ", "CommonsenseQA") for n in (1, 2, 2)

@@ -1098,6 +1098,16 @@ def max_null(pool: ArrayLike, n_candidates: int = 10, n_draws: int = 1000, seed:
 # seeds
 
 
+def log_slope_weights(x: ArrayLike) -> np.ndarray:
+    """Weights w with sum(w * y) the least-squares slope of y against log10(x): the change of y per tenfold x, as a
+    linear contrast (so a paired bootstrap of the y's gives its interval)."""
+    lx = np.log10(_finite_1d(x, "x"))
+    if len(lx) < 2 or np.ptp(lx) == 0:
+        raise ValueError("a slope needs at least two distinct x")
+    d = lx - lx.mean()
+    return d / float(d @ d)
+
+
 def seed_summary(values: ArrayLike, level: float = 0.95) -> Interval:
     """Mean over seeds with a Student-t interval; one seed gives low = high = mean."""
     _check_level(level)

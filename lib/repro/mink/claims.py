@@ -15,6 +15,7 @@ from ..verdict import Claim, Criterion, Regime, Rule, with_measures
 from . import corpora as C
 
 INDIST_SHARE = 100 / 10_100  # Fig. 5b's largest corpus: 100 inserted news articles among 10k background ones
+INDIST_SHARES = (100 / 1_100, 100 / 5_100, INDIST_SHARE)  # Fig. 5b's three corpora: 1k, 5k and 10k articles
 FACTOR = 3  # ours counts as the paper's regime when within this factor of the paper's sizes
 ABOVE_ALL = "We find that MIN-K% PROB outperforms all baselines."  # Section 6, Main results (Table 3)
 # Section 6, Main results, on Table 7 (its improvement is checked against Table 7's numbers by tpr_sentence_check)
@@ -248,8 +249,8 @@ def tpr_sentence_words() -> str:
 
 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: the background
-# size of the Fig. 5a size runs (which moves the contaminant share).
-MEASURES = {"sizes": "background_tokens"}
+# size of the Fig. 5a size runs (which moves the contaminant share), and the share trend table read from them.
+MEASURES = {"sizes": "background_tokens", "share_trend": "background_tokens"}
 
 
 def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
@@ -356,21 +357,22 @@ def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
         "size_outlier": Claim(
             "Outlier contaminants: AUC rises with corpus size",
             "Section 6.2, Fig. 5a (quoted; values read off the figure)",
-            "0.17M → 0.27M tokens (the points our two smallest corpora are matched to): BoolQ .75 → .80, CSQA "
-            ".65 → .72, IMDB .78 → .90, TruthfulQA .62 → .70; → 26M: BoolQ .90, IMDB .98",
-            Rule.above(0.0, "AUC at the largest − AUC at the smallest corpus, mean over the sets"),
+            "0.17M / 0.27M / 2.6M / 26M tokens: "
+            + " / ".join(f"{np.mean(list(v.values())):.2f}" for v in C.PAPER_CURVE.values())
+            + f" (mean of the four sets): {C.paper_size_slope():+.3f} per tenfold size",
+            Rule.above(
+                0.0, "Min-K% AUC change per tenfold background (least squares over the sizes), mean over the sets"
+            ),
             quote="Despite the theory suggesting greater difficulty with more pretraining data, Figure 5a shows "
             "AUC scores counterintuitively increase with pre-training dataset size.",
             comparator="the same 200 examples per set in smaller corpora (0.17M, 0.27M, 2.6M, 26M tokens)",
             regime=_size_regime(p["size_background"], C.PAPER_SIZES, "Fig. 5a", C.PAPER_CONTAMINATION),
             units=UNITS,
             paper_values={
-                **{f"{s} 0.17M": v for s, v in C.PAPER_SMALLEST.items()},
-                **{f"{s} 0.27M": v for s, v in C.PAPER_SECOND.items()},
-                **{f"{s} 26M": v for s, v in C.PAPER_LARGEST.items()},
+                f"{C.SHORT.get(s, s)} {n / 1e6:g}M": v for n, values in C.PAPER_CURVE.items() for s, v in values.items()
             },
-            # the rule's statistic on the pair of sizes whose contamination shares our two smallest corpora match
-            paper_estimate=round(float(np.mean([v - C.PAPER_SMALLEST[s] for s, v in C.PAPER_SECOND.items()])), 4),
+            # the rule's statistic on the paper's four sizes: the same slope, per tenfold size as the paper labels it
+            paper_estimate=round(C.paper_size_slope(), 4),
         ),
         "size_indist": Claim(
             "In-distribution contaminants: AUC falls with corpus size",

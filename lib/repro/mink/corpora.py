@@ -192,9 +192,10 @@ def take_tokens(
     return out
 
 
-def poisson_copies(n: int, rate: float, seed: int, at_least: int = 1) -> np.ndarray:
-    """Occurrences per contaminant: Poisson(rate) draws, floored at `at_least`."""
-    return np.maximum(np.random.default_rng(seed).poisson(rate, size=n), at_least)
+def fixed_copies(n: int, counts: Sequence[int], seed: int) -> np.ndarray:
+    """Occurrences per contaminant: the `counts` in turn (as equal shares of the n members as n allows), assigned to
+    the members in an order of `seed`."""
+    return np.resize(np.asarray(counts, dtype=int), n)[np.random.default_rng(seed).permutation(n)]
 
 
 def insert_blocks(background: Sequence[str], blocks: Sequence[str], seed: int | Sequence[int]) -> list[str]:
@@ -367,6 +368,28 @@ PAPER_LARGEST = {"BoolQ": 0.90, "IMDB": 0.98}
 # issue's reading (the figure is not available here). With the 0.17M values: the paper's pair of sizes whose
 # contamination shares ours match
 PAPER_SECOND = {"BoolQ": 0.80, "CommonsenseQA": 0.72, "IMDB": 0.90, "TruthfulQA": 0.70}
+# Fig. 5a at 2.6M and at its largest size as issue 52's review read them (the largest agrees with the reference
+# notes for BoolQ and IMDB; CSQA and TruthfulQA there, and every 2.6M value, rest on that reading). With the two
+# smaller sizes: the paper's whole curve, mean over the sets, of which the size row's statistic is the slope
+PAPER_THIRD = {"BoolQ": 0.85, "CommonsenseQA": 0.80, "IMDB": 0.95, "TruthfulQA": 0.75}
+PAPER_CURVE = {  # Fig. 5a: corpus size as the paper labels it -> Min-K% AUC per set
+    size: values
+    for size, values in zip(
+        PAPER_SIZES,
+        (PAPER_SMALLEST, PAPER_SECOND, PAPER_THIRD, {**PAPER_LARGEST, "CommonsenseQA": 0.82, "TruthfulQA": 0.73}),
+    )
+}
+
+
+def paper_size_slope() -> float:
+    """Fig. 5a's Min-K% AUC per tenfold corpus size: the least-squares slope of the mean over the sets against
+    log10 of the paper's four sizes."""
+    from ..stats import log_slope_weights
+
+    means = [float(np.mean(list(v.values()))) for v in PAPER_CURVE.values()]
+    return float(log_slope_weights(list(PAPER_CURVE)) @ np.array(means))
+
+
 # Appendix A, Table 8: accuracy after continued pretraining at learning rates 1e-5 and 1e-4, on the contaminated
 # items (members) and on clean held-out items of the same set (non-members), as issue 52's review read the appendix
 # (the book's reference notes and seed text do not hold Table 8). Per set, (at 1e-5, at 1e-4) for each class; the

@@ -30,12 +30,10 @@ HEADLINE_K = 0.2  # the paper's k for Min-K% (chosen on WikiMIA)
 N_BOOT = 2000
 TPR_BOOT = 1000  # text resamples of the TPR contrasts (a ROC curve per seed, set and detector each)
 FORGETTING_BOOT = 500  # member resamples of the forgetting table (three Spearman fits each)
-FREQ_RATE = 1.5  # Poisson mean of the copies of each member of the occurrences run (Fig. 5c), floored at one
-MIN_OCCURRENCE_MEMBERS = 5  # a copies bucket with fewer members gets no AUC of its own
+COPIES = (1, 2, 4)  # copies of the occurrences run's members (Fig. 5c), a third of the members each
 WIKIMIA_REPO = "swj0419/WikiMIA"
 WIKIMIA_LENGTHS = (32, 64, 128, 256)  # its subsets by text length
 NEIGHBOR_MODEL = "roberta-base"  # the masked LM that proposes the Neighbor attack's word swaps
-ONE_MODEL = "1 trained model per run, training randomness not covered"  # what the text bootstraps leave out
 
 
 def sets_of_source(p: dict) -> str | None:
@@ -227,7 +225,7 @@ class Study:
 
     @property
     def freq_split(self) -> C.MemberSplit:
-        """The split whose members are inserted a Poisson number of times (Fig. 5c)."""
+        """The split whose members are inserted 1, 2 or 4 times (Fig. 5c, COPIES)."""
         return next(s for s in self.splits if s.name == self.params.freq_set)
 
     def n_tokens(self, text: str) -> int:
@@ -289,7 +287,7 @@ def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
     size_splits = [by_name[n] for n in p.size_sets]  # Fig. 5a's runs insert every member; these sets are scored
     study = Study(p, base_path, tokenizer, base_model, splits, news, size_splits, np.zeros(0, int), {})
     freq = by_name[p.freq_set]
-    study.copies = C.poisson_copies(len(freq.members), FREQ_RATE, p.seed)
+    study.copies = C.fixed_copies(len(freq.members), COPIES, p.seed)
 
     def take(docs: list[str], tokens: int, param: str, is_news: bool = False) -> list[str]:
         return C.take_tokens(docs, tokens, study.n_tokens, param=param, pool=background_name(p, is_news))
@@ -314,12 +312,12 @@ def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
             tokens,
         )
     repeated = [m for m, c in zip(freq.members, study.copies) for _ in range(c)]
-    frequency = Run(
+    plan["frequency"] = Run(
         "frequency", take(pool, p.freq_background, "freq_background"), repeated, p.learning_rate, p.freq_background
     )
     # the burn-in: the pool's next texts after every run's background (each a leading part of the pool); DC-PDD's
     # reference corpus: the texts after those, which nothing trains on
-    used = max(len(run.background) for run in [*plan.values(), frequency] if run.experiment != "size_indist")
+    used = max(len(run.background) for run in plan.values() if run.experiment != "size_indist")
     if p.burn_in_tokens:
         study.burn_in_docs = take(pool[used:], p.burn_in_tokens, "burn_in_tokens")
         used += len(study.burn_in_docs)
@@ -335,7 +333,6 @@ def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
     for seed in range(p.seeds):  # every between-run condition is trained once per seed
         for condition, run in plan.items():
             runs[run_name(condition, seed)] = seeded(run, condition, seed, p.seed)
-    runs["frequency"] = seeded(frequency, "frequency", 0, p.seed)  # a contrast within one run: one seed
     study.runs = runs
     return study
 
@@ -597,10 +594,11 @@ def detect_sizes(study: Study) -> None:
 
 
 def detect_frequency(study: Study) -> None:
-    """Train the repeated-insertion run and score its set (Fig. 5c)."""
-    model = train(study, "frequency")
-    _score(study, model, "frequency", [study.freq_split], refs=study.refs, plus=False)
-    del model
+    """Train the repeated-insertion run of every seed and score its set (Fig. 5c)."""
+    for name in runs_of(study, "frequency"):
+        model = train(study, name)
+        _score(study, model, name, [study.freq_split], refs=study.refs, plus=False)
+        del model
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -716,11 +714,6 @@ def set_contrast(
         for n in names
     ]
     return stats.grouped_seeds_auc_contrast(groups, n_resamples=N_BOOT, seed=seed)
-
-
-def one_model(iv: stats.Interval) -> stats.Interval:
-    """The interval with its method saying what does not vary: each run is one trained model."""
-    return replace(iv, method=f"{iv.method}; {ONE_MODEL}")
 
 
 MK = detector_name("Min-K%", HEADLINE_K)
@@ -923,53 +916,143 @@ def size_table(study: Study, auc: pd.DataFrame) -> pd.DataFrame:
     return t.rename(columns={"contamination": "contamination %"}).round(3)
 
 
-def occurrence_table(study: Study) -> pd.DataFrame:
-    """Fig. 5c as numbers: Min-K% and PPL AUC of the members inserted c times against all non-members."""
+def _occurrence_contrast(study: Study, terms: Sequence[tuple[float, np.ndarray]], det: str) -> stats.Interval:
+    """A weighted sum of AUCs of the occurrences set's members selected by masks (each against all non-members),
+    over every seed of the occurrences run, with the hierarchical interval (texts resampled within their copies
+    bucket and class, the same resample for every term and seed; seeds' spread)."""
     split = study.freq_split
+    nonmember = np.ones(len(split.nonmembers), bool)
+    scores = seed_scores(study, "frequency", split.name, det, len(runs_of(study, "frequency")))
+    strata = np.r_[study.copies, np.zeros(len(split.nonmembers), int)]
+    masks = [(w, scores, np.r_[m, nonmember].astype(float)) for w, m in terms]
+    return stats.grouped_seeds_auc_contrast([(split.labels, masks, strata)], n_resamples=N_BOOT, seed=study.params.seed)
+
+
+def occurrence_table(study: Study) -> pd.DataFrame:
+    """Fig. 5c as numbers: Min-K% and PPL AUC of the members inserted c times against all non-members, mean over the
+    seeds with the hierarchical interval."""
     rows = []
-    for part in C.occurrence_splits(split, study.copies):
-        copies = int(part.name.rsplit("x", 1)[1])
-        if len(part.members) < MIN_OCCURRENCE_MEMBERS:
+    for copies in COPIES:
+        members = study.copies == copies
+        if not members.any():
             continue
-        keep = np.r_[study.copies == copies, np.ones(len(split.nonmembers), bool)]
         for det in (MK, "PPL"):
-            iv = stats.delong_interval(split.labels[keep], study.scores[("frequency", split.name)][det][keep])
+            iv = _occurrence_contrast(study, [(1.0, members)], det)
             rows.append(
                 {
                     "copies": copies,
                     "method": det.split(" ")[0],
-                    "members": len(part.members),
+                    "members": int(members.sum()),
                     "auc": iv.estimate,
                     "auc_low": iv.low,
                     "auc_high": iv.high,
                 }
             )
-    t = study.training["frequency"]
+    names = runs_of(study, "frequency")
+    t = study.training[names[0]]
     frame = pd.DataFrame(rows, columns=["copies", "method", "members", "auc", "auc_low", "auc_high"])
-    return frame.assign(**{"contamination %": round(100 * t["contamination"], 1), "steps": t["steps"]}).round(3)
+    extra = {"contamination %": round(100 * _share(study, "frequency"), 1), "steps": t["steps"], "seeds": len(names)}
+    return frame.assign(**extra).round(3)
 
 
 def occurrence_trend(study: Study, det: str = MK) -> stats.Interval:
-    """AUC of members inserted two or more times minus AUC of members inserted once (same non-members), paired."""
-    split = study.freq_split
-    nonmember = np.ones(len(split.nonmembers), bool)
-    once, more = np.r_[study.copies == 1, nonmember], np.r_[study.copies >= 2, nonmember]
-    s = study.scores[("frequency", split.name)][det]
-    strata = np.r_[np.minimum(study.copies, 2), np.zeros(len(split.nonmembers), int)]  # once, twice or more, non-member
-    return one_model(
-        stats.grouped_auc_contrast(
-            [(split.labels, [(1.0, s, more.astype(float)), (-1.0, s, once.astype(float))], strata)],
-            n_resamples=N_BOOT,
-            seed=study.params.seed,
-        )
-    )
+    """AUC of members inserted two or more times minus AUC of members inserted once (same non-members), paired, over
+    the occurrences run's seeds."""
+    return _occurrence_contrast(study, [(1.0, study.copies >= 2), (-1.0, study.copies == 1)], det)
 
 
 def size_trend(study: Study, experiment: str, det: str = MK) -> stats.Interval:
-    """Mean over the sets of AUC at the largest corpus minus AUC at the smallest, on the same texts (paired)."""
+    """Fig. 5a (size_outlier): the AUC's least-squares slope per tenfold background over every size (share_trend);
+    Fig. 5b (size_indist): AUC at the largest corpus minus at the smallest. Mean over the sets, the same texts at
+    every size (paired)."""
+    if experiment == "size_outlier":
+        return share_trend(study, [(1.0, det)])
     sizes = size_conditions(study, experiment)
-    names = [s.name for s in study.size_splits] if experiment == "size_outlier" else [study.news.name]
-    return set_contrast(study, [(1.0, sizes[-1], det), (-1.0, sizes[0], det)], names, study.params.seed)
+    return set_contrast(study, [(1.0, sizes[-1], det), (-1.0, sizes[0], det)], [study.news.name], study.params.seed)
+
+
+def size_backgrounds(study: Study) -> list[int]:
+    """The background tokens of the Fig. 5a sizes (the main run's for the smallest), smallest first."""
+    return [
+        int(study.training[runs_of(study, c)[0]]["background_tokens"]) for c in size_conditions(study, "size_outlier")
+    ]
+
+
+def share_trend(study: Study, terms: Sequence[tuple[float, str]]) -> stats.Interval:
+    """The least-squares slope, against log10 of the background tokens of the Fig. 5a sizes, of a statistic (a
+    weighted sum of detectors' AUCs, `terms`), mean over the size sets: its change per tenfold background, with the
+    hierarchical interval (texts resampled, the same resample at every size and seed; seeds' spread)."""
+    sizes = size_conditions(study, "size_outlier")
+    weights = stats.log_slope_weights(size_backgrounds(study))
+    both = [(w * tw, c, d) for w, c in zip(weights, sizes) for tw, d in terms]
+    iv = set_contrast(study, both, [s.name for s in study.size_splits], study.params.seed)
+    return replace(iv, method=f"least-squares slope per tenfold background over {len(sizes)} sizes; {iv.method}")
+
+
+TREND = {"Min-K% AUC": [(1.0, MK)], "Min-K% − PPL": [(1.0, MK), (-1.0, "PPL")]}  # the share trend table's statistics
+
+
+def share_trend_table(study: Study) -> pd.DataFrame:
+    """The Fig. 5a size runs as a trend: per size, its contaminant share and each TREND statistic (mean over the
+    size sets and seeds, with its interval), then each statistic's slope per tenfold background (share_trend); the
+    paper's Fig. 5a curve (Min-K% only, mean over its four sets) and its slope beside them."""
+    names = [s.name for s in study.size_splits]
+    rows = []
+    for condition, background in zip(size_conditions(study, "size_outlier"), size_backgrounds(study)):
+        row: dict[str, Any] = {"corpus": "ours", "background_tokens": background}
+        row["contamination %"] = round(100 * _share(study, condition), 1)
+        for label, terms in TREND.items():
+            iv = set_contrast(study, [(w, condition, d) for w, d in terms], names, study.params.seed)
+            row.update({label: iv.estimate, f"{label} low": iv.low, f"{label} high": iv.high})
+        rows.append(row)
+    slope: dict[str, Any] = {"corpus": "ours: slope per tenfold background", "background_tokens": np.nan}
+    for label, terms in TREND.items():
+        iv = share_trend(study, terms)
+        slope.update({label: iv.estimate, f"{label} low": iv.low, f"{label} high": iv.high})
+    rows.append(slope)
+    for size, values in C.PAPER_CURVE.items():
+        rows.append(
+            {"corpus": "paper, Fig. 5a", "background_tokens": size, "Min-K% AUC": np.mean(list(values.values()))}
+        )
+    rows.append({"corpus": "paper: slope per tenfold size", "Min-K% AUC": C.paper_size_slope()})
+    return pd.DataFrame(rows).round(3)
+
+
+def share_trend_view(trend: pd.DataFrame) -> pd.DataFrame:
+    """The share trend table as the page shows it: one cell per statistic, its interval beside it."""
+
+    def cell(r: pd.Series, label: str) -> str:
+        if pd.isna(r.get(label)):
+            return ""
+        if pd.isna(r.get(f"{label} low")):
+            return f"{r[label]:+.3f}" if "slope" in r.corpus else f"{r[label]:.3f}"
+        fmt = "+.3f" if "slope" in r.corpus or "−" in label else ".3f"
+        return f"{r[label]:{fmt}} [{r[f'{label} low']:{fmt}}, {r[f'{label} high']:{fmt}}]"
+
+    return pd.DataFrame(
+        {
+            "corpus": trend.corpus,
+            "tokens": trend.background_tokens.map(lambda x: "" if pd.isna(x) else f"{x:,.0f}"),
+            "contaminants %": trend["contamination %"].map(lambda x: "" if pd.isna(x) else f"{x:.1f}"),
+            **{label: [cell(r, label) for _, r in trend.iterrows()] for label in TREND},
+        }
+    )
+
+
+def share_trend_words(trend: pd.DataFrame) -> str:
+    """What the trend table says: each statistic's slope per tenfold background with its interval, against the
+    paper's."""
+    ours = trend[trend.corpus == "ours: slope per tenfold background"].iloc[0]
+    paper = float(trend[trend.corpus == "paper: slope per tenfold size"]["Min-K% AUC"].iloc[0])
+    parts = []
+    for label in TREND:
+        low, high = ours[f"{label} low"], ours[f"{label} high"]
+        side = "rises" if low > 0 else "falls" if high < 0 else "shows no trend the interval can tell from zero"
+        parts.append(f"{label} {side} ({ours[label]:+.3f} per tenfold background [{low:+.3f}, {high:+.3f}])")
+    return (
+        f"Along our sizes, {parts[0]}, and {parts[1]}. The paper's Fig. 5a curve rises {paper:+.3f} per tenfold "
+        "corpus size (mean of its four sets, sizes as the paper labels them)."
+    )
 
 
 def _length_scores(study: Study, run: str, split: str, tokens: int) -> dict[str, np.ndarray]:
@@ -1456,7 +1539,7 @@ ABLATIONS = {
     "vs_zlib": f"{SHARE_SWEEP}, and on the paper's own sets (their lengths and formats set the zlib ratio)",
     "vs_lowercase": f"{SHARE_SWEEP}, and on the paper's own sets (their casing sets the lowercase ratio)",
     "lr": "a sweep of learning rates between the two, with several seeds per rate",
-    "occurrences": "a run inserting every member a fixed number of times (1, 2, 4), with several seeds",
+    "occurrences": "more members per copies bucket and more copies (8, 16), with several seeds",
     "size": (
         "more corpus sizes between ours and the paper's (0.17M–26M tokens), several seeds each; the forgetting "
         "table measures only whether members trained early fade within one run"
@@ -1464,6 +1547,25 @@ ABLATIONS = {
     "minkpp": "Min-K%++ against Min-K% on WikiMIA with the same model (the paper's benchmark for it)",
     "memorization": "a sweep of the learning rate with several seeds per rate, and more items per set",
 }
+
+
+def indist_out_of_reach(study: Study) -> str | None:
+    """Why Fig. 5b cannot be tested on these corpora, or None: its fall needs the news contaminants to become few
+    among texts like them (the paper's 9.1 % → 1 %); when even our largest news corpus holds more than
+    K.FACTOR times the paper's largest share, the drowning the claim is about never happens here."""
+    largest = size_conditions(study, "size_indist")[-1]
+    ours, paper = _share(study, largest), max(K.INDIST_SHARES)
+    if ours <= K.FACTOR * paper:
+        return None
+    run = study.training[runs_of(study, largest)[0]]
+    contaminants, per_step = run["contaminant_tokens"], study.params.block_size * study.params.batch_size
+    steps = contaminants * (1 / paper - 1) / per_step
+    return (
+        f"our news contaminants are {100 * ours:.0f} % of the largest news corpus, over {K.FACTOR}× Fig. 5b's "
+        f"largest share ({100 * paper:.1f} %, 100 articles among 1k; {100 * min(K.INDIST_SHARES):.0f} % at 10k): "
+        f"the members never become few among texts like them, which the fall is about; {100 * paper:.1f} % would "
+        f"take about {steps:,.0f} optimizer steps per seed"
+    )
 
 
 def _share(study: Study, condition: str) -> float:
@@ -1503,10 +1605,9 @@ def share_sweep(study: Study, claim: Claim, ours: float, terms: Sequence[tuple[f
     if len(sizes) < SWEEP_POINTS or claim.regime is None or not isinstance(claim.paper_estimate, (int, float)):
         return None
     toward = 1.0 if claim.paper_estimate >= ours else -1.0
-    both = [(toward * w, sizes[-1], d) for w, d in terms] + [(-toward * w, sizes[0], d) for w, d in terms]
-    iv = set_contrast(study, both, [s.name for s in study.size_splits], study.params.seed)
-    words = f"change from the smallest to the largest of {len(sizes)} corpus sizes, toward the paper's value"
-    return Sweep("sizes", "background_tokens", claim.regime.variable, replace(iv, method=f"{words}; {iv.method}"))
+    iv = share_trend(study, [(toward * w, d) for w, d in terms])
+    words = "change per tenfold background over the corpus sizes, toward the paper's value"
+    return Sweep("share_trend", "background_tokens", claim.regime.variable, replace(iv, method=f"{words}; {iv.method}"))
 
 
 def verdict_rows(study: Study, claim_set: dict[str, Claim], res: Results) -> list[dict]:
@@ -1541,7 +1642,8 @@ def verdict_rows(study: Study, claim_set: dict[str, Claim], res: Results) -> lis
             sweep = share_sweep(study, claim, iv.estimate, SWEPT[key])
             if sweep is not None:
                 why = ("regime", "the gap to the paper closes as the contaminant share falls toward its 0.1 %")
-        rows.append(judge(claim, iv.estimate, iv, why=why, narrow_by=narrow, sweep=sweep))
+        forced = indist_out_of_reach(study) if key == "size_indist" else None
+        rows.append(judge(claim, iv.estimate, iv, why=why, narrow_by=narrow, sweep=sweep, forced=forced))
     return rows
 
 
