@@ -55,6 +55,7 @@ n_members = None  # members per set
 n_nonmembers = None  # non-members scored per set (scoring only, no training cost)
 review_words = None  # reviews and news articles cut to whole sentences within this many words
 background_tokens = None  # background tokens of the main corpus
+sizes_count = None  # what the corpus sizes count: background tokens or the whole corpus (paper)
 burn_in_tokens = None  # background tokens of the burn-in every run starts from (optimizer state too)
 learning_rate = None  # main continued-pretraining learning rate (constant)
 low_learning_rate = None  # the Table 4 ablation learning rate

@@ -67,6 +67,18 @@ def test_fsdp_saves_a_full_state_dict_whatever_accelerate_config_chose() -> None
     pretraining.force_full_state_dict(SimpleNamespace(is_fsdp_enabled=False))  # DDP or one process: nothing to do
 
 
+def test_under_fsdp_only_rank_0_reads_the_weights_into_host_memory(monkeypatch) -> None:
+    for var in ("ACCELERATE_USE_FSDP", "FSDP_CPU_RAM_EFFICIENT_LOADING", "FSDP_SYNC_MODULE_STATES"):
+        monkeypatch.delenv(var, raising=False)
+    pretraining.light_loading()  # one process, no FSDP: nothing changes
+    assert "FSDP_CPU_RAM_EFFICIENT_LOADING" not in os.environ
+    monkeypatch.setenv("ACCELERATE_USE_FSDP", "true")
+    pretraining.light_loading()
+    # what transformers' from_pretrained (meta device off rank 0) and accelerate's FSDP plugin (rank 0's weights
+    # broadcast when wrapping) read
+    assert os.environ["FSDP_CPU_RAM_EFFICIENT_LOADING"] == "true" and os.environ["FSDP_SYNC_MODULE_STATES"] == "true"
+
+
 def test_batch_size_is_the_global_batch_split_over_the_processes(monkeypatch) -> None:
     cfg = pretraining.PretrainConfig(batch_size=8)
     assert pretraining.per_device_batch(cfg) == 8

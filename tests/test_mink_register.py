@@ -205,3 +205,15 @@ def test_nonmember_cost_words_on_a_worked_example() -> None:
     assert ex.nonmember_cost_words(datasets.assign(**{"non-members": [500, 283]}), throughput, p) == ""
     one = ex.nonmember_cost_words(datasets.iloc[:1], throughput.assign(tokens_per_second=1613.0), p)
     assert "about 104 s at the throughput benchmark's 1613 tokens per second" in one  # 2 x 3 x 28,080 / 1,613 = 104.5 s
+
+
+def test_corpus_sizes_count_the_background_or_the_whole_corpus() -> None:
+    from repro.mink import experiment as ex
+    from repro.params import ParameterError
+
+    assert ex.background_tokens(170_000, 64_000, "background", "size_background") == 170_000
+    # the paper's 0.17M point as a whole corpus: 64k contaminant tokens leave 106k of background (60 % contaminants
+    # instead of 27 %)
+    assert ex.background_tokens(170_000, 64_000, "corpus", "size_background") == 106_000
+    with pytest.raises(ParameterError, match=r"parameter 'size_background': a 64,000-token corpus cannot hold its "):
+        ex.background_tokens(64_000, 64_000, "corpus", "size_background")

@@ -516,3 +516,26 @@ def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str,
     error = error_lines(done.stderr)  # a progress line may come first when the run takes over 10 s
     assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'indist_background': 4,000 tokens")
     assert "the background half of News August 2023 has only" in error[0]
+
+
+def test_a_corpus_size_smaller_than_its_contaminants_exits_2_in_one_line(
+    mock_env: dict[str, str], isolated_runs: Path
+) -> None:
+    """At `paper` the sizes count the whole corpus (sizes_count 'corpus'); the shrunken sizes cannot hold the items."""
+    flags = [
+        a
+        for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], "sizes_count": "corpus"}.items()
+        for a in ("-p", k, str(v))
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "repro", "run", "mink_contamination", "--profile", "paper", *flags],
+        cwd=ROOT,
+        env={**os.environ, **mock_env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    error = error_lines(done.stderr)
+    assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'background_tokens': a 200-token")
+    assert "cannot hold its" in error[0] and "(sizes_count 'corpus'); raise it" in error[0]

@@ -1159,6 +1159,7 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "review_words": 30,
         "background_tokens": 200,
         "burn_in_tokens": 128,
+        "sizes_count": "background",  # sizes this small count the background (the contaminants alone exceed them)
         "block_size": 32,
         "batch_size": 2,
         "n_nonmembers": 6,

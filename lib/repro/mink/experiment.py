@@ -105,6 +105,13 @@ SPEC = {
     "background_tokens": Param(
         int, 3200, smoke=200, paper=27_000_000, low=100, high=10**9, help="main corpus background"
     ),
+    "sizes_count": Param(
+        str,
+        "background",
+        paper="corpus",
+        choices=("background", "corpus"),
+        help="what background_tokens, size_background and indist_background count: background or whole corpus",
+    ),
     "burn_in_tokens": Param(
         int,
         32_768,
@@ -275,6 +282,19 @@ def background_name(p: Any, news: bool = False) -> str:
     return "the RedPajama sample" if p.source == "hub" else "the SQuAD-shifts Wikipedia and Reddit pool"
 
 
+def background_tokens(size: int, contaminants: int, counts: str, param: str) -> int:
+    """The background tokens of a corpus size given as `param`: all of it (counts 'background'), or (counts
+    'corpus', as the paper's sizes may count) what the inserted items' `contaminants` tokens leave of it."""
+    if counts == "background":
+        return size
+    if size <= contaminants:
+        raise ParameterError(
+            f"parameter {param!r}: a {size:,}-token corpus cannot hold its {contaminants:,} contaminant tokens "
+            "(sizes_count 'corpus'); raise it"
+        )
+    return size - contaminants
+
+
 def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
     """Split every set, build the pools and plan every continued-pretraining run with its corpus."""
     splits = [
@@ -292,19 +312,25 @@ def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
     def take(docs: list[str], tokens: int, param: str, is_news: bool = False) -> list[str]:
         return C.take_tokens(docs, tokens, study.n_tokens, param=param, pool=background_name(p, is_news))
 
+    def background(size: int, blocks: list[str], param: str) -> int:
+        return background_tokens(size, sum(map(study.n_tokens, blocks)), p.sizes_count, param)
+
     members = [m for s in splits for m in s.members]
-    main_bg = take(pool, p.background_tokens, "background_tokens")
+    main_tokens = background(p.background_tokens, members, "background_tokens")
+    main_bg = take(pool, main_tokens, "background_tokens")
     plan: dict[str, Run] = {
-        "main": Run("main", main_bg, members, p.learning_rate, p.background_tokens),
-        "lr": Run("lr", main_bg, members, p.low_learning_rate, p.background_tokens),
+        "main": Run("main", main_bg, members, p.learning_rate, main_tokens),
+        "lr": Run("lr", main_bg, members, p.low_learning_rate, main_tokens),
     }
-    for tokens in p.size_background:  # the size equal to the main background is the main run itself
-        if tokens != p.background_tokens:
-            plan[f"size_outlier {tokens}"] = Run(
+    for size in p.size_background:  # the size equal to the main background is the main run itself
+        if size != p.background_tokens:
+            tokens = background(size, members, "size_background")
+            plan[f"size_outlier {size}"] = Run(
                 "size_outlier", take(pool, tokens, "size_background"), members, p.learning_rate, tokens
             )
-    for tokens in p.indist_background:
-        plan[f"size_indist {tokens}"] = Run(
+    for size in p.indist_background:
+        tokens = background(size, news.members, "indist_background")
+        plan[f"size_indist {size}"] = Run(
             "size_indist",
             take(news_background, tokens, "indist_background", True),
             news.members,

@@ -104,6 +104,25 @@ def uses_gradient_checkpointing(cfg: PretrainConfig, model: Any) -> bool:
     return sum(p.numel() for p in model.parameters()) > LARGE_MODEL
 
 
+def under_fsdp() -> bool:
+    """Whether this process was launched for FSDP (`accelerate launch` with FSDP configured)."""
+    return os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true")
+
+
+def light_loading() -> None:
+    """Under FSDP, read the full weights into host memory on each node's rank 0 only: the other ranks build the model
+    on the meta device and receive rank 0's weights when FSDP wraps it (sync_module_states), instead of every
+    process holding a float32 copy (28 GB each for LLaMA-7B). Transformers checks this at from_pretrained, with the
+    process group already up, so it is started here."""
+    if not under_fsdp():
+        return
+    os.environ["FSDP_CPU_RAM_EFFICIENT_LOADING"] = "true"
+    os.environ["FSDP_SYNC_MODULE_STATES"] = "true"
+    from accelerate import PartialState
+
+    PartialState()  # initializes the process group of a launched run (nothing on one process)
+
+
 def force_full_state_dict(trainer: Any) -> None:
     """Under FSDP, make the Trainer save one full state dict on the main process instead of per-rank shards."""
     if getattr(trainer, "is_fsdp_enabled", False):
@@ -290,7 +309,7 @@ def continue_pretraining(
 
     packed = pack_blocks(tokenizer, docs, cfg.block_size, keep_whole)
     precision = training_precision(cfg.bf16)
-    if os.environ.get("ACCELERATE_USE_FSDP", "false").lower() in ("1", "true"):
+    if under_fsdp():
         os.environ["FSDP_STATE_DICT_TYPE"] = "FULL_STATE_DICT"  # read when the Trainer builds its FSDP plugin
     args = TrainingArguments(
         output_dir=str(output_dir),
@@ -468,6 +487,7 @@ def cached_pretraining(
         return found
     per_device_batch(cfg)  # a global batch that does not split over the processes fails before any loading
     tokenizer = AutoTokenizer.from_pretrained(base)
+    light_loading()
     model = AutoModelForCausalLM.from_pretrained(start or base, dtype=torch.float32)
     train = dict(keep_whole=keep_whole, start=start, keep_state=keep_state)
     if not store or not is_main_process():  # under accelerate, only rank 0 publishes the checkpoint
