@@ -498,13 +498,12 @@ def test_sizes_beyond_the_pool_raise_naming_the_parameter() -> None:
         C.news_pools([["a"], ["b"], ["c"], ["d"], ["e"], ["f"]], 2, seed=0)
 
 
-def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str, str], isolated_runs: Path) -> None:
+def mink_at_paper(mock_env: dict[str, str], **overrides: object) -> subprocess.CompletedProcess:
+    """The Min-K% notebook at `paper` on the mock Hub, shrunk (PAPER_SHRINK) with `overrides` on top."""
     flags = [
-        a
-        for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], "indist_background": [64, 4000]}.items()
-        for a in ("-p", k, str(v))
+        a for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], **overrides}.items() for a in ("-p", k, str(v))
     ]
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "repro", "run", "mink_contamination", "--profile", "paper", *flags],
         cwd=ROOT,
         env={**os.environ, **mock_env},
@@ -512,6 +511,10 @@ def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str,
         text=True,
         timeout=600,
     )
+
+
+def test_fig5b_size_beyond_the_news_pool_exits_2_in_one_line(mock_env: dict[str, str], isolated_runs: Path) -> None:
+    done = mink_at_paper(mock_env, indist_background=[64, 4000])
     assert done.returncode == 2, done.stderr[-2000:]
     error = error_lines(done.stderr)  # a progress line may come first when the run takes over 10 s
     assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'indist_background': 4,000 tokens")
@@ -522,19 +525,7 @@ def test_a_corpus_size_smaller_than_its_contaminants_exits_2_in_one_line(
     mock_env: dict[str, str], isolated_runs: Path
 ) -> None:
     """At `paper` the sizes count the whole corpus (sizes_count 'corpus'); the shrunken sizes cannot hold the items."""
-    flags = [
-        a
-        for k, v in {**mockhub.PAPER_SHRINK["mink_contamination"], "sizes_count": "corpus"}.items()
-        for a in ("-p", k, str(v))
-    ]
-    done = subprocess.run(
-        [sys.executable, "-m", "repro", "run", "mink_contamination", "--profile", "paper", *flags],
-        cwd=ROOT,
-        env={**os.environ, **mock_env},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = mink_at_paper(mock_env, sizes_count="corpus")
     assert done.returncode == 2, done.stderr[-2000:]
     error = error_lines(done.stderr)
     assert len(error) == 1 and error[0].startswith("error: ParameterError: parameter 'background_tokens': a 200-token")
