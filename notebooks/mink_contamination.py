@@ -194,7 +194,8 @@ for s in study.splits:
 # - **Ref**: minus (loss of the target − loss of a reference model). Our reference is the base
 #   model itself, before continued pretraining: an oracle no real detector has. At `paper` a
 #   smaller OpenLLaMA model is a second reference (an open re-training of the LLaMA recipe, not
-#   the same model family);
+#   the same model family). Its tokenizer differs, so it scores the very text the target scored
+#   and its total loss is spread over the target's tokens (`aligned_reference`);
 # - **DC-PDD** (Zhang et al. 2024, not in the paper; ours): a calibration with no second model.
 #   Over the first occurrence of each distinct token, the mean of $\min(p \cdot \log(1/f), a)$,
 #   with $p$ the model's probability of the token, $f$ its smoothed frequency in a reference

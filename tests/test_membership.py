@@ -515,3 +515,25 @@ def test_matched_words_read_the_sizes_against_table_3() -> None:
     assert "0.650 → 0.690" in words and "Table 3's mean at 0.1 % is 0.86" in words
     assert "move toward it" in words and "still 0.17 below it" in words
     assert ex.matched_words(matched.drop(columns=["ours, 37 %", "ours, 10 %"])) == ""
+
+
+def test_an_aligned_reference_scores_the_span_the_target_scored() -> None:
+    """With the target's own model and tokenizer as the reference, the aligned reference's loss is the target's loss
+    of the same (truncated) text: the span is the target's first max_length tokens, the total NLL spread over the
+    target's scored tokens. So a reference with another tokenizer is compared on the same text."""
+    from types import SimpleNamespace
+
+    from repro.mink import corpora as C
+    from repro.mink import experiment as ex
+
+    tok, vocab = word_tokenizer()
+    model = tiny_lm(vocab=len(vocab))
+    texts = ["the cat sat on the mat", "a dog ran", "the big red dog ran fast on a small mat", "cat sat", "a dog ran"]
+    p = SimpleNamespace(max_length=4, ks=KS, score_batch=2)
+    aligned = ex.aligned_reference(texts, tok, model, tok, p)
+    target = C.score_table(model, tok, texts, KS, False, 2, 4)
+    assert aligned.index.tolist() == list(dict.fromkeys(texts))  # indexed by distinct text, as score_table
+    np.testing.assert_allclose(aligned["loss"], target.loc[aligned.index, "loss"], rtol=1e-5)
+    # the long texts' spans are their first 4 words: scoring them in full would differ
+    whole = C.score_table(model, tok, texts, KS, False, 2, 16)
+    assert abs(aligned.loc[texts[2], "loss"] - whole.loc[texts[2], "loss"]) > 1e-3

@@ -545,10 +545,26 @@ def score_base(study: Study) -> None:
     if p.small_ref_name:
         small = AutoModelForCausalLM.from_pretrained(p.small_ref_name, dtype=torch.float32).to(device()).eval()
         small_tok = slow_tokenizer(p.small_ref_name)
-        study.refs["Ref-small"] = C.score_table(
-            small, small_tok, texts, p.ks, False, p.score_batch, p.max_length, "small ref"
-        )
+        study.refs["Ref-small"] = aligned_reference(list(base.index), study.tokenizer, small, small_tok, p)
         del small
+
+
+REF_SPAN = 4  # a reference scores the target's span with up to this many times max_length of its own tokens
+
+
+def aligned_reference(texts: Sequence[str], tokenizer: Any, model: Any, ref_tokenizer: Any, p: Any) -> pd.DataFrame:
+    """A reference model's losses of `texts` in the target's units whatever the reference's tokenizer: the reference
+    scores the very text the target scores (its first max_length target tokens, decoded), and its total NLL of that
+    text is spread over the target's scored tokens (all but the first). So the Ref score, loss − reference loss, is
+    the two models' NLL of the same text per target token, not a difference of per-token means over two
+    tokenizations of different spans (LLaMA's and OpenLLaMA's tokenizers differ). Indexed by text, like score_table."""
+    texts = list(dict.fromkeys(texts))
+    ids = tokenizer(texts, truncation=True, max_length=p.max_length)["input_ids"]
+    spans = tokenizer.batch_decode(ids, skip_special_tokens=True)
+    ref = C.score_table(model, ref_tokenizer, spans, p.ks, False, p.score_batch, REF_SPAN * p.max_length, "small ref")
+    total = (ref["loss"] * ref["tokens"]).loc[spans].to_numpy()
+    scored = np.array([len(x) - 1 for x in ids], dtype=float)
+    return pd.DataFrame({"loss": total / scored}, index=pd.Index(texts, name="text"))
 
 
 def slow_tokenizer(name: str) -> Any:
@@ -1379,9 +1395,7 @@ def wikimia_table(study: Study) -> pd.DataFrame:
     if p.small_ref_name:
         small = AutoModelForCausalLM.from_pretrained(p.small_ref_name, dtype=torch.float32).to(device()).eval()
         texts = [t for s in splits for t in s.texts]
-        refs["Ref-small"] = C.score_table(
-            small, slow_tokenizer(p.small_ref_name), texts, p.ks, False, p.score_batch, p.max_length, "small ref"
-        )
+        refs["Ref-small"] = aligned_reference(texts, study.tokenizer, small, slow_tokenizer(p.small_ref_name), p)
         del small
     frames = [
         C.detect(
