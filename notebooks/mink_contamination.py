@@ -168,7 +168,7 @@ for s in study.splits:
 # Each run is one epoch at a constant learning rate through the
 # Hugging Face `Trainer` (AdamW, no warm-up, no decay), started from one shared burn-in over
 # background text that no run trains on: the burn-in's weights and its optimizer state, so that
-# the first members meet the optimizer as later ones do (section 6 measures this). The burn-in
+# the first members meet the optimizer as later ones do (section 7 measures this). The burn-in
 # trains at the main learning rate; the Table 4 runs continue from it at the lower rate.
 # Training is in float32 on a CPU, whatever the CPU (bf16 mixed precision on a GPU at `paper`).
 # Scoring is in float32. Below the training table, what this
@@ -230,8 +230,9 @@ page.say(
     f"0.1 % would take a corpus of {scale['tokens'] / 1e6:.1f}M tokens, about {scale['hours']:.0f} hours of "
     f"training, and the paper's 27M tokens about {scale['paper_days']:.1f} days, for each of the chapter's runs. "
     f"The main run instead has {100 * training.set_index('run').loc['main', 'contamination']:.0f} % contaminants "
-    f"over {int(training.set_index('run').loc['main', 'steps'])} optimizer steps: a much more saturated regime, "
-    "in which the model sees the inserted items with little background text between them."
+    f"over {int(training.set_index('run').loc['main', 'steps'])} optimizer steps, "
+    f"{training.set_index('run').loc['main', 'contamination'] / C.PAPER_CONTAMINATION:,.0f} times the paper's "
+    "share: the model sees the inserted items with little background text between them."
 )
 page.say(ex.share_words(datasets, training))
 page.say(ex.numerics_words())
@@ -316,20 +317,9 @@ page.say(ex.answers_words(answered, res.memorization))
 # Every size is a separate run from the burn-in per seed, scored on the same texts; the smallest
 # outlier size is the main run itself (the same members in larger backgrounds make the others).
 # The table gives the mean over the seeds with the lowest and the highest seed.
-#
-# ## 6. Number of occurrences (Figure 5c)
-#
-# A third of the members of `freq_set` are inserted once, a third twice and a third four times
-# (`COPIES`), each copy at its own random position, and the run is trained once per seed. AUC is
-# computed for the members of each count against all non-members (mean over the seeds). The
-# trend is tested over the counts at once: the AUC of the members seen two or more times minus
-# that of the members seen once.
 
 # %%
 sizes = publish("sizes", ex.size_table(study, auc), view=ex.size_view(study, auc))
-occurrences = publish("occurrences", ex.occurrence_table(study))
-figures.figure5(sizes, occurrences, C.paper_name(P.freq_set))
-plt.show()
 
 # %% [markdown]
 # The paper's points our two smallest corpora are matched to are Fig. 5a's two smallest (0.17M
@@ -347,7 +337,8 @@ page.say(ex.matched_words(matched))
 
 # %% [markdown]
 # The same size runs as a trend: Min-K%'s AUC and its lead over PPL at each share, and each one's
-# least-squares slope against the background's tokens on a log scale (per tenfold background),
+# least-squares slope against the corpus's tokens on a log scale (per tenfold corpus, as the paper
+# labels its sizes),
 # with the paper's Fig. 5a curve and its slope beside them. A `regime` cause of a row this
 # sweep measures is read from this table.
 
@@ -357,9 +348,25 @@ publish("share_trend", trend, view=ex.share_trend_view(trend))
 page.say(ex.share_trend_words(trend))
 
 # %% [markdown]
+# ## 6. Number of occurrences (Figure 5c)
+#
+# A third of the members of `freq_set` are inserted once, a third twice and a third four times
+# (`COPIES`), each copy at its own random position, and the run is trained once per seed. AUC is
+# computed for the members of each count against all non-members (mean over the seeds). The
+# trend is tested over the counts at once: the AUC of the members seen two or more times minus
+# that of the members seen once.
+
+# %%
+occurrences = publish("occurrences", ex.occurrence_table(study))
+figures.figure5(sizes, occurrences, C.paper_name(P.freq_set))
+plt.show()
+
+# %% [markdown]
+# ## 7. Training position: exposure and forgetting
+#
 # How hard is each member trained? AdamW with bias correction takes its largest steps first: a
 # fresh optimizer's first step moves every weight by the learning rate, and the steps shrink as
-# its moment estimates fill. In an 8-step run that would make a member's exposure depend on
+# its moment estimates fill. In a run of a few steps that would make a member's exposure depend on
 # where it was inserted, and train early members far harder than late ones. Every run therefore
 # starts from one burn-in over background text that no run trains on (`burn_in_tokens`), with its
 # optimizer state, so members meet an optimizer past its start-up, as they would deep into the
@@ -384,7 +391,7 @@ publish("forgetting", forgetting, view=forgetting.drop(columns="test"))
 page.say(ex.forgetting_words(forgetting))
 
 # %% [markdown]
-# ## 7. The k sweep
+# ## 8. The k sweep
 #
 # The paper picks k = 20 % from a sweep on WikiMIA. The same sweep on the main run:
 
@@ -395,7 +402,7 @@ plt.show()
 page.say(ex.k_sweep_words(sweep, datasets))
 
 # %% [markdown]
-# ## 8. Throughput
+# ## 9. Throughput
 #
 # Detector scoring should cost little more than the forward pass it needs. On the same batch
 # and in one run we time the plain forward pass, scoring with every one-pass statistic (loss,
@@ -411,7 +418,7 @@ page.say(ex.throughput_words(throughput))
 page.say(ex.nonmember_cost_words(datasets, throughput, P))
 
 # %% [markdown]
-# ## 9. WikiMIA (Table 1, `paper` only)
+# ## 10. WikiMIA (Table 1, `paper` only)
 #
 # WikiMIA pairs Wikipedia event texts written before a model's training cut-off (members) with
 # texts about events after it (non-members), scored under the base model without any continued

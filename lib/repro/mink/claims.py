@@ -15,7 +15,6 @@ from ..verdict import Claim, Criterion, Regime, Rule, with_measures
 from . import corpora as C
 
 INDIST_SHARE = 100 / 10_100  # Fig. 5b's largest corpus: 100 inserted news articles among 10k background ones
-INDIST_SHARES = (100 / 1_100, 100 / 5_100, INDIST_SHARE)  # Fig. 5b's three corpora: 1k, 5k and 10k articles
 FACTOR = 3  # ours counts as the paper's regime when within this factor of the paper's sizes
 ABOVE_ALL = "We find that MIN-K% PROB outperforms all baselines."  # Section 6, Main results (Table 3)
 # Section 6, Main results, on Table 7 (its improvement is checked against Table 7's numbers by tpr_sentence_check)
@@ -250,7 +249,7 @@ def tpr_sentence_words() -> str:
 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: the background
 # size of the Fig. 5a size runs (which moves the contaminant share), and the share trend table read from them.
-MEASURES = {"sizes": "background_tokens", "share_trend": "background_tokens"}
+MEASURES = {"sizes": "background_tokens", "share_trend": "corpus_tokens"}
 
 
 def claims(p: Mapping[str, Any]) -> dict[str, Claim]:
@@ -356,13 +355,12 @@ def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
         ),
         "size_outlier": Claim(
             "Outlier contaminants: AUC rises with corpus size",
-            "Section 6.2, Fig. 5a (quoted; values read off the figure)",
+            "Section 6.2, Fig. 5a (quoted; values read off the figure: the reference notes confirm BoolQ and IMDB at "
+            "0.17M and 26M only, the rest is issue 52's reading)",
             "0.17M / 0.27M / 2.6M / 26M tokens: "
             + " / ".join(f"{np.mean(list(v.values())):.2f}" for v in C.PAPER_CURVE.values())
             + f" (mean of the four sets): {C.paper_size_slope():+.3f} per tenfold size",
-            Rule.above(
-                0.0, "Min-K% AUC change per tenfold background (least squares over the sizes), mean over the sets"
-            ),
+            Rule.above(0.0, "Min-K% AUC change per tenfold corpus (least squares over the sizes), mean over the sets"),
             quote="Despite the theory suggesting greater difficulty with more pretraining data, Figure 5a shows "
             "AUC scores counterintuitively increase with pre-training dataset size.",
             comparator="the same 200 examples per set in smaller corpora (0.17M, 0.27M, 2.6M, 26M tokens)",
