@@ -95,8 +95,8 @@ P = repro.start(globals(), checks=ex.CHECKS, **ex.SPEC)
 # Each claim's rule is fixed here, before any model is trained, with the paper's sentence it tests
 # and the regime it is tested in: the variable the effect depends on (here how much background text
 # surrounds the inserted items, or the corpus sizes of Figure 5), the paper's value and ours. A row
-# is labelled `paper` only when a criterion written here (background tokens and the contaminant share
-# within a factor 3 of the paper's) passes on the corpora actually trained. Two rows
+# is labelled `paper` only when a criterion written here (background tokens, inserted items and the
+# contaminant share within a factor 3 of the paper's) passes on the corpora actually trained. Two rows
 # are checks of our own, which the paper does not report: the base-model control and the gain over
 # the base model. Every condition is trained `seeds` times, each seed with its own insertion
 # positions and data order, on the same members. Every interval covers both randomnesses: the
@@ -354,7 +354,8 @@ page.say(ex.share_trend_words(trend))
 # (`COPIES`), each copy at its own random position, and the run is trained once per seed. AUC is
 # computed for the members of each count against all non-members (mean over the seeds). The
 # trend is tested over the counts at once: the AUC of the members seen two or more times minus
-# that of the members seen once.
+# that of the members seen once. The table also gives the distinct optimizer steps a member's copies fall
+# in: copies in one step are one heavier gradient, not repeated exposure.
 
 # %%
 occurrences = publish("occurrences", ex.occurrence_table(study))

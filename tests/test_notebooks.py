@@ -578,6 +578,12 @@ def test_mink_chapter_tables(smoke_results) -> None:
         assert r["spread"] >= 1 and r["exposure"] > 0 and r["steps"] == training[condition]["steps"]
         assert r["steps"] > 2 or r["spread, fresh optimizer"] >= 1, condition
     assert exposure["main"]["steps"] == 6 and exposure["main"]["spread, fresh optimizer"] is None
+    # the occurrences run: a third of its 4 members once, twice and four times; a member's copies fall in at least
+    # one and at most `copies` distinct optimizer steps (one exactly for a single copy)
+    occurrences = table(smoke_results, "mink_contamination", "occurrences")
+    assert sorted({r["copies"] for r in occurrences}) == [1, 2, 4] and sum(r["members"] for r in occurrences) == 2 * 4
+    assert all(1 <= r["distinct steps"] <= r["copies"] for r in occurrences)
+    assert [r["distinct steps"] for r in occurrences if r["copies"] == 1] == [1.0, 1.0]  # Min-K% and PPL rows
     forgetting = table(smoke_results, "mink_contamination", "forgetting")
     assert [r["condition"] for r in forgetting] == ["main", "size_outlier 400", "size_indist 64", "size_indist 256"]
     assert all(-1 <= r["ci_low"] <= r["rho"] <= r["ci_high"] <= 1 and r["seeds"] == 1 for r in forgetting)

@@ -992,7 +992,15 @@ def occurrence_table(study: Study) -> pd.DataFrame:
             )
     names = runs_of(study, "frequency")
     t = study.training[names[0]]
+    # how many distinct optimizer steps a member's copies fall in (mean over the bucket's members and the seeds):
+    # copies that share a step are one heavier gradient, not repeated exposure
+    by_copies = {c: [] for c in COPIES}
+    for name in names:
+        steps, _ = copy_steps(study, name)
+        for member, c in zip(study.freq_split.members, study.copies):
+            by_copies[int(c)].append(len(set(steps[member])))
     frame = pd.DataFrame(rows, columns=["copies", "method", "members", "auc", "auc_low", "auc_high"])
+    frame["distinct steps"] = frame.copies.map(lambda c: float(np.mean(by_copies[c])))
     extra = {"contamination %": round(100 * _share(study, "frequency"), 1), "steps": t["steps"], "seeds": len(names)}
     return frame.assign(**extra).round(3)
 
@@ -1779,18 +1787,26 @@ def throughput_words(throughput: pd.DataFrame) -> str:
     )
 
 
-def member_steps(study: Study, name: str) -> tuple[dict[str, int], int]:
-    """The optimizer step (from 0) that trains each inserted item's first copy, and the run's number of steps.
+def copy_steps(study: Study, name: str) -> tuple[dict[str, list[int]], int]:
+    """The optimizer steps (from 0) that train each inserted item's copies, in corpus order, and the run's number
+    of steps.
 
-    The blocks are visited in corpus order, one batch per step, so an item's step is the block holding it
+    The blocks are visited in corpus order, one batch per step, so a copy's step is the block holding it
     (pretraining.pack_blocks, the same cut as in training) over the batch size."""
     p, run = study.params, study.runs[name]
     packed = pretraining.pack_blocks(study.tokenizer, run.docs, p.block_size, run.blocks)
-    first: dict[str, int] = {}
+    items = set(run.blocks)
+    steps: dict[str, list[int]] = {m: [] for m in dict.fromkeys(run.blocks)}
     for i, doc in enumerate(run.docs):
-        first.setdefault(doc, i)
-    steps = {m: packed.block_of[first[m]] // p.batch_size for m in dict.fromkeys(run.blocks)}
+        if doc in items:
+            steps[doc].append(packed.block_of[i] // p.batch_size)
     return steps, -(-len(packed.ids) // p.batch_size)
+
+
+def member_steps(study: Study, name: str) -> tuple[dict[str, int], int]:
+    """The optimizer step (from 0) that trains each inserted item's first copy, and the run's number of steps."""
+    steps, total = copy_steps(study, name)
+    return {m: s[0] for m, s in steps.items()}, total
 
 
 def training_position(study: Study, name: str) -> dict[str, float]:
