@@ -217,3 +217,24 @@ def test_corpus_sizes_count_the_background_or_the_whole_corpus() -> None:
     assert ex.background_tokens(170_000, 64_000, "corpus", "size_background") == 106_000
     with pytest.raises(ParameterError, match=r"parameter 'size_background': a 64,000-token corpus cannot hold its "):
         ex.background_tokens(64_000, 64_000, "corpus", "size_background")
+
+
+def test_the_burn_in_does_not_move_when_a_run_background_grows() -> None:
+    """The burn-in is the pool's last texts, disjoint from every run's background and from DC-PDD's reference, and
+    the same when a size grows: a size change retrains that size's runs, not the burn-in every run starts from."""
+    from transformers import AutoTokenizer
+
+    from repro.mink import experiment as ex
+    from repro.params import Resolved, resolve
+    from repro.pretrained import smollm2_path
+
+    tok = AutoTokenizer.from_pretrained(smollm2_path())
+    p = Resolved(resolve({"profile": "smoke"}, ex.SPEC))
+    study = ex.prepare(p, str(smollm2_path()), tok, None)
+    bigger = ex.prepare(Resolved({**p, "size_background": [200, 800]}), str(smollm2_path()), tok, None)
+    assert study.burn_in_docs and study.burn_in_docs == bigger.burn_in_docs
+    assert sum(map(study.n_tokens, study.burn_in_docs)) >= p.burn_in_tokens
+    trained = {d for run in study.runs.values() for d in run.background}
+    assert not trained & set(study.burn_in_docs)
+    assert bigger.reference_texts < study.reference_texts  # the reference is what lies between: a larger size takes
+    # its documents from the reference, not from the burn-in

@@ -341,20 +341,20 @@ def prepare(p: Any, base_path: str, tokenizer: Any, base_model: Any) -> Study:
     plan["frequency"] = Run(
         "frequency", take(pool, p.freq_background, "freq_background"), repeated, p.learning_rate, p.freq_background
     )
-    # the burn-in: the pool's next texts after every run's background (each a leading part of the pool); DC-PDD's
-    # reference corpus: the texts after those, which nothing trains on
-    used = max(len(run.background) for run in plan.values() if run.experiment != "size_indist")
+    # the burn-in: the pool's last texts, so that it stays the same model when a run's background grows (every
+    # background is a leading part of the pool); DC-PDD's reference corpus: the texts between, which nothing trains on
+    used, end = max(len(run.background) for run in plan.values() if run.experiment != "size_indist"), len(pool)
     if p.burn_in_tokens:
-        study.burn_in_docs = take(pool[used:], p.burn_in_tokens, "burn_in_tokens")
-        used += len(study.burn_in_docs)
-    if used >= len(pool):
+        study.burn_in_docs = take(pool[::-1], p.burn_in_tokens, "burn_in_tokens")[::-1]
+        end -= len(study.burn_in_docs)
+    if used >= end:
         raise ParameterError(
             f"parameters 'background_tokens', 'size_background', 'freq_background', 'burn_in_tokens': the corpora "
             f"take all {len(pool):,} documents of {background_name(p)}, and DC-PDD's reference needs some left; "
             "lower them"
         )
-    study.freq = detectors.token_frequencies(tokenizer, pool[used:])
-    study.reference_texts = len(pool) - used
+    study.freq = detectors.token_frequencies(tokenizer, pool[used:end])
+    study.reference_texts = end - used
     runs: dict[str, Run] = {}
     for seed in range(p.seeds):  # every between-run condition is trained once per seed
         for condition, run in plan.items():
