@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 import zlib
 from pathlib import Path
 
@@ -537,3 +538,35 @@ def test_an_aligned_reference_scores_the_span_the_target_scored() -> None:
     # the long texts' spans are their first 4 words: scoring them in full would differ
     whole = C.score_table(model, tok, texts, KS, False, 2, 16)
     assert abs(aligned.loc[texts[2], "loss"] - whole.loc[texts[2], "loss"]) > 1e-3
+
+
+@pytest.mark.trains
+def test_exported_burn_in_and_run_train_in_order_into_the_notebook_cache(tmp_path, monkeypatch) -> None:
+    """The `paper` route: the burn-in's command (--keep-state) first, then a run's command (--start the burn-in):
+    both fill the cache the notebook reads, and the run continues the burn-in's optimizer."""
+    from transformers import AutoTokenizer
+
+    from repro.pretrained import smollm2_path
+
+    tok = AutoTokenizer.from_pretrained(smollm2_path())  # before REPRO_DATA moves: no second 0.5 GB conversion
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path / "data"))
+    base = tmp_path / "tiny"
+    tiny_lm(vocab=len(tok)).save_pretrained(base)
+    tok.save_pretrained(base)
+    cfg = pretraining.PretrainConfig(learning_rate=1e-3, block_size=8, batch_size=2, seed=1)
+    background = ["Background text about rivers and hills.", "More background, about towns."] * 3
+    burn = pretraining.export_corpus("burn_in", base, background, cfg, keep_state=True)
+    assert burn.endswith(" --keep-state")
+    assert pretraining.main(burn.split()[4:]) == 0
+    start = pretraining.checkpoint_dir("burn_in", base, background, cfg, keep_state=True)
+    assert pretraining.has_optimizer_state(start)
+    docs = ["A short document about cats.", "MEMBER: a contaminated item.", "Another one, about dogs."] * 2
+    run = pretraining.export_corpus("main", base, docs, cfg, ["MEMBER: a contaminated item."], start)
+    assert f" --start {start}" in run
+    assert pretraining.main(run.split()[4:]) == 0
+    _, stats = pretraining.cached_pretraining(
+        "main", base, docs, cfg, keep_whole=["MEMBER: a contaminated item."], start=start
+    )
+    assert stats["cached"] and stats["steps"] >= 1
+    shutil.rmtree(start)  # the burn-in's optimizer state (twice the tiny model's 49k-token embedding) goes
+    assert not large_files(tmp_path)
