@@ -264,8 +264,6 @@ def test_member_split_copies_and_take_tokens() -> None:
     copies = C.fixed_copies(16, (1, 2, 4), seed=0)
     assert sorted(np.bincount(copies).tolist()) == [0, 0, 5, 5, 6] and set(copies) == {1, 2, 4}  # 6 x1, 5 x2, 5 x4
     assert not np.array_equal(copies, C.fixed_copies(16, (1, 2, 4), seed=1))  # which member gets which: the seed's
-    parts = C.occurrence_splits(C.MemberSplit("s", ["a", "b", "c"], ["x", "y"]), np.array([2, 1, 2]))
-    assert [(p.name, p.members) for p in parts] == [("s x1", ["b"]), ("s x2", ["a", "c"])]
     assert C.take_tokens(["aa", "bbb", "c", "dd"], 4, len) == ["aa", "bbb"]
 
 

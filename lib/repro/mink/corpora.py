@@ -313,15 +313,6 @@ def detect(
     )
 
 
-def occurrence_splits(split: MemberSplit, copies: np.ndarray) -> list[MemberSplit]:
-    """One split per occurrence count: the members inserted that many times against all non-members."""
-    out = []
-    for c in np.unique(copies):
-        members = [m for m, n in zip(split.members, copies) if n == c]
-        out.append(MemberSplit(f"{split.name} x{c}", members, split.nonmembers))
-    return out
-
-
 def news_pools(articles: Sequence[Sequence[str]], n_members: int, seed: int) -> tuple[MemberSplit, list[str]]:
     """In-distribution control: members/non-members from one half of the articles, background paragraphs from the rest."""
     order = np.random.default_rng(seed).permutation(len(articles))
