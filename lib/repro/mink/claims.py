@@ -356,7 +356,7 @@ def _register(p: Mapping[str, Any], main: Regime) -> dict[str, Claim]:
         "size_outlier": Claim(
             "Outlier contaminants: AUC rises with corpus size",
             "Section 6.2, Fig. 5a (quoted; values read off the figure: the reference notes confirm BoolQ and IMDB at "
-            "0.17M and 26M only, the rest is issue 52's reading)",
+            "0.17M and 26M only, the rest is a reviewer's reading)",
             "0.17M / 0.27M / 2.6M / 26M tokens: "
             + " / ".join(f"{np.mean(list(v.values())):.2f}" for v in C.PAPER_CURVE.values())
             + f" (mean of the four sets): {C.paper_size_slope():+.3f} per tenfold size",
