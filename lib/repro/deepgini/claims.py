@@ -100,7 +100,11 @@ PAPER_SHORTFALL_PROP = (
 # Neurons the artifact's coverage tools track on Fashion-MNIST LeNet-1 (every ReLU map before and after pooling and
 # the softmax layer): what the coverage methods' cost grows with
 PAPER_NEURONS = {("fashion_mnist", "lenet1"): 42}
-NEURONS_PROP = "neurons the coverage methods track, ours / the artifact's model's (Fashion-MNIST LeNet-1: 42)"
+# What decides the end-to-end ratio is how costly the coverage tool is beside the forward pass that every method
+# needs, which is the implementation's: the artifact's greedy CAM rescans every remaining test at every step. A run
+# times the paper's setting only when its CAM costs what such a rescan costs (the CAM benchmark, same tests): the
+# smallest ratio over the benchmarked criteria, ours / the naive rescan's, within a factor of 2 of 1
+IMPLEMENTATION_PROP = "CAM seconds, ours / a naive rescan's as the artifact runs CAM (smallest over the benchmark)"
 
 # Seconds the artifact records for one prioritization of the Fashion-MNIST LeNet-1 mixed set (49,992 tests), end to
 # end (forward pass included): exp_apfd/all_output/output_fashion/LeNet1/fashion_adv_*.csv, columns cam_time and
@@ -407,13 +411,15 @@ COVERAGE = "the existing coverage-based techniques: NAC, NBC, SNAC (CTM and CAM)
 # the APFD and maximum-coverage tables (the rival that wins), the implementation in the CAM benchmark.
 # The ablation of DeepGini's retraining picks varies their make-up (one pick per source image, the pool's attack
 # shares) with DeepGini's ranking held fixed: its column selection. The cost table times every method on the same
-# set, forward pass and prioritization apart: its column method.
+# set, forward pass and prioritization apart: its column method; table cost_alone times the methods closest to
+# DeepGini in interleaved rounds: its column method too.
 MEASURES = {
     "apfd": "method",
     "max_coverage": "method",
     "cam_implementations": "implementation",
     "retraining_ablation": "selection",
     "cost": "method",
+    "cost_alone": "method",
 }
 
 
@@ -820,11 +826,11 @@ def _cost_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         f"{PAPER_TIMED_TESTS:,} (Fashion-MNIST LeNet-1 mixed set)",
         f"the mixed set of {first} ({images(p, first.split(':')[0])[1]:,} originals plus their adversarial inputs)",
         "paper" if full else "miniature",
-        "a mixed set built from the paper's 10,000 test images; end to end the forward pass, linear in the tests, "
-        "dominates (the scaling table gives the prioritizations' own exponents)"
+        "a mixed set built from the paper's 10,000 test images, timed with coverage tools that cost what the "
+        "artifact's do (its CAM rescans every remaining test at every step)"
         if full
         else "",
-        Criterion((10_000, 250_000), NEURONS_PROP, (0.5, 2)) if full else None,
+        Criterion((10_000, 250_000), IMPLEMENTATION_PROP, (0.5, 2), lacking="faster tools") if full else None,
     )
     coverage = {k: v for k, v in PAPER_SECONDS.items() if k != "DeepGini"}
     slow = min(PAPER_SLOW_SECONDS.values()) / gini

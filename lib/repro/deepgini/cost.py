@@ -17,7 +17,15 @@ from time import perf_counter
 import numpy as np
 import pandas as pd
 
-__all__ = ["cost_table", "ratio_interval", "ratio_to", "scaling_fit", "shared_pass_ratio", "time_prioritizer"]
+__all__ = [
+    "cost_table",
+    "paired_ratio",
+    "ratio_interval",
+    "ratio_to",
+    "scaling_fit",
+    "shared_pass_ratio",
+    "time_prioritizer",
+]
 
 LEVEL = 0.95
 _TAILS = ((1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2)
@@ -138,3 +146,22 @@ def shared_pass_ratio(
     r_min = r[rng.integers(0, r.size, size=(n_boot, r.size))].min(axis=1)
     low, high = np.quantile((f_min + a_min) / (f_min + r_min), _TAILS)
     return float((f.min() + a.min()) / (f.min() + r.min())), float(low), float(high)
+
+
+def paired_ratio(
+    method_seconds: Sequence[float], reference_seconds: Sequence[float]
+) -> tuple[float, float, float, float, int]:
+    """Mean of the per-repeat ratios method / reference over interleaved repeats (repeat i of each timed back to
+    back, so that what the machine was doing then slows both), with its 95 % t interval: (mean, low, high, standard
+    error, degrees of freedom). A t interval has a standard error, so a family of such ratios can be read at a
+    Bonferroni level; a bootstrap of minima cannot."""
+    from scipy import stats as sps
+
+    a = _positive(method_seconds, "method_seconds")
+    r = _positive(reference_seconds, "reference_seconds")
+    if a.size != r.size or a.size < 2:
+        raise ValueError(f"need two or more paired repeats of each; got {a.size} and {r.size}")
+    ratios = a / r
+    mean, se, df = float(ratios.mean()), float(ratios.std(ddof=1) / np.sqrt(ratios.size)), ratios.size - 1
+    half = float(sps.t.ppf(1 - (1 - LEVEL) / 2, df)) * se
+    return mean, mean - half, mean + half, se, df
