@@ -1218,3 +1218,12 @@ def test_the_rivals_view_names_two_passed_over_candidates_and_counts_the_rest() 
                            "tie_share": [0.95, 1.0, 0.97]})  # fmt: skip
     assert dg._passed_over(better) == "NBC(1)-CTM [art.] (95%), NBC(1)-CTM (100%) and 1 more"
     assert dg._passed_over(better.iloc[:0]) == "none"
+
+
+def test_curve_words_say_which_steps_stay_separated_as_one_family() -> None:
+    """Two steps above 0 at 95 %: one by far (t(2) at 1 - 0.05 / 2 still above), one barely (not at 97.5 %)."""
+    q95, se = sps.t.ppf(0.975, 2), 0.01
+    rows = [{"pair": "f l1", "method": "NBC(1)-CTM", "percent": pct, "difference": d, "se": se, "df": 2.0,
+             "ci_low": d - q95 * se, "ci_high": d + q95 * se} for pct, d in ((1, 0.2), (2, q95 * se + 0.001))]  # fmt: skip
+    words = dg.curve_words(pd.DataFrame(rows))
+    assert "above at 1, 2 % and below at no step (of them, at 97.5%: above at 1 %, below at no step)" in words
