@@ -1227,3 +1227,57 @@ def test_curve_words_say_which_steps_stay_separated_as_one_family() -> None:
              "ci_low": d - q95 * se, "ci_high": d + q95 * se} for pct, d in ((1, 0.2), (2, q95 * se + 0.001))]  # fmt: skip
     words = dg.curve_words(pd.DataFrame(rows))
     assert "above at 1, 2 % and below at no step (of them, at 97.5%: above at 1 %, below at no step)" in words
+
+
+def _rounds(methods: dict[str, tuple[float, float]], rounds: int = 30, seed: int = 0) -> pd.DataFrame:
+    """End-to-end rounds: per method (its pass's seconds, its own seconds); each round slows every timing by one
+    shared factor and each by 2 % of its own."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(rounds):
+        shared = rng.uniform(1.0, 1.3)
+        for name, (fwd, own) in methods.items():
+            f = fwd * shared * np.exp(rng.normal(0, 0.02))
+            rows.append({"method": name, "repeat": r, "forward_s": f, "method_s": own, "seconds": f + own,
+                         "dataset": "fashion_mnist", "model": "lenet1", "tests": 30_000, "neurons": 42})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_end_to_end_row_pairs_each_methods_own_pass_with_deepginis_by_round() -> None:
+    """DeepGini's softmax pass 0.55 s; a coverage method's activation pass 0.70 s plus 0.05 s: about 1.36x, held at
+    'at least 10 % cheaper'; a method whose pass and step cost DeepGini's is the smallest ratio and not held."""
+    from repro.deepgini import claims
+    from repro.params import resolve
+
+    claim = claims.claims(resolve({"profile": "smoke"}, dg.SPEC))["cost"]
+    timings = _rounds({"DeepGini": (0.55, 0.005), "NAC(0)-CTM": (0.70, 0.05)})
+    row = dg._cost_row(claim, timings, ["NAC(0)-CTM"])
+    assert row["decision"] == "held" and row["ours"] == pytest.approx(1.36, abs=0.02)
+    assert "30 rounds" in row["test"] and "its own forward pass" in row["test"]
+    timings = _rounds({"DeepGini": (0.55, 0.005), "NAC(0)-CTM": (0.70, 0.05), "SNAC(0)-CTM": (0.55, 0.005)})
+    row = dg._cost_row(claim, timings, ["NAC(0)-CTM", "SNAC(0)-CTM"])
+    assert row["decision"] == "not held" and row["ours"] == pytest.approx(1.0, abs=0.02) and row["ci_high"] < 1.1
+    assert "SNAC(0)-CTM vs DeepGini" in row["test"] and row["measured_by"] == "cost"
+
+
+def test_a_held_retraining_row_says_when_its_rival_is_worse_than_random() -> None:
+    """Held against a rival 0.05 below random, DeepGini itself at random: the row's caveat says the lead is coverage's
+    shortfall; with DeepGini above random, it says so instead; a rival at least as good as random adds nothing."""
+    against = pd.DataFrame([{"pair": "a b", "difference": 0.0, "ci_low": -0.01, "ci_high": 0.01}]).set_index("pair")
+    held = {"decision": "held", "why": ""}
+    row = dg._below_random_caveat(dict(held), "coverage", "a b", {"difference": 0.05}, against)
+    assert row["why"].startswith("vs random: rival -0.050, DeepGini +0.000 [-0.010, +0.010]")
+    assert "its lead is coverage's shortfall" in row["why"]
+    up = against.assign(difference=0.03, ci_low=0.01, ci_high=0.05)
+    assert "DeepGini beats random too" in dg._below_random_caveat(dict(held), "coverage", "a b", {"difference": 0.05},
+                                                                  up)["why"]  # fmt: skip
+    assert dg._below_random_caveat(dict(held), "coverage", "a b", {"difference": -0.01}, against)["why"] == ""
+    assert dg._below_random_caveat(dict(held), "random", "a b", {"difference": 0.05}, against)["why"] == ""
+
+
+def test_cam_words_read_the_benchmark() -> None:
+    bench = pd.DataFrame([{"criterion": "KMNC(100)", "tests": 2000, "speedup": 481.0, "same_order": True},
+                          {"criterion": "NBC(0.5)", "tests": 2000, "speedup": 5.6, "same_order": True}])  # fmt: skip
+    words = dg.cam_words(bench)
+    assert "KMNC(100) 481×, NBC(0.5) 6×" in words and "up to 481× more or less" in words
+    assert "cost about the same" in dg.cam_words(bench.assign(speedup=[1.5, 1.2]))

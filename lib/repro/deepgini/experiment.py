@@ -740,13 +740,14 @@ def artifact_sa_seconds(pair: Pair, s: Subject) -> dict[str, float]:
 
 def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray, methods: list[str], repeats: int,
                        seed: int) -> pd.DataFrame:  # fmt: skip
-    """Seconds of each method on one real test set, end to end: one forward pass shared by every method (nets.outputs
-    gives the softmax and both layer sets' neuron activations at once, as a tool that prioritizes by several criteria
-    would read them) plus the method's own prioritization (LSC/DSC: their surprise values and fit too), `repeats`
-    times each. The arms differ only by their prioritization, so the end-to-end ratio is not decided by which of two
-    separate passes ran faster (two passes differed by up to 12 % between repeats and flipped the row between builds,
-    2026-11-30). LSC and DSC add LSA and DSA as the artifact runs them (artifact_sa_seconds: a forward pass over the
-    whole training set, the fit on every trace, the scores), timed once; their CAM is timed at every repeat."""
+    """Seconds of each method on one real test set, end to end, as a tool that computes only that method runs it:
+    its own forward pass (DeepGini the softmax alone, nets.predict_proba; a coverage or surprise method the neuron
+    activations, nets.outputs, which the artifact's tools read from the model as well) plus its prioritization,
+    `repeats` rounds. A round times one softmax pass and one activation pass back to back (their order alternating by
+    round), then every method's prioritization, so that a method's round and DeepGini's share what the machine was
+    doing then: the ratio is paired by round (_cost_row). LSC and DSC add LSA and DSA as the artifact runs them
+    (artifact_sa_seconds: a forward pass over the whole training set, the fit on every trace, the scores), timed
+    once; their CAM is timed every round. Column pass names the forward pass a method's forward_s is."""
     from . import nets
 
     def clock(fn) -> float:
@@ -754,18 +755,24 @@ def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray,
         fn()
         return time.perf_counter() - began
 
-    nets.outputs(pair.model, x)  # warm-up: a first pass on a fresh set ran about 20 % slower
-    forward = [clock(lambda: nets.outputs(pair.model, x)) for _ in range(repeats)]
+    nets.predict_proba(pair.model, x)  # warm-up: a first pass on a fresh set ran about 20 % slower
+    nets.outputs(pair.model, x)
     surprise = artifact_sa_seconds(pair, s) if any(m in ("LSC-CAM", "DSC-CAM") for m in methods) else {}
     rows = []
-    for name in methods:
-        for r in range(repeats):
+    for r in range(repeats):
+        passes = {
+            "softmax": lambda: nets.predict_proba(pair.model, x),
+            "activations": lambda: nets.outputs(pair.model, x),
+        }
+        took = {k: clock(passes[k]) for k in (("softmax", "activations") if r % 2 == 0 else ("activations", "softmax"))}
+        for name in methods:
             own = evaluate(name, s, truth, seed)["seconds"]
             if name in ("LSC-CAM", "DSC-CAM"):  # evaluate adds our 5,000-trace fit: the artifact's way instead
                 sa = "LSA" if name.startswith("L") else "DSA"
                 own += surprise[sa] - s.sa_seconds[sa]
-            rows.append({"method": name, "repeat": r, "forward_s": forward[r], "method_s": own,
-                         "seconds": forward[r] + own})  # fmt: skip
+            kind = "softmax" if name in SOFTMAX_SCORES else "activations"
+            rows.append({"method": name, "repeat": r, "pass": kind, "forward_s": took[kind], "method_s": own,
+                         "seconds": took[kind] + own})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -774,7 +781,7 @@ def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: obj
     artifact timed) and of the other architectures of its dataset: DeepGini and every coverage baseline of the paper's
     tables (KMNC up to k = 1,000), the neuron-coverage ones over the artifact's layer set as the artifact times them,
     forward pass and prioritization apart (columns forward_s, method_s; neurons: the layer set's width)."""
-    p = params.only("kmnc_k", "cost_repeats", "seed")
+    p = params.only("kmnc_k", "cost_rounds", "seed")
     methods = ["DeepGini"] + [
         m
         for m in paper_baselines(method_table(p.kmnc_k, artifact_layers=True))
@@ -789,7 +796,7 @@ def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: obj
         for ds, arch, ts in keys:
             x = mixed[ds, arch, ts].x
             frame = end_to_end_timings(
-                models[ds, arch], subjects[ds, arch, ts], x, truth[ds, arch, ts], methods, p.cost_repeats, p.seed
+                models[ds, arch], subjects[ds, arch, ts], x, truth[ds, arch, ts], methods, p.cost_rounds, p.seed
             )
             neurons = subjects[ds, arch, ts].on_artifact_layers().acts.shape[1]
             frames.append(frame.assign(dataset=ds, model=arch, tests=len(x), neurons=neurons))
@@ -858,14 +865,15 @@ def first_timed(timings: pd.DataFrame) -> pd.DataFrame:
 
 
 def cost_view(timings: pd.DataFrame) -> pd.DataFrame:
-    """Table cost as the page shows it: per method, each timed model's minimum end-to-end seconds and its
-    prioritization alone (forward pass excluded), and the end-to-end ratio to DeepGini on the first pair."""
-    best = timings.groupby(["model", "method"], as_index=False, sort=False)[["seconds", "method_s"]].min()
-    wide = best.pivot_table(index="method", columns="model", values=["seconds", "method_s"], sort=False)
+    """Table cost as the page shows it: per method, each timed model's median end-to-end seconds and its
+    prioritization alone (forward pass excluded) over the rounds, and on the first pair the mean over rounds of the
+    end-to-end ratio to DeepGini (what the cost rows read)."""
+    mid = timings.groupby(["model", "method"], as_index=False, sort=False)[["seconds", "method_s"]].median()
+    wide = mid.pivot_table(index="method", columns="model", values=["seconds", "method_s"], sort=False)
     wide.columns = [f"{m}: {'end to end' if v == 'seconds' else 'prioritization'} (s)" for v, m in wide.columns]
-    first = first_timed(timings)
-    mins = first.groupby("method", sort=False)["seconds"].min()
-    return wide.assign(x_deepgini_end_to_end=mins / mins["DeepGini"]).reset_index()
+    per_round = first_timed(timings).pivot_table(index="repeat", columns="method", values="seconds")
+    ratio = per_round.div(per_round["DeepGini"], axis=0).mean()
+    return wide.assign(x_deepgini_end_to_end=ratio.reindex(wide.index)).reset_index()
 
 
 def _cost_alone_row(claim: object, alone: pd.DataFrame) -> dict:
@@ -905,51 +913,48 @@ def _cost_alone_row(claim: object, alone: pd.DataFrame) -> dict:
     return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="cost_alone", narrow_by="timing repeats")
 
 
-def _cost_row(
-    claim: object, timings: pd.DataFrame, methods: list[str], n_boot: int, seed: int, bench: pd.DataFrame | None = None
-) -> dict:
-    """The smallest time ratio (method / DeepGini) among `methods`, end to end, with a bootstrap of the minima; a
-    row not held is measured by the naive-vs-incremental CAM benchmark (`bench`) where one is given."""
+def _cost_row(claim: object, timings: pd.DataFrame, methods: list[str], bench: pd.DataFrame | None = None) -> dict:
+    """The smallest time ratio (method / DeepGini) among `methods`, end to end, each method with its own forward pass
+    (end_to_end_timings): the mean ratio of the rounds with its t interval (cost.paired_ratio); a row not held is
+    measured by the naive-vs-incremental CAM benchmark (`bench`) where one is given, else by table cost."""
+    from ..stats import Interval
     from ..verdict import judge
-    from .cost import shared_pass_ratio
+    from .cost import paired_ratio
 
     gini = timings[timings["method"] == "DeepGini"].sort_values("repeat")
-    forward = gini["forward_s"].to_numpy()
     ratios = {
-        m: shared_pass_ratio(forward, sub["method_s"].to_numpy(), gini["method_s"].to_numpy(), n_boot, seed)
+        m: paired_ratio(sub.sort_values("repeat")["seconds"].to_numpy(), gini["seconds"].to_numpy())
         for m, sub in timings.groupby("method", sort=False)
         if m in methods
     }
-    m, (est, low, high) = min(ratios.items(), key=lambda kv: kv[1][0])
+    m, (est, low, high, se, df) = min(ratios.items(), key=lambda kv: kv[1][0])
+    mine = timings[timings["method"] == m]
     test = (
         f"{m} vs DeepGini on {int(timings['tests'].iloc[0]):,} tests of {timings['dataset'].iloc[0]} "
-        f"{timings['model'].iloc[0]}, end to end: one shared forward pass plus each prioritization ({len(ratios)} "
-        f"methods timed, neuron coverage over the artifact's {int(timings['neurons'].iloc[0])} neurons), minimum of "
-        f"{len(gini)} repeats, bootstrap of the minima"
+        f"{timings['model'].iloc[0]}, end to end, each with its own forward pass (DeepGini the softmax alone, "
+        f"{m} the activations; neuron coverage over the artifact's {int(timings['neurons'].iloc[0])} neurons; "
+        f"{len(ratios)} methods timed): mean ratio over {len(gini)} rounds, each timing both passes back to back, "
+        f"t interval (the rounds' median ratio {np.median(mine.sort_values('repeat')['seconds'].to_numpy() / gini['seconds'].to_numpy()):.2f})"
     )
-    best = timings[timings["method"] == m].nsmallest(1, "seconds").iloc[0]
-    ref = timings[timings["method"] == "DeepGini"].nsmallest(1, "seconds").iloc[0]
-    # table cost times every method's forward pass and prioritization apart (its column method varies the method)
+    soft, act = gini["forward_s"].median(), mine["forward_s"].median()
     why = (
         "setup",
-        f"both arms are one forward pass of the same network, which is {ref['forward_s'] / ref['seconds']:.0%} of "
-        f"DeepGini's time: {m} adds {best['method_s']:.4f} s to its {best['forward_s']:.3f} s pass, DeepGini "
-        f"{ref['method_s']:.4f} s to its {ref['forward_s']:.3f} s (table cost); the artifact's coverage tools were "
-        "slower in themselves",
+        f"{m} takes {mine['seconds'].median():.2f} s end to end, {act:.2f} s of it its forward pass, where DeepGini's "
+        f"softmax pass takes {soft:.2f} s and its prioritization {gini['method_s'].median():.4f} s (medians over the "
+        "rounds, table cost): the pass both need is most of either's time",
     )
     measured = "cost"
     if bench is not None and len(bench):
         fastest = bench.loc[bench["speedup"].idxmax()]
         why = (
             "setup",
-            f"{m} takes {best['seconds']:.2f} s end to end, {best['forward_s']:.2f} s of it the forward pass that "
-            f"DeepGini needs too: our coverage and surprise code is vectorized (incremental greedy CAM, matrix "
-            f"KDE and nearest neighbours); a naive greedy CAM that rescans every test at every step, as the "
-            f"artifact's does, is {fastest['speedup']:,.0f}× slower on {int(fastest['tests']):,} tests "
-            f"({fastest['criterion']})",
+            f"{why[1]}; our coverage and surprise code is vectorized (incremental greedy CAM, matrix KDE and nearest "
+            f"neighbours): a naive greedy CAM that rescans every test at every step, as the artifact's does, is "
+            f"{fastest['speedup']:,.0f}× slower on {int(fastest['tests']):,} tests ({fastest['criterion']})",
         )
         measured = "cam_implementations"
-    row = judge(claim, est, (low, high), test=test, why=why, measured_by=measured, narrow_by="timing repeats")
+    iv = Interval(est, low, high, "t over rounds", se, df)
+    row = judge(claim, est, iv, test=test, why=why, measured_by=measured, narrow_by="timing rounds")
     if row["decision"] == "inconclusive":  # what the timings do show, behind the row's disclosure
         row["why"] += f"; what the timings show: {why[1]}"
     return row
@@ -1103,7 +1108,8 @@ def _retraining_row(
 
     top = diffs[(diffs["percent"] == diffs["percent"].max()) & (diffs["protocol"] == protocol)]
     top = top[top["difference"].notna() & ~top["method"].isin(["DeepGini", "none"])]
-    randoms = top[top["method"] == "random"].set_index("pair")["difference"]  # DeepGini − random, per pair
+    against_random = top[top["method"] == "random"].set_index("pair")
+    randoms = against_random["difference"]  # DeepGini − random, per pair
     top = top[top["method"] == "random"] if rival == "random" else top[~top["method"].isin(["random", CONTROL])]
     shares, left_out = {}, []
     if rival == "coverage" and claim.overlap_max is not None:
@@ -1145,7 +1151,8 @@ def _retraining_row(
     if metric == "pool_accuracy" and rival == "coverage" and claim.paper_estimate is not None:
         claim = _against_chosen_rival(claim, pair, d["method"])
     if not shares:
-        return judge(claim, iv.estimate, iv, test=test, why=why, measured_by=measured, narrow_by=narrow)
+        row = judge(claim, iv.estimate, iv, test=test, why=why, measured_by=measured, narrow_by=narrow)
+        return _below_random_caveat(row, rival, pair, d, against_random)
     judged = [p for p in ivs if p not in left_out]  # empty when every pair's rival is degenerate
     tie = max(shares[p] for p in judged) if judged else min(shares.values())
     test += "; ties decide " + ", ".join(f"{shares[p]:.0%} of {p}'s rival's top k" for p in shares)
@@ -1158,6 +1165,25 @@ def _retraining_row(
             f"ties decide {tie:.0%} of the top k of every pair's best coverage rival (register's limit "
             f"{claim.overlap_max:.0%}): its picks are its tie-break's, not coverage's (table retraining_rival)"
         )
+    return _below_random_caveat(row, rival, pair, d, against_random)
+
+
+def _below_random_caveat(row: dict, rival: str, pair: str, d: Mapping, against_random: pd.DataFrame) -> dict:
+    """A held row against the coverage rival carries a caveat where that rival retrains worse than a random pick on
+    the deciding pair: DeepGini's lead is then coverage's shortfall unless DeepGini also beats random (its interval
+    against random above 0), and the caveat says which (a held row's first clause shows at a glance)."""
+    if row["decision"] != "held" or rival != "coverage" or pair not in against_random.index:
+        return row
+    vs = against_random.loc[pair]
+    if vs["difference"] - d["difference"] >= 0:  # the rival is at least as good as random
+        return row
+    beats = vs["ci_low"] > 0
+    row["why"] = (
+        f"vs random: rival {vs['difference'] - d['difference']:+.3f}, DeepGini {vs['difference']:+.3f} "
+        f"[{vs['ci_low']:+.3f}, {vs['ci_high']:+.3f}]; on {pair} the rival retrains worse than a random pick, and "
+        + ("DeepGini beats random too" if beats else "DeepGini does not beat random: its lead is coverage's shortfall")
+        + " (table retraining_differences)"
+    )
     return row
 
 
@@ -1171,15 +1197,16 @@ def _against_chosen_rival(claim: object, pair: str, method: str) -> object:
     from .claims import artifact_retraining
 
     out, sheet = artifact_retraining(tuple(pair.split()))
-    if method not in out:
+    base = method.removesuffix(ARTIFACT_LAYERS)  # the artifact ran every criterion over its own layer set
+    if base not in out:
         return claim
-    values = {f"DeepGini ({' '.join(sheet)})": out["DeepGini"], f"the row's rival, {method}": out[method]}
+    values = {f"DeepGini ({' '.join(sheet)})": out["DeepGini"], f"the row's rival, {base}": out[base]}
     return replace(
         claim,
-        paper=f"{out['DeepGini']:.3f} vs {out[method]:.3f} ({method}, {' '.join(sheet)}, 10 %; the sheet's best "
+        paper=f"{out['DeepGini']:.3f} vs {out[base]:.3f} ({base}, {' '.join(sheet)}, 10 %; the sheet's best "
         f"coverage: {max(v for m, v in out.items() if m != 'DeepGini'):.3f})",
         paper_values=values,
-        paper_estimate=round(out["DeepGini"] - out[method], 3),
+        paper_estimate=round(out["DeepGini"] - out[base], 3),
     )
 
 
@@ -1223,6 +1250,8 @@ def _apfd_row(
         )
     trained = f"{n_models} trained model{'s' if n_models > 1 else ''} per pair"
     test = f"deciding unit {_label(k)} vs {m}; {summary}; {trained}: {iv.method}"
+    if against in ("coverage", "surprise") and n_models > 1:  # the comparator is chosen once, not per model
+        test += f"; {m} is the best {against} method on the first model, compared on every model"
     if against == "coverage":  # how far the best baseline itself is from a random order
         # a random order's expected normalized APFD is exactly 0.5 (APFD is linear in the failing tests' positions,
         # whose mean under a random order is the midpoint of the best and worst), where one seeded order scatters
@@ -1469,8 +1498,7 @@ def verdict_rows(
                                         ablation))  # fmt: skip
         elif kind == "cost":
             first = first_timed(timings)
-            rows.append(_cost_row(claim, first, [m for m in first["method"].unique() if m != "DeepGini"], n_boot,
-                                  seed, bench))  # fmt: skip
+            rows.append(_cost_row(claim, first, [m for m in first["method"].unique() if m != "DeepGini"], bench))
         elif kind == "cost_alone":
             if alone is None:
                 raise ValueError("the prioritization-alone row needs the interleaved timings (alone=: alone_for)")
@@ -1478,7 +1506,7 @@ def verdict_rows(
         else:
             first = first_timed(timings)
             slow = [m for m in first["method"].unique() if m.startswith(("KMNC", "LSC", "DSC"))]
-            rows.append(_cost_row(claim, first, slow, n_boot, seed, bench))
+            rows.append(_cost_row(claim, first, slow, bench))
     return rows
 
 
@@ -1546,6 +1574,9 @@ def _spec() -> dict:
             help="tests in the scaling plot",
         ),
         "cost_repeats": Param(int, 3, smoke=2, low=1, high=50, help="timings per method and size (minimum kept)"),
+        "cost_rounds": Param(
+            int, 15, smoke=3, low=2, high=200, help="end-to-end timing rounds (each: both forward passes, every method)"
+        ),
         "alone_repeats": Param(
             int, 100, smoke=5, paper=200, low=2, high=10_000, help="interleaved timings of prioritization alone"
         ),
@@ -2233,8 +2264,27 @@ def cost_words(fits: pd.DataFrame) -> str:
         f"prioritizer, {slowest}, takes {by.loc[slowest, 'seconds_at_largest']:.1f} s "
         f"({by.loc[slowest, 'x_deepgini']:.0f}× DeepGini). DeepGini's time grows with exponent "
         f"{by.loc['DeepGini', 'slope']:.2f} in the number of tests; {slowest}'s with "
-        f"{by.loc[slowest, 'slope']:.2f}. The paper's hours for KMNC are a property of a per-test, per-neuron "
-        "implementation, not of the criterion."
+        f"{by.loc[slowest, 'slope']:.2f}."
+    )
+
+
+def cam_words(bench: pd.DataFrame) -> str:
+    """What the naive-vs-incremental benchmark shows, read from it: each criterion's speedup and whether the orders
+    agree."""
+    parts = [
+        f"{r['criterion']} {r['speedup']:,.0f}×" + ("" if r["same_order"] else " (orders differ)")
+        for r in bench.to_dict("records")
+    ]
+    same = "the same order on every criterion" if bench["same_order"].all() else "orders that differ"
+    gap = bench["speedup"].max()
+    reading = (
+        f"the same criterion costs up to {gap:,.0f}× more or less by how it is implemented"
+        if gap >= 10
+        else "the two implementations cost about the same here"
+    )
+    return (
+        f"On {int(bench['tests'].iloc[0]):,} tests the naive CAM, which rescans every remaining test at every step as "
+        f"the artifact's does, is slower than ours by {', '.join(parts)}, with {same}: {reading}."
     )
 
 
