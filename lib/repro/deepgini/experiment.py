@@ -843,19 +843,28 @@ def alone_for(subjects: dict, truth: dict, timings: pd.DataFrame, params: object
     return kept("cost-alone", build, p, *parts, timed=True)
 
 
-def alone_view(alone: pd.DataFrame) -> pd.DataFrame:
-    """Table cost_alone as the page shows it: per pair and method, the mean ratio to DeepGini's prioritization alone
-    over the interleaved rounds, with its 95 % t interval, and the rounds."""
+def alone_ratios(alone: pd.DataFrame) -> dict[tuple[str, str, str], tuple[float, float, float, float, int]]:
+    """Per (dataset, model, method) of the interleaved timings (alone_for): the mean ratio to DeepGini's
+    prioritization alone over the rounds with its t interval (cost.paired_ratio: estimate, low, high, se, df)."""
     from .cost import paired_ratio
 
-    rows = []
+    out = {}
     for (ds, arch), sub in alone.groupby(["dataset", "model"], sort=False):
         gini = sub[sub["method"] == "DeepGini"].sort_values("repeat")["method_s"].to_numpy()
         for m, own in sub[sub["method"] != "DeepGini"].groupby("method", sort=False):
-            est, low, high, _, _ = paired_ratio(own.sort_values("repeat")["method_s"].to_numpy(), gini)
-            rows.append({"pair": f"{ds} {arch}", "method": m, "x_deepgini": round(est, 3), "ci_low": round(low, 3),
-                         "ci_high": round(high, 3), "rounds": len(gini)})  # fmt: skip
-    return pd.DataFrame(rows)
+            out[ds, arch, m] = paired_ratio(own.sort_values("repeat")["method_s"].to_numpy(), gini)
+    return out
+
+
+def alone_view(alone: pd.DataFrame) -> pd.DataFrame:
+    """Table cost_alone as the page shows it: per pair and method, the mean ratio to DeepGini's prioritization alone
+    over the interleaved rounds, with its 95 % t interval, and the rounds."""
+    rounds = alone[alone["method"] == "DeepGini"].groupby(["dataset", "model"])["repeat"].nunique()
+    return pd.DataFrame(
+        [{"pair": f"{ds} {arch}", "method": m, "x_deepgini": round(est, 3), "ci_low": round(low, 3),
+          "ci_high": round(high, 3), "rounds": int(rounds[ds, arch])}
+         for (ds, arch, m), (est, low, high, _, _) in alone_ratios(alone).items()]
+    )  # fmt: skip
 
 
 def first_timed(timings: pd.DataFrame) -> pd.DataFrame:
@@ -883,15 +892,10 @@ def _cost_alone_row(claim: object, alone: pd.DataFrame) -> dict:
     not held (every_pair)."""
     from ..stats import Interval
     from ..verdict import judge
-    from .cost import paired_ratio
 
-    ivs, rounds = {}, {}
-    for (ds, arch), sub in alone.groupby(["dataset", "model"], sort=False):
-        gini = sub[sub["method"] == "DeepGini"].sort_values("repeat")["method_s"].to_numpy()
-        for m, own in sub[sub["method"] != "DeepGini"].groupby("method", sort=False):
-            est, low, high, se, df = paired_ratio(own.sort_values("repeat")["method_s"].to_numpy(), gini)
-            ivs[ds, arch, m] = Interval(est, low, high, "t over interleaved repeats", se, df)
-            rounds[ds, arch] = len(gini)
+    ivs = {u: Interval(est, low, high, "t over interleaved repeats", se, df)
+           for u, (est, low, high, se, df) in alone_ratios(alone).items()}  # fmt: skip
+    rounds = alone[alone["method"] == "DeepGini"].groupby(["dataset", "model"])["repeat"].nunique()
     (ds, arch, m), iv, summary = every_pair(claim.rule, ivs)
     unit = alone[(alone["dataset"] == ds) & (alone["model"] == arch)]
     mins = unit.groupby("method")["method_s"].min()
