@@ -1281,3 +1281,19 @@ def test_cam_words_read_the_benchmark() -> None:
     words = dg.cam_words(bench)
     assert "KMNC(100) 481×, NBC(0.5) 6×" in words and "up to 481× more or less" in words
     assert "cost about the same" in dg.cam_words(bench.assign(speedup=[1.5, 1.2]))
+
+
+def test_a_held_mixed_set_row_carries_the_fixed_eps_ablations_lead() -> None:
+    """DeepGini 0.90 against the best coverage 0.50 on the artifact-style set, 0.70 against 0.60 on the ablation's:
+    the held row's caveat gives +0.100 beside +0.400; a pair outside the row, or a row not held, gets none."""
+    idx = pd.MultiIndex.from_tuples([("f", "l1", "original+adversarial"), ("f", "l1", dg.ABLATION)])
+    norm = pd.DataFrame({"DeepGini": [0.9, 0.7], "NAC(0)-CTM": [0.5, 0.6], "LSA": [0.8, 0.75]}, index=idx)
+    row = {"decision": "held", "why": ""}
+    dg._ablation_caveat(row, norm, ["original+adversarial", "f:l1"], ["NAC(0)-CTM", "KMNC(1000)-CAM"])
+    assert row["why"].startswith("fixed-ε ablation: lead +0.100 (artifact-style +0.400)") and "NAC(0)-CTM" in row["why"]
+    row = {"decision": "held", "why": ""}
+    dg._ablation_caveat(row, norm, ["original+adversarial", "m:l1"], ["NAC(0)-CTM"])
+    assert row["why"] == ""
+    row = {"decision": "not held", "why": "x"}
+    dg._ablation_caveat(row, norm, ["original+adversarial"], ["LSA"])
+    assert row["why"] == "x"
