@@ -61,6 +61,8 @@ sa_train = None  # training traces used by LSA and DSA
 scaling_sizes = None  # test-set sizes of the scaling plot
 cost_repeats = None  # timings per method and size in the scaling study (the minimum is kept)
 cost_rounds = None  # end-to-end timing rounds: both forward passes back to back, then every method
+alone_repeats = None  # interleaved rounds of prioritization alone, in each fresh process
+alone_processes = None  # fresh processes those rounds run in (the interval is over them)
 naive_n = None  # tests of the naive-vs-incremental CAM benchmark
 retrain_percents = None  # percentages of prioritized tests used for retraining
 retrain_epochs = None  # epochs of each retraining run
@@ -466,8 +468,9 @@ repro.publish("softmax_overlap", alike, view=pivot_view(alike, ["pair", "score"]
 # t interval. The forward pass is most of a method's time, so our own row also compares the
 # prioritization alone, on the first pair and on the other architecture of its dataset: the
 # three coverage methods closest to DeepGini on each are timed against it in
-# `alone_repeats` interleaved rounds (table `cost_alone`: the mean ratio with its t interval, so
-# that the row's Bonferroni reading has a standard error to widen). Every timing of this
+# `alone_repeats` interleaved rounds in each of `alone_processes` fresh processes (table
+# `cost_alone`: the processes' mean ratio with its t interval over them, since two processes
+# differed by more than their rounds' spread). Every timing of this
 # chapter is measured once per machine (its CPU model, cores, threads and GPU) and kept with the
 # step's results, so a re-run of unchanged code shows the seconds of the run that measured them;
 # a change of the chapter's code, its inputs or the machine measures them again.

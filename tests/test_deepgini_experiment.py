@@ -9,8 +9,8 @@ from scipy import sparse
 from scipy import stats as sps
 
 from repro import metrics
+from repro.deepgini import cost, retraining, testsets
 from repro.deepgini import experiment as dg
-from repro.deepgini import retraining, testsets
 
 
 def _mixed(sources: list[int], kinds: list[str]) -> testsets.MixedSet:
@@ -1134,24 +1134,32 @@ def test_the_iterative_random_ranking_needs_no_forward_pass(monkeypatch) -> None
     assert sorted(order.tolist()) == list(range(30)) and not np.array_equal(order, np.arange(30))
 
 
-def _alone(ratios: dict[tuple[str, str], float], rounds: int = 60, seed: int = 0) -> pd.DataFrame:
-    """Interleaved prioritization-alone timings: DeepGini about 5 ms a round, each method `ratio` times that, both
-    slowed by the round's shared factor and 2 % noise of their own."""
+def _alone(ratios: dict[tuple[str, str], float], rounds: int = 20, processes: int = 6, spread: float = 0.01,
+           seed: int = 0) -> pd.DataFrame:  # fmt: skip
+    """Interleaved prioritization-alone timings in several processes: DeepGini about 5 ms a round, each method
+    `ratio` times that times its process's own factor (spread `spread`), both slowed by the round's shared factor and
+    2 % noise of their own."""
     rng = np.random.default_rng(seed)
     rows = []
-    for r in range(rounds):
-        shared = rng.uniform(1.0, 1.5)
-        for (pair, method), ratio in [((p, "DeepGini"), 1.0) for p in {p for p, _ in ratios}] + list(ratios.items()):
-            ds, arch = pair.split()
-            rows.append({"dataset": ds, "model": arch, "method": method, "repeat": r,
-                         "method_s": 0.005 * ratio * shared * np.exp(rng.normal(0, 0.02))})  # fmt: skip
+    for proc in range(processes):
+        factor = {k: np.exp(rng.normal(0, spread)) for k in ratios}
+        for r in range(rounds):
+            shared = rng.uniform(1.0, 1.5)
+            units = [((p, "DeepGini"), 1.0) for p in {p for p, _ in ratios}] + [
+                (k, v * factor[k]) for k, v in ratios.items()
+            ]
+            for (pair, method), ratio in units:
+                ds, arch = pair.split()
+                rows.append({"dataset": ds, "model": arch, "method": method, "process": proc, "repeat": r,
+                             "method_s": 0.005 * ratio * shared * np.exp(rng.normal(0, 0.02))})  # fmt: skip
     return pd.DataFrame(rows)
 
 
-def test_the_prioritization_alone_row_reads_a_t_interval_per_pair_and_method() -> None:
-    """Every (pair, method) is a unit with a t interval over interleaved rounds: held when each is at least 10 %
-    slower than DeepGini, not held when one is as quick as DeepGini (its interval at the Bonferroni level below 1.1),
-    and a table that varies the method measures the cause."""
+def test_the_prioritization_alone_row_reads_a_t_interval_over_processes() -> None:
+    """Every (pair, method) is a unit with a t interval over the processes' mean ratios: held when each is at least
+    10 % slower than DeepGini, not held when one is as quick as DeepGini (its interval at the Bonferroni level below
+    1.1), and inconclusive when the processes disagree as much as 1.10 against 1.20 (the rounds alone would not
+    show it)."""
     from repro.deepgini import claims
     from repro.params import resolve
 
@@ -1160,10 +1168,17 @@ def test_the_prioritization_alone_row_reads_a_t_interval_per_pair_and_method() -
     row = dg._cost_alone_row(claim, _alone(slow))
     assert row["decision"] == "held" and "3 units: 3 held" in row["test"]
     assert row["ours"] == pytest.approx(1.5, abs=0.02) and "f l5, SNAC(0)-CTM" in row["test"]
+    assert "6 fresh processes" in row["test"] and "t interval over the processes" in row["test"]
     quick = {**slow, ("f l5", "SNAC(0.5)-CTM"): 1.0}
     row = dg._cost_alone_row(claim, _alone(quick))
     assert row["decision"] == "not held" and row["ci_high"] < 1.1 and row["measured_by"] == "cost_alone"
     assert "Bonferroni over 4 units" in row["test"]
+    apart = _alone({("f l1", "SNAC(0)-CTM"): 1.15}, spread=0.1)
+    _, low, high, _, df = dg.alone_ratios(apart)["f", "l1", "SNAC(0)-CTM"]
+    one = apart[apart["process"] == 0].sort_values("repeat")
+    _, one_low, one_high, _, _ = cost.paired_ratio(*(one[one["method"] == m]["method_s"].to_numpy()
+                                                    for m in ("SNAC(0)-CTM", "DeepGini")))  # fmt: skip
+    assert df == 5 and high - low > 3 * (one_high - one_low)  # the processes' spread, which one process hides
 
 
 def test_the_cost_regime_is_the_papers_only_with_tools_as_costly_as_the_artifacts() -> None:

@@ -57,3 +57,17 @@ def test_a_failing_piece_is_raised_here(tmp_path: Path, monkeypatch, threads: st
     monkeypatch.setenv("REPRO_THREADS", threads)
     with pytest.raises(RuntimeError, match="piece -1 failed"):
         workers.map_on_cores(_record, [(str(tmp_path), 0), (str(tmp_path), -1)], "test")
+
+
+def _whoami(i: int) -> tuple[int, int, int]:
+    """The piece, the process that ran it and its torch threads."""
+    import torch
+
+    return i, os.getpid(), torch.get_num_threads()
+
+
+def test_fresh_processes_run_each_piece_alone_in_a_process_of_its_own_and_return_its_result() -> None:
+    out = workers.in_fresh_processes(_whoami, [0, 1, 2], "test")
+    assert [i for i, _, _ in out] == [0, 1, 2]  # fn's results, in the order given
+    pids = [pid for _, pid, _ in out]
+    assert len(set(pids)) == 3 and os.getpid() not in pids and all(t == 1 for _, _, t in out)

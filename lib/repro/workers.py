@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["map_on_cores", "workers_for"]
+__all__ = ["in_fresh_processes", "map_on_cores", "workers_for"]
 
 
 def workers_for(pieces: int) -> int:
@@ -100,3 +100,30 @@ def map_on_cores(fn: Callable[[Any], None], pieces: Sequence[Any], desc: str) ->
 def _indexed(job: tuple[int, Callable[[Any], None], Any]) -> tuple[int, float]:
     i, fn, piece = job
     return i, _timed(fn, piece)
+
+
+def in_fresh_processes(fn: Callable[[Any], Any], pieces: Sequence[Any], desc: str) -> list[Any]:
+    """fn(piece) for every piece, one after the other, each in an interpreter spawned for it alone (one thread, set up
+    as map_on_cores's workers are), nothing else of this notebook running beside it; fn's results, in the order
+    given. For measurements whose process is a unit of their own: a timing repeated within one process shares its
+    memory layout and caches, and another process can differ by more than the repeats' spread. `fn` must be a
+    module-level function and the pieces picklable."""
+    import multiprocessing as mp
+
+    from tqdm.auto import tqdm
+
+    before = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"
+    try:
+        pool = mp.get_context("spawn").Pool(1, initializer=_start_worker, maxtasksperchild=1)
+    finally:
+        if before is None:
+            del os.environ["TQDM_DISABLE"]
+        else:
+            os.environ["TQDM_DISABLE"] = before
+    out = []
+    with pool, tqdm(total=len(pieces), desc=desc, leave=False) as bar:
+        for result in pool.imap(fn, pieces):
+            out.append(result)
+            bar.update()
+    return out

@@ -810,13 +810,42 @@ def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: obj
 ALONE_CLOSEST = 3  # coverage methods per timed pair whose prioritization alone is timed against DeepGini's, paired
 
 
+class AloneJob(NamedTuple):
+    """One process's share of the prioritization-alone timings (alone_for): what _alone_rounds times."""
+
+    subjects: dict  # (dataset, model) -> (Subject, misclassified flags) of the pair's mixed set
+    chosen: dict  # (dataset, model) -> the coverage methods timed against DeepGini there
+    rounds: int
+    seed: int
+    process: int
+
+
+def _alone_rounds(job: AloneJob) -> pd.DataFrame:
+    """In one process: DeepGini and each pair's chosen methods, each timed once per round in a seeded order that
+    changes every round, job.rounds rounds after one warm-up call each."""
+    rng = np.random.default_rng([job.seed, 3, job.process])
+    rows = []
+    for (ds, arch), (s, flags) in job.subjects.items():
+        names = ["DeepGini", *job.chosen[ds, arch]]
+        for name in names:  # warm-up
+            evaluate(name, s, flags, job.seed)
+        for r in range(job.rounds):
+            for name in rng.permutation(names):
+                rows.append({"dataset": ds, "model": arch, "method": str(name), "process": job.process, "repeat": r,
+                             "method_s": evaluate(str(name), s, flags, job.seed)["seconds"]})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def alone_for(subjects: dict, truth: dict, timings: pd.DataFrame, params: object) -> pd.DataFrame:
-    """Prioritization alone (forward pass excluded), timed in interleaved pairs: on each pair of table cost, the
+    """Prioritization alone (forward pass excluded), timed in interleaved rounds: on each pair of table cost, the
     ALONE_CLOSEST coverage methods whose minimum prioritization time there lies closest to DeepGini's (the others are
-    at least that far from it), and DeepGini, each timed once per round in a seeded order that changes every round,
-    `alone_repeats` rounds. Columns dataset, model, method, repeat, method_s; a method's repeat r and DeepGini's ran
-    in the same round."""
-    p = params.only("alone_repeats", "seed")
+    at least that far from it), and DeepGini, `alone_repeats` rounds in each of `alone_processes` fresh processes
+    (workers.in_fresh_processes, one after the other: one process's timings share its memory layout, and processes
+    differed by more than their rounds' spread, 1.10 to 1.20 on 2026-12-01). Columns dataset, model, method, process,
+    repeat, method_s; a method's round and DeepGini's ran in the same process and round."""
+    from .. import workers
+
+    p = params.only("alone_repeats", "alone_processes", "seed")
     best = timings.groupby(["dataset", "model", "method"], sort=False)["method_s"].min()
     chosen = {}
     for (ds, arch), sub in best.groupby(level=[0, 1], sort=False):
@@ -825,18 +854,9 @@ def alone_for(subjects: dict, truth: dict, timings: pd.DataFrame, params: object
     keys = [(ds, arch, "original+adversarial") for ds, arch in chosen]
 
     def build() -> pd.DataFrame:
-        rng = np.random.default_rng([p.seed, 3])
-        rows = []
-        for ds, arch, ts in keys:
-            s, flags = subjects[ds, arch, ts], truth[ds, arch, ts]
-            names = ["DeepGini", *chosen[ds, arch]]
-            for name in names:  # warm-up
-                evaluate(name, s, flags, p.seed)
-            for r in range(p.alone_repeats):
-                for name in rng.permutation(names):
-                    rows.append({"dataset": ds, "model": arch, "method": str(name), "repeat": r,
-                                 "method_s": evaluate(str(name), s, flags, p.seed)["seconds"]})  # fmt: skip
-        return pd.DataFrame(rows)
+        on_pairs = {(ds, arch): (subjects[ds, arch, ts], truth[ds, arch, ts]) for ds, arch, ts in keys}
+        jobs = [AloneJob(on_pairs, chosen, p.alone_repeats, p.seed, i) for i in range(p.alone_processes)]
+        return pd.concat(workers.in_fresh_processes(_alone_rounds, jobs, "cost alone"), ignore_index=True)
 
     on = lambda d: {k: d[k] for k in keys}
     parts = (sorted(chosen.items()), *identities(on(subjects)), *identities(on(truth)))
@@ -844,25 +864,37 @@ def alone_for(subjects: dict, truth: dict, timings: pd.DataFrame, params: object
 
 
 def alone_ratios(alone: pd.DataFrame) -> dict[tuple[str, str, str], tuple[float, float, float, float, int]]:
-    """Per (dataset, model, method) of the interleaved timings (alone_for): the mean ratio to DeepGini's
-    prioritization alone over the rounds with its t interval (cost.paired_ratio: estimate, low, high, se, df)."""
+    """Per (dataset, model, method) of the interleaved timings (alone_for): the ratio to DeepGini's prioritization
+    alone, each process's mean over its rounds (cost.paired_ratio) averaged over the processes, with a t interval
+    over the processes (the unit whose spread the rounds do not show): (estimate, low, high, se, df)."""
+    from scipy import stats as sps
+
     from .cost import paired_ratio
 
     out = {}
     for (ds, arch), sub in alone.groupby(["dataset", "model"], sort=False):
-        gini = sub[sub["method"] == "DeepGini"].sort_values("repeat")["method_s"].to_numpy()
-        for m, own in sub[sub["method"] != "DeepGini"].groupby("method", sort=False):
-            out[ds, arch, m] = paired_ratio(own.sort_values("repeat")["method_s"].to_numpy(), gini)
+        per_process: dict[str, list[float]] = {}
+        for _, proc in sub.groupby("process", sort=True):
+            gini = proc[proc["method"] == "DeepGini"].sort_values("repeat")["method_s"].to_numpy()
+            for m, own in proc[proc["method"] != "DeepGini"].groupby("method", sort=False):
+                per_process.setdefault(m, []).append(paired_ratio(own.sort_values("repeat")["method_s"], gini)[0])
+        for m, means in per_process.items():
+            x = np.asarray(means)
+            est, se, df = float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)), x.size - 1
+            half = float(sps.t.ppf(0.975, df)) * se
+            out[ds, arch, m] = (est, est - half, est + half, se, df)
     return out
 
 
 def alone_view(alone: pd.DataFrame) -> pd.DataFrame:
-    """Table cost_alone as the page shows it: per pair and method, the mean ratio to DeepGini's prioritization alone
-    over the interleaved rounds, with its 95 % t interval, and the rounds."""
+    """Table cost_alone as the page shows it: per pair and method, the ratio to DeepGini's prioritization alone (the
+    processes' mean of their rounds' mean) with its 95 % t interval over the processes, and the rounds and
+    processes."""
     rounds = alone[alone["method"] == "DeepGini"].groupby(["dataset", "model"])["repeat"].nunique()
+    processes = alone["process"].nunique()
     return pd.DataFrame(
         [{"pair": f"{ds} {arch}", "method": m, "x_deepgini": round(est, 3), "ci_low": round(low, 3),
-          "ci_high": round(high, 3), "rounds": int(rounds[ds, arch])}
+          "ci_high": round(high, 3), "rounds": int(rounds[ds, arch]), "processes": processes}
          for (ds, arch, m), (est, low, high, _, _) in alone_ratios(alone).items()]
     )  # fmt: skip
 
@@ -893,19 +925,19 @@ def _cost_alone_row(claim: object, alone: pd.DataFrame) -> dict:
     from ..stats import Interval
     from ..verdict import judge
 
-    ivs = {u: Interval(est, low, high, "t over interleaved repeats", se, df)
+    ivs = {u: Interval(est, low, high, "t over processes", se, df)
            for u, (est, low, high, se, df) in alone_ratios(alone).items()}  # fmt: skip
     rounds = alone[alone["method"] == "DeepGini"].groupby(["dataset", "model"])["repeat"].nunique()
     (ds, arch, m), iv, summary = every_pair(claim.rule, ivs)
     unit = alone[(alone["dataset"] == ds) & (alone["model"] == arch)]
     mins = unit.groupby("method")["method_s"].min()
-    per_round = unit.pivot_table(index="repeat", columns="method", values="method_s")
+    per_round = unit.pivot_table(index=["process", "repeat"], columns="method", values="method_s")
     test = (
-        f"deciding unit {ds} {arch}, {m} vs DeepGini, prioritization alone (forward pass excluded): mean ratio over "
-        f"{rounds[ds, arch]} interleaved repeats, t interval (the rounds' median ratio "
-        f"{(per_round[m] / per_round['DeepGini']).median():.2f}, the ratio of the minima {mins[m] / mins['DeepGini']:.2f}); "
-        f"units: the {ALONE_CLOSEST} coverage methods closest to DeepGini on each timed pair (table cost_alone); "
-        f"{summary}"
+        f"deciding unit {ds} {arch}, {m} vs DeepGini, prioritization alone (forward pass excluded): in each of "
+        f"{unit['process'].nunique()} fresh processes the mean ratio over {rounds[ds, arch]} interleaved rounds, t "
+        f"interval over the processes (the rounds' median ratio {(per_round[m] / per_round['DeepGini']).median():.2f}, "
+        f"the ratio of the minima {mins[m] / mins['DeepGini']:.2f}); units: the {ALONE_CLOSEST} coverage methods "
+        f"closest to DeepGini on each timed pair (table cost_alone); {summary}"
     )
     how = " (a sort of integer coverage counts, DeepGini's a stable sort of float scores)" if m.endswith("-CTM") else ""
     # both prioritizations are a score and one sort of the same tests: which is quicker is the implementation's
@@ -1610,7 +1642,16 @@ def _spec() -> dict:
             int, 15, smoke=3, low=2, high=200, help="end-to-end timing rounds (each: both forward passes, every method)"
         ),
         "alone_repeats": Param(
-            int, 100, smoke=5, paper=200, low=2, high=10_000, help="interleaved timings of prioritization alone"
+            int,
+            40,
+            smoke=5,
+            paper=100,
+            low=2,
+            high=10_000,
+            help="interleaved rounds of prioritization alone, per process",
+        ),
+        "alone_processes": Param(
+            int, 5, smoke=2, low=2, high=50, help="fresh processes the prioritization-alone rounds run in"
         ),
         "naive_n": Param(int, 2_000, smoke=300, low=50, high=20_000, help="tests of the naive CAM benchmark"),
         "retrain_percents": Param(
