@@ -2741,12 +2741,20 @@ def picks_words(picks: pd.DataFrame) -> str:
     )
 
 
+def short_method(name: str) -> str:
+    """A method's name for a table cell: the artifact's layer set as ' [art.]'."""
+    return name.replace(ARTIFACT_LAYERS, " [art.]")
+
+
 def differences_view(diffs: pd.DataFrame) -> pd.DataFrame:
-    """DeepGini − method per pair and method (rows) at each protocol and percentage (columns): one row per pair and
-    method, so the paper's eight pairs fit the page (24 rows where pair × protocol × method made 36)."""
-    wide = diffs.pivot_table(index=["pair", "method"], columns=["protocol", "percent"], values="difference", sort=False)
-    wide.columns = [f"{protocol}, {percent} %" for protocol, percent in wide.columns]
-    return wide.reset_index()
+    """DeepGini − method per pair and method (rows) at each protocol and percentage (columns), rounded to 3 places:
+    one row per pair and method, so the paper's eight pairs fit the page (24 rows where pair × protocol × method made
+    36)."""
+    wide = diffs.assign(method=diffs["method"].map(short_method)).pivot_table(
+        index=["pair", "method"], columns=["protocol", "percent"], values="difference", sort=False
+    )
+    wide.columns = [f"{protocol} {percent} %" for protocol, percent in wide.columns]
+    return wide.round(3).reset_index()
 
 
 def ablation_view(ablation: pd.DataFrame) -> pd.DataFrame:
@@ -2857,17 +2865,15 @@ def artifact_cam_words() -> str:
 def _passed_over(better: pd.DataFrame, shown: int = 2) -> str:
     """The candidates passed over, in words short enough for a table cell: the first `shown` with their tie share,
     then how many more (the full list is in table retraining_rival)."""
-    named = [
-        f"{m.replace(ARTIFACT_LAYERS, ' [art.]')} ({t:.0%})" for m, t in zip(better["method"], better["tie_share"])
-    ]
+    named = [f"{short_method(m)} ({t:.0%})" for m, t in zip(better["method"], better["tie_share"])]
     more = len(named) - shown
     return ", ".join(named[:shown]) + (f" and {more} more" if more > 0 else "") if named else "none"
 
 
 def rival_view(rivals: pd.DataFrame) -> pd.DataFrame:
-    """One row per pair: the chosen coverage rival, its retraining outcome in the artifact (the sheet read), the share
-    of its top k its tie-break decides, whether it orders the pool, and the candidates of better artifact outcome
-    passed over (in brackets: their tie share)."""
+    """One row per pair: the chosen coverage rival (' [art.]': over the artifact's layer set), its retraining outcome
+    in the artifact (in brackets the sheet read), the share of its top k its tie-break decides, whether it orders the
+    pool, and the candidates of better artifact outcome passed over (in brackets: their tie share)."""
     rows = []
     for pair, sub in rivals.groupby("pair", sort=False):
         chosen = sub[sub["chosen"]].iloc[0]
@@ -2875,9 +2881,8 @@ def rival_view(rivals: pd.DataFrame) -> pd.DataFrame:
         rows.append(
             {
                 "pair": pair,
-                "rival": chosen["method"],
-                "artifact_10%": chosen["artifact_retraining"],
-                "artifact_sheet": chosen["artifact_sheet"],
+                "rival": short_method(chosen["method"]),
+                "artifact_10%": f"{chosen['artifact_retraining']:.3f} ({chosen['artifact_sheet']})",
                 "top_k": chosen["needed"],
                 "tie_share": round(chosen["tie_share"], 3),
                 "orders_pool": chosen["orders_pool"],
