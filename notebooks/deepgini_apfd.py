@@ -465,7 +465,7 @@ repro.publish("softmax_overlap", alike, view=pivot_view(alike, ["pair", "score"]
 # trace, and their scores on the tests. Two separate passes differ from repeat to repeat by
 # more than the rule's 10 %, so the timing runs in `cost_rounds` rounds, each timing both passes
 # back to back and then every method, and the rows read the mean of the rounds' ratios with its
-# t interval. The forward pass is most of a method's time, so our own row also compares the
+# t interval (the other architecture, which no end-to-end row reads, runs three rounds). The forward pass is most of a method's time, so our own row also compares the
 # prioritization alone, on the first pair and on the other architecture of its dataset: the
 # three coverage methods closest to DeepGini on each are timed against it in
 # `alone_repeats` interleaved rounds in each of `alone_processes` fresh processes (table
