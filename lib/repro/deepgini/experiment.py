@@ -951,7 +951,7 @@ def _cost_alone_row(claim: object, alone: pd.DataFrame) -> dict:
         f"{m}'s prioritization takes {iv.estimate:.2f}× DeepGini's on {ds} {arch}{how}: each is a score and one sort "
         "of the same tests (table cost_alone)",
     )
-    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="cost_alone", narrow_by="timing repeats")
+    return judge(claim, iv.estimate, iv, test=test, why=why, measured_by="cost_alone", narrow_by="timing processes")
 
 
 def _cost_row(claim: object, timings: pd.DataFrame, methods: list[str], bench: pd.DataFrame | None = None) -> dict:
