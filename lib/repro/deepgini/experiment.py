@@ -1325,12 +1325,12 @@ def _ablation_caveat(row: dict, norm: pd.DataFrame, rest: list[str], comparators
             scores = norm.loc[(ds, arch, test_set)]
             rivals = scores.reindex(comparators).dropna()
             lead[test_set] = (scores["DeepGini"] - rivals.max(), rivals.idxmax())
-        (fixed, name), (mixed, _) = lead[ABLATION], lead["original+adversarial"]
+        (fixed, name), (mixed, there) = lead[ABLATION], lead["original+adversarial"]
         row["why"] = (
             f"fixed-ε ablation: lead {fixed:+.3f} (artifact-style {mixed:+.3f}); on {ds} {arch}'s first model, with "
-            f"fixed-step attacks that keep their failures, DeepGini's lead over {name} is {fixed:+.3f} against "
-            f"{mixed:+.3f} on the artifact-style set: how the inputs are built sets the size of the lead (table "
-            "ablation)"
+            f"fixed-step attacks that keep their failures, DeepGini's lead over the best there ({name}) is "
+            f"{fixed:+.3f}, against {mixed:+.3f} over the best on the artifact-style set ({there}): how the inputs "
+            "are built sets the size of the lead (table ablation)"
         )
         return
 
