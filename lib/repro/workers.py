@@ -44,6 +44,23 @@ def _start_worker() -> None:
     install_from_env()
 
 
+def _spawned_pool(n: int, **options: Any) -> Any:
+    """A pool of n spawned workers set up by _start_worker, their progress bars off: a spawned worker imports tqdm
+    (through repro) before its initializer runs, and tqdm reads TQDM_DISABLE from the environment it starts with, so
+    the workers are started with it set (and this process's environment is left as it was)."""
+    import multiprocessing as mp
+
+    before = os.environ.get("TQDM_DISABLE")
+    os.environ["TQDM_DISABLE"] = "1"
+    try:
+        return mp.get_context("spawn").Pool(n, initializer=_start_worker, **options)
+    finally:
+        if before is None:
+            del os.environ["TQDM_DISABLE"]
+        else:
+            os.environ["TQDM_DISABLE"] = before
+
+
 def _timed(fn: Callable[[Any], None], piece: Any) -> float:
     began = time.perf_counter()
     fn(piece)
@@ -73,20 +90,7 @@ def map_on_cores(fn: Callable[[Any], None], pieces: Sequence[Any], desc: str) ->
                     return seconds
             finally:
                 torch.set_num_threads(before)
-        import multiprocessing as mp
-
-        # a spawned worker imports tqdm (through repro) before its initializer runs, and tqdm reads TQDM_DISABLE from
-        # the environment it starts with: so the workers are started with it set
-        before = os.environ.get("TQDM_DISABLE")
-        os.environ["TQDM_DISABLE"] = "1"
-        try:
-            pool = mp.get_context("spawn").Pool(n, initializer=_start_worker)
-        finally:
-            if before is None:
-                del os.environ["TQDM_DISABLE"]
-            else:
-                os.environ["TQDM_DISABLE"] = before
-        with pool:
+        with _spawned_pool(n) as pool:
             seconds = [0.0] * len(pieces)
             jobs = pool.imap_unordered(_indexed, [(i, fn, p) for i, p in enumerate(pieces)])
             for i, took in jobs:
@@ -108,21 +112,10 @@ def in_fresh_processes(fn: Callable[[Any], Any], pieces: Sequence[Any], desc: st
     given. For measurements whose process is a unit of their own: a timing repeated within one process shares its
     memory layout and caches, and another process can differ by more than the repeats' spread. `fn` must be a
     module-level function and the pieces picklable."""
-    import multiprocessing as mp
-
     from tqdm.auto import tqdm
 
-    before = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"
-    try:
-        pool = mp.get_context("spawn").Pool(1, initializer=_start_worker, maxtasksperchild=1)
-    finally:
-        if before is None:
-            del os.environ["TQDM_DISABLE"]
-        else:
-            os.environ["TQDM_DISABLE"] = before
     out = []
-    with pool, tqdm(total=len(pieces), desc=desc, leave=False) as bar:
+    with _spawned_pool(1, maxtasksperchild=1) as pool, tqdm(total=len(pieces), desc=desc, leave=False) as bar:
         for result in pool.imap(fn, pieces):
             out.append(result)
             bar.update()
