@@ -1312,3 +1312,34 @@ def test_a_held_mixed_set_row_carries_the_fixed_eps_ablations_lead() -> None:
     row = {"decision": "not held", "why": "x"}
     dg._ablation_caveat(row, norm, ["original+adversarial"], ["LSA"])
     assert row["why"] == "x"
+
+
+def test_the_differences_view_puts_protocols_in_rows_while_they_fit_the_page() -> None:
+    """Four percentage columns, a protocol per row where it ran; beyond a page's rows, protocols side by side."""
+    from repro.results import MAX_ROWS
+
+    def frame(pairs: int, iterative: int) -> pd.DataFrame:
+        rows = []
+        for i in range(pairs):
+            for method in ("random", "NAC(0)-CTM [artifact layers]", "training images only"):
+                for protocol in ("one-shot", "iterative") if i < iterative else ("one-shot",):
+                    rows += [
+                        {"pair": f"p{i}", "method": method, "protocol": protocol, "percent": pc, "difference": i + pc}
+                        for pc in (1, 2, 5, 10)
+                    ]
+        return pd.DataFrame(rows)
+
+    view = dg.differences_view(frame(4, 2))
+    assert len(view) == 4 * 3 + 2 * 3 and list(view.columns) == [
+        "pair",
+        "method",
+        "protocol",
+        "1 %",
+        "2 %",
+        "5 %",
+        "10 %",
+    ]
+    assert view.loc[(view["pair"] == "p1") & (view["protocol"] == "iterative"), "10 %"].tolist() == [11.0] * 3
+    assert "NAC(0)-CTM [art.]" in set(view["method"])
+    paper = dg.differences_view(frame(8, 4))  # 36 rows in the long form
+    assert len(paper) == 8 * 3 <= MAX_ROWS and "iterative 10 %" in paper.columns and "one-shot 1 %" in paper.columns

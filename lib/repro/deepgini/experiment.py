@@ -2160,6 +2160,9 @@ def tail_table(subjects: dict, truth: dict, kmnc_k: list[int], seed: int) -> pd.
 CHAPTER_ROLES = ("DeepGini", "max-softmax", "entropy", "random", "best coverage", "best surprise", "KMNC",
                  "training images only", "margin")  # fmt: skip
 ROLE_ALIASES = {"coverage rival": "best coverage"}
+# KMNC is drawn beside the best coverage method (the palette's purple): the palette's next colour, a light pink, was
+# hard to tell from it, so KMNC is dark grey (the palette's grey is "training images only", never in that figure)
+DARK_ROLES = {"KMNC": (0.25, 0.25, 0.25)}
 
 
 def role_colors(names: list[str]) -> dict[str, tuple[float, float, float]]:
@@ -2168,7 +2171,7 @@ def role_colors(names: list[str]) -> dict[str, tuple[float, float, float]]:
 
     from ..page import method_colors
 
-    fixed = method_colors(list(CHAPTER_ROLES))
+    fixed = method_colors(list(CHAPTER_ROLES)) | DARK_ROLES
     spare = iter([*sns.color_palette("colorblind", 10)[len(CHAPTER_ROLES) :], *sns.color_palette("dark", 10)])
     out = {}
     for name in names:
@@ -2752,12 +2755,18 @@ def short_method(name: str) -> str:
 
 
 def differences_view(diffs: pd.DataFrame) -> pd.DataFrame:
-    """DeepGini − method per pair and method (rows) at each protocol and percentage (columns), rounded to 3 places:
-    one row per pair and method, so the paper's eight pairs fit the page (24 rows where pair × protocol × method made
-    36)."""
-    wide = diffs.assign(method=diffs["method"].map(short_method)).pivot_table(
-        index=["pair", "method"], columns=["protocol", "percent"], values="difference", sort=False
-    )
+    """DeepGini − method per pair, method and protocol (rows; a protocol only where it ran) at each percentage
+    (columns), rounded to 3 places: four narrow columns fit the text column, where protocol × percentage made eight
+    (half of them empty on the pairs the iterative protocol does not run). Where that is more rows than a page shows
+    (the paper's eight pairs), one row per pair and method with the protocols side by side."""
+    from ..results import MAX_ROWS
+
+    named = diffs.assign(method=diffs["method"].map(short_method))
+    long = named.pivot_table(index=["pair", "method", "protocol"], columns="percent", values="difference", sort=False)
+    if len(long) <= MAX_ROWS:
+        long.columns = [f"{percent} %" for percent in long.columns]
+        return long.round(3).reset_index()
+    wide = named.pivot_table(index=["pair", "method"], columns=["protocol", "percent"], values="difference", sort=False)
     wide.columns = [f"{protocol} {percent} %" for protocol, percent in wide.columns]
     return wide.round(3).reset_index()
 
