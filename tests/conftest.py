@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -195,6 +196,25 @@ class _LazyRuns(dict):
 def smoke_results(isolated_runs: Path, pytestconfig: pytest.Config) -> dict[str, dict]:
     """Every notebook executed once at the smoke profile through the runner (lazily, on first access)."""
     return _LazyRuns(pytestconfig)
+
+
+_EXERCISES: dict[tuple[str, str], dict] = {}
+
+
+def exercise_run(stem: str, override: dict) -> dict:
+    """A reading-group exercise's smoke run for the book's guides and the exercise tests, executed once in this
+    process (`execute_here`: no kernel, no result cache), shared by both; with no override, the chapter's own smoke
+    run through the runner (cached: it also puts the plain run back in runs/smoke/, which the book stages). One
+    exercise also runs in a kernel through the runner, as a participant runs it, and must give the same answer
+    (tests/test_sessions.py)."""
+    from repro.runner import execute_here, run
+
+    if not override:
+        return run(stem, "smoke")
+    key = (stem, json.dumps(override, sort_keys=True))
+    if key not in _EXERCISES:
+        _EXERCISES[key] = execute_here(stem, "smoke", override)
+    return _EXERCISES[key]
 
 
 # what a kernel sets once it has imported repro (notebook.seed_everything), and every worker too (repro.workers)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOTEBOOKS, ROOT
+from conftest import NOTEBOOKS, ROOT, exercise_run
 from repro.runner import stage_book
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -85,7 +85,7 @@ PAGE_CHECKS = r"""() => {
 def built_book(smoke_results, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """HTML of the whole book, notebooks executed at smoke, built with warnings as errors."""
     smoke_results.items()  # every notebook executed (the fixture runs each on first access)
-    staged = list(stage_book("smoke"))
+    staged = list(stage_book("smoke", exercise_runner=exercise_run))  # exercises in this process, as test_sessions
     assert len(staged) >= 4  # the metrics chapter and the paper chapters
     out = tmp_path_factory.mktemp("book")
     proc = subprocess.run(

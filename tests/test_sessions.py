@@ -12,21 +12,20 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import NOTEBOOKS
+from conftest import NOTEBOOKS, exercise_run
 from repro import sessions
-from repro.runner import execute_here, overrides_from_cli, stage_notebook
+from repro.results import table_differences
+from repro.runner import overrides_from_cli, run, stage_notebook
 
 GUIDED = [stem for stem in NOTEBOOKS if sessions.spec_path(stem).exists()]
 EXERCISES = [(stem, i) for stem in GUIDED for i in range(len(sessions.load(stem)["exercises"]))]
 TABLE_KINDS = {"value", "interval", "min", "max", "mean", "median", "argmax", "argmin"}
-_FRESH: dict[tuple[str, int], dict] = {}  # each exercise executed once in this process, for the tests that read it
 
 
 def fresh_run(stem: str, index: int) -> dict:
-    """Exercise `index` of `stem` executed afresh at smoke (in this process, without the runner's cache)."""
-    if (stem, index) not in _FRESH:
-        _FRESH[stem, index] = execute_here(stem, "smoke", sessions.load(stem)["exercises"][index]["override"])
-    return _FRESH[stem, index]
+    """Exercise `index` of `stem` executed afresh at smoke, once in this process (without a kernel or the runner's
+    cache; the book's guides read the same run: conftest.exercise_run)."""
+    return exercise_run(stem, sessions.load(stem)["exercises"][index]["override"])
 
 
 TOY = {
@@ -194,8 +193,8 @@ def test_the_canary_question_quotes_the_exposure(smoke_results) -> None:
 @pytest.mark.parametrize("stem, index", EXERCISES)
 def test_every_exercise_runs_at_smoke(smoke_results, stem: str, index: int) -> None:
     ex = sessions.load(stem)["exercises"][index]
-    guide = sessions.render(stem, smoke_results[stem])  # expected answers from the runner's (cached) smoke runs
-    result = fresh_run(stem, index)  # the exercise again, afresh, as a participant runs it
+    guide = sessions.render(stem, smoke_results[stem], exercise_run)  # the book's guide (as test_book builds it)
+    result = fresh_run(stem, index)
     assert all(result["params"][name] == value for name, value in ex["override"].items())
     assert result["tables"][ex["answer_in"]], f"{stem}: exercise {index + 1} answers in an empty table"
     before, after = sessions.expected_answer(ex, smoke_results[stem], result)
@@ -223,3 +222,17 @@ def test_the_guide_is_the_staged_pages_last_cell(tmp_path: Path) -> None:
     staged = nbformat.read(target, as_version=4)
     assert staged.cells[-1].cell_type == "markdown" and staged.cells[-1].source.startswith("## Reading-group")
     assert "hide-input" in staged.cells[0].metadata["tags"]
+
+
+def test_a_participants_run_of_an_exercise_gives_the_guides_answer(smoke_results) -> None:
+    """The command a participant runs (the runner, in a kernel, cached by its parameters) gives the answer the guide
+    shows, which the suite computes in this process: the cheapest chapter's exercises, every table they publish (timing columns aside).
+    (Each chapter's runs are deterministic across processes: tests/test_determinism.py.)"""
+    stem = "metrics_by_hand"
+    for index, ex in enumerate(sessions.load(stem)["exercises"]):
+        here, participant = fresh_run(stem, index), run(stem, "smoke", ex["override"])
+        assert participant["params"] == here["params"]
+        assert participant["tables"][ex["answer_in"]], f"exercise {index + 1} answers in an empty table"
+        assert table_differences(participant["tables"], here["tables"]) == [], f"exercise {index + 1}"
+        before, after = sessions.expected_answer(ex, smoke_results[stem], participant)
+        assert (before, after) == sessions.expected_answer(ex, smoke_results[stem], here)

@@ -595,17 +595,19 @@ def toc_notebooks(toc: Path | None = None) -> list[str]:
     return found
 
 
-def stage_book(profile: str, jobs: int = 1) -> Iterator[dict[str, Any]]:
+def stage_book(profile: str, jobs: int = 1, exercise_runner: sessions.Runner | None = None) -> Iterator[dict[str, Any]]:
     """Run every notebook of the table of contents at `profile`, copy it into book/executed/, yield each result.
     `jobs` > 1: the notebooks not cached run side by side in child processes, each on cores of its own
-    (`repro.jobs`); the cached ones are staged first. Failures are reported together once the others are done."""
+    (`repro.jobs`); the cached ones are staged first. Failures are reported together once the others are done.
+    `exercise_runner` runs the reading-group exercises whose answers the guides show (`sessions.render`; default:
+    `run`, cached)."""
     executed = project_root() / "book" / "executed"
     stems = toc_notebooks()
 
     def stage(stem: str, cached: bool | None = None) -> dict[str, Any]:
         result = run(stem, profile)  # after a child's run: the cache entry it wrote
         cache.clear_leftovers(executed, f"{stem}.")
-        guide = sessions.render(stem, result)
+        guide = sessions.render(stem, result, exercise_runner)
         stage_notebook(runs_dir() / profile / f"{stem}.ipynb", executed / f"{stem}.ipynb", guide)
         return result if cached is None else {**result, "cached": cached}
 
