@@ -1079,6 +1079,7 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "doremi_seeds": 2,
         "vocab_size": 256,
         "lm_dim": 16,
+        "main_dim": 32,  # DoReMi's main models, wider than the proxy as the paper's are (its 2048 took about 60 s)
         "lm_layers": 1,
         "block_size": 16,
         "batch_size": 4,
@@ -1104,6 +1105,9 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "sa_train": 50,
         "scaling_sizes": [100, 200],
         "cost_repeats": 1,
+        "cost_rounds": 2,  # the paper's 15 rounds of both forward passes over four architectures
+        "alone_repeats": 2,  # the paper's 100 rounds in each of 5 fresh processes (a process starts in about 5 s)
+        "alone_processes": 2,
         "naive_n": 50,
         "retrain_percents": [3],
         "retrain_epochs": 1,
