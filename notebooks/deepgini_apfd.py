@@ -419,15 +419,20 @@ repro.publish(
 # block after its pooling only. Every neuron-coverage method is therefore also run over the
 # artifact's layer set (named "[artifact layers]"; KMNC up to the paper's k = 1,000), on every
 # trained model, and "the best coverage baseline" of a set, which the verdict compares with, is
-# the best over both layer sets. The table gives, per pair and set, the units each layer set
-# tracks and the best neuron-coverage method under each (normalized APFD).
+# the best over both layer sets. The table gives, per pair and set, the best neuron-coverage
+# method under each layer set with its normalized APFD, and DeepGini's; the units each layer set
+# tracks are in the words below it, and the best coverage baseline of all (LSC- and DSC-CAM
+# included) in the JSON.
 
 # %%
 layer_sets = dg.layer_set_table(subjects, apfd, METHODS, (*SETS, SHIFTED))
 repro.publish(
     "layer_sets",
     layer_sets,
-    view=layer_sets.drop(columns=["units_ours", "units_artifact"]).round(3),
+    view=layer_sets.drop(columns=["units_ours", "units_artifact", "best_coverage", "apfd_best_coverage"])
+    .assign(best_artifact=layer_sets["best_artifact"].map(dg.short_method))
+    .rename(columns=dg.LAYER_SET_HEADERS)
+    .round(3),
 )
 page.say(dg.layer_set_words(layer_sets))
 
@@ -446,7 +451,11 @@ page.say(dg.layer_set_words(layer_sets))
 # %%
 fig = dg.curves_figure(apfd, orders, truth, PAIRS, SETS, P.kmnc_k[0])
 wins = dg.softmax_wins(apfd, more_apfd, (*SETS, SHIFTED))
-repro.publish("softmax_wins", wins)
+repro.publish(
+    "softmax_wins",
+    wins,
+    view=wins.drop(columns="cases").rename(columns=lambda c: c.removesuffix("_deepgini")).round(4),
+)
 page.say(dg.overlap_words(apfd, wins, (*SETS, SHIFTED)))
 alike = dg.softmax_overlap(orders, (*SETS, SHIFTED))
 repro.publish("softmax_overlap", alike, view=pivot_view(alike, ["pair", "score"], "test_set", "top_10%_shared"))
