@@ -174,7 +174,7 @@ def test_every_exercise_answers_from_its_table() -> None:
 def test_a_guide_resolves_against_its_run(smoke_results, stem: str) -> None:
     spec = sessions.load(stem)
     assert len(spec["questions"]) in range(4, 7) and len(spec["exercises"]) in range(2, 4)
-    text = sessions.render(stem, smoke_results[stem])  # the exercises through the runner (cached), as the book does
+    text = sessions.render(stem, smoke_results[stem], exercise_run)  # the exercises as the book's suite build runs them
     assert not re.search(r"\{(" + "|".join(sessions.KINDS) + "):", text)
     assert text.count("*held*") + text.count("*not held*") + text.count("*inconclusive*") >= 3
     assert text.count(":::{admonition} Teacher notes") == 1
@@ -185,7 +185,7 @@ def test_a_guide_resolves_against_its_run(smoke_results, stem: str) -> None:
 
 def test_the_canary_question_quotes_the_exposure(smoke_results) -> None:
     """The bug this guards: the guide glued the verdict row's estimate (a gap of 0.0016) as 'exposure 0.002'."""
-    text = sessions.render("metrics_by_hand", smoke_results["metrics_by_hand"])
+    text = sessions.render("metrics_by_hand", smoke_results["metrics_by_hand"], exercise_run)
     question = next(line for line in text.splitlines() if "ranked first among a million" in line)
     assert f"has exposure {math.log2(10**6):.3g} bits" in question  # 19.9
 
