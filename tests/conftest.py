@@ -243,36 +243,20 @@ def run_per_thread_count(tmp_path: Path, script: str, timeout: int) -> dict[str,
 # ---------------------------------------------------------------------------------------------------- where time goes
 # At the end of every run, the seconds its tests took (set-up, call and tear-down) by worker and by file, the training
 # group apart: the suite's wall time is about that of its busiest worker, and a CI log then says which one and why.
-_SECONDS_KEY = pytest.StashKey[dict]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_SECONDS_KEY] = {}
+_SECONDS: dict[tuple[str, ...], float] = {}  # (worker, group) and ("file", group, file) -> seconds
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    config = _CONFIG.get("config")
-    if config is None:
-        return
     node = getattr(report, "node", None)
     worker = getattr(getattr(node, "gateway", None), "id", None) or os.environ.get("PYTEST_XDIST_WORKER", "main")
     group = TRAINING_GROUP if report.nodeid.endswith(f"@{TRAINING_GROUP}") else "other"
     file = report.nodeid.split("::")[0]
-    seconds = config.stash[_SECONDS_KEY]
     for key in ((worker, group), ("file", group, file)):
-        seconds[key] = seconds.get(key, 0.0) + report.duration
-
-
-_CONFIG: dict[str, pytest.Config] = {}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG["config"] = session.config
+        _SECONDS[key] = _SECONDS.get(key, 0.0) + report.duration
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    seconds = config.stash.get(_SECONDS_KEY, {})
+    seconds = _SECONDS
     workers = sorted({k[0] for k in seconds if k[0] != "file"})
     if not workers:
         return
