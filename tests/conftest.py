@@ -118,14 +118,23 @@ class TrainsOutsideTheGroup(RuntimeError):
 
 
 @contextmanager
-def _no_gradients(nodeid: str) -> Iterator[None]:
-    """torch's backward and grad raise for the duration of one test. Both (and `Tensor.backward`) reach the autograd
-    engine through one private function of `torch.autograd`, which is replaced here: replacing the public functions
-    themselves puts one object under two names that torch._dynamo's rule table keeps apart, and its first lookup
-    (transformers triggers one on import) then fails with "Duplicate torch object"."""
+def _backward_replaced(replacement) -> Iterator[None]:
+    """torch's backward and grad go through `replacement(original)` for the duration. Both (and `Tensor.backward`)
+    reach the autograd engine through one private function of `torch.autograd`, which is replaced here: replacing the
+    public functions themselves puts one object under two names that torch._dynamo's rule table keeps apart, and its
+    first lookup (transformers triggers one on import) then fails with "Duplicate torch object"."""
     import torch.autograd
 
     saved = torch.autograd._engine_run_backward
+    torch.autograd._engine_run_backward = replacement(saved)
+    try:
+        yield
+    finally:
+        torch.autograd._engine_run_backward = saved
+
+
+def _no_gradients(nodeid: str) -> AbstractContextManager:
+    """torch's backward and grad raise for the duration of one test."""
 
     def refuse(*args, **kwargs):
         raise TrainsOutsideTheGroup(
@@ -133,11 +142,7 @@ def _no_gradients(nodeid: str) -> Iterator[None]:
             "mark it `trains` or list its file in conftest.TRAINING_FILES"
         )
 
-    torch.autograd._engine_run_backward = refuse
-    try:
-        yield
-    finally:
-        torch.autograd._engine_run_backward = saved
+    return _backward_replaced(lambda saved: refuse)
 
 
 def _guarded(item: pytest.Item) -> AbstractContextManager:
@@ -198,7 +203,32 @@ def smoke_results(isolated_runs: Path, pytestconfig: pytest.Config) -> dict[str,
     return _LazyRuns(pytestconfig)
 
 
-_EXERCISES: dict[tuple[str, str], dict] = {}
+_EXERCISES: dict[tuple[str, str], tuple[dict, int]] = {}  # (stem, override) -> (its run, gradients it computed)
+
+
+def _counting_gradients(count: list[int]) -> AbstractContextManager:
+    """Every backward pass or `torch.autograd.grad` in this process adds one to `count[0]`."""
+
+    def counting(saved):
+        def counted(*args, **kwargs):
+            count[0] += 1
+            return saved(*args, **kwargs)
+
+        return counted
+
+    return _backward_replaced(counting)
+
+
+def _exercise(stem: str, override: dict) -> tuple[dict, int]:
+    from repro.runner import execute_here
+
+    key = (stem, json.dumps(override, sort_keys=True))
+    if key not in _EXERCISES:
+        count = [0]
+        with _counting_gradients(count):
+            result = execute_here(stem, "smoke", override)
+        _EXERCISES[key] = result, count[0]
+    return _EXERCISES[key]
 
 
 def exercise_run(stem: str, override: dict) -> dict:
@@ -207,14 +237,15 @@ def exercise_run(stem: str, override: dict) -> dict:
     run through the runner (cached: it also puts the plain run back in runs/smoke/, which the book stages). One
     exercise also runs in a kernel through the runner, as a participant runs it, and must give the same answer
     (tests/test_sessions.py)."""
-    from repro.runner import execute_here, run
+    from repro.runner import run
 
-    if not override:
-        return run(stem, "smoke")
-    key = (stem, json.dumps(override, sort_keys=True))
-    if key not in _EXERCISES:
-        _EXERCISES[key] = execute_here(stem, "smoke", override)
-    return _EXERCISES[key]
+    return run(stem, "smoke") if not override else _exercise(stem, override)[0]
+
+
+def exercise_gradients(stem: str, override: dict) -> int:
+    """How many gradients the exercise's shared run computed (`exercise_run`; run now if it has not run): an exercise
+    that changes only how cached models are scored computes none (tests/test_cache_reuse.py)."""
+    return _exercise(stem, override)[1]
 
 
 # what a kernel sets once it has imported repro (notebook.seed_everything), and every worker too (repro.workers)

@@ -1,30 +1,47 @@
 """A change of a scoring parameter reuses the trained models, attacks and generations: the chapter runs again without
-computing a single gradient (every training step, fine-tune and gradient attack needs one)."""
+computing a single gradient (every training step, fine-tune and gradient attack needs one). Where a reading-group
+exercise makes such a change, its run (the one the guide shows) is the test's."""
 
 from __future__ import annotations
 
 import pytest
 
-from conftest import TrainsOutsideTheGroup, _no_gradients
+from conftest import TrainsOutsideTheGroup, _no_gradients, exercise_gradients, exercise_run
 from repro.runner import execute_here
 
-# (notebook, a parameter that only changes how cached models are scored, a smoke value other than the profile's)
-SCORING = [
-    ("rmd_near_ood", "n_boot", 60),  # bootstrap resamples per interval
-    ("deepgini_apfd", "kmnc_k", [50]),  # KMNC's section count: the retraining runs and their scores reused
-    ("mink_contamination", "ks", [0.1, 0.2, 0.5]),  # Min-K% fractions scored
-    ("crt_canary_exposure", "n_null", 60),  # draws of every attack's null distribution
-    ("clm_ood", "n_boot", 60),  # bootstrap resamples per interval: the fine-tune and every generation reused
+# (notebook, a reading-group exercise of the notebook that changes only how cached models are scored): its run is the
+# one the book's guide shows (conftest.exercise_run, shared with tests/test_book.py and tests/test_sessions.py)
+SCORING_EXERCISES = [
+    ("rmd_near_ood", {"pc_ks": [2, 8, 32]}),  # PCs kept for RMD: the encoders, CNNs and features reused
+    ("deepgini_apfd", {"kmnc_k": [10, 100]}),  # KMNC's section counts: the retraining runs and their scores reused
+    ("mink_contamination", {"ks": [0.2, 1.0]}),  # Min-K% fractions scored: the checkpoints and token scores reused
+    ("crt_canary_exposure", {"n_mia": 80}),  # member / look-alike pairs: every model and the arm's fine-tunes reused
 ]
+# (notebook, a parameter that only changes how cached models are scored, a smoke value other than the profile's), for
+# a chapter whose exercises all train
+SCORING = [("clm_ood", "n_boot", 60)]  # bootstrap resamples per interval: the fine-tune and every generation reused
 # what a chapter computes without a gradient, refused as well (module, function)
 NO_GRADIENT_WORK = {"clm_ood": [("repro.clm_ood.clm", "generate"), ("repro.clm_ood.clm", "teacher_forced")]}
 
 
-@pytest.mark.parametrize(
-    ("stem", "name", "value"),
-    SCORING,
-    ids=["rmd_near_ood", "deepgini_apfd", "mink_contamination", "crt_canary_exposure", "clm_ood"],
-)
+def test_the_scoring_exercises_are_the_guides_exercises() -> None:
+    from repro import sessions
+
+    for stem, override in SCORING_EXERCISES:
+        assert override in [ex["override"] for ex in sessions.load(stem)["exercises"]], stem
+
+
+@pytest.mark.parametrize(("stem", "override"), SCORING_EXERCISES, ids=[s for s, _ in SCORING_EXERCISES])
+def test_a_scoring_exercise_trains_nothing(smoke_results: dict, stem: str, override: dict) -> None:
+    before = smoke_results[stem]  # the smoke run that filled the caches
+    assert all(before["params"][name] != value for name, value in override.items())
+    after = exercise_run(stem, override)
+    assert exercise_gradients(stem, override) == 0, f"{stem}: changing only {override} trained again"
+    assert all(after["params"][name] == value for name, value in override.items())
+    assert set(after["tables"]) == set(before["tables"])
+
+
+@pytest.mark.parametrize(("stem", "name", "value"), SCORING, ids=[s for s, _, _ in SCORING])
 def test_a_scoring_parameter_change_trains_nothing(
     smoke_results: dict, stem: str, name: str, value: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -112,3 +129,17 @@ def test_a_cached_rerun_of_deepgini_computes_none_of_its_kept_steps(smoke_result
     after = execute_here("deepgini_apfd", "smoke", {})
     same = lambda t: json.loads(json.dumps(t, sort_keys=True, default=str))
     assert same(after["tables"]) == same(before["tables"])
+
+
+@pytest.mark.trains
+def test_the_exercises_gradient_count_counts_backward_passes() -> None:
+    import torch
+
+    from conftest import _counting_gradients
+
+    count = [0]
+    with _counting_gradients(count):
+        x = torch.ones(2, requires_grad=True)
+        (x * x).sum().backward()
+        torch.autograd.grad((x * 3).sum(), x)
+    assert count == [2] and x.grad.tolist() == [2.0, 2.0]
