@@ -60,7 +60,8 @@ kmnc_k = None  # section counts of KMNC
 sa_train = None  # training traces used by LSA and DSA
 scaling_sizes = None  # test-set sizes of the scaling plot
 cost_repeats = None  # timings per method and size in the scaling study (the minimum is kept)
-cost_rounds = None  # end-to-end timing rounds: both forward passes back to back, then every method
+cost_rounds = None  # end-to-end timing rounds per process: both forward passes back to back, then every method
+cost_processes = None  # fresh processes the end-to-end rounds of the first pair run in
 alone_repeats = None  # interleaved rounds of prioritization alone, in each fresh process
 alone_processes = None  # fresh processes those rounds run in (the interval is over them)
 naive_n = None  # tests of the naive-vs-incremental CAM benchmark
@@ -473,8 +474,10 @@ repro.publish("softmax_overlap", alike, view=pivot_view(alike, ["pair", "score"]
 # artifact runs them: a forward pass over the whole training set, their fit on every training
 # trace, and their scores on the tests. Two separate passes differ from repeat to repeat by
 # more than the rule's 10 %, so the timing runs in `cost_rounds` rounds, each timing both passes
-# back to back and then every method, and the rows read the mean of the rounds' ratios with its
-# t interval (the other architecture, which no end-to-end row reads, runs three rounds). The forward pass is most of a method's time, so our own row also compares the
+# back to back and then every method, in each of `cost_processes` fresh processes; two processes
+# differed by more than their rounds' spread, so the rows read the processes' mean of their
+# rounds' ratios with its t interval over the processes (the other architecture, which no
+# end-to-end row reads, runs three rounds in one). The forward pass is most of a method's time, so our own row also compares the
 # prioritization alone, on the first pair and on the other architecture of its dataset: the
 # three coverage methods closest to DeepGini on each are timed against it in
 # `alone_repeats` interleaved rounds in each of `alone_processes` fresh processes (table

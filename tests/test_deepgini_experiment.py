@@ -1244,23 +1244,31 @@ def test_curve_words_say_which_steps_stay_separated_as_one_family() -> None:
     assert "above at 1, 2 % and below at no step (of them, at 97.5%: above at 1 %, below at no step)" in words
 
 
-def _rounds(methods: dict[str, tuple[float, float]], rounds: int = 30, seed: int = 0) -> pd.DataFrame:
-    """End-to-end rounds: per method (its pass's seconds, its own seconds); each round slows every timing by one
-    shared factor and each by 2 % of its own."""
+def _rounds(
+    methods: dict[str, tuple[float, float]], rounds: int = 6, processes: int = 5, spread: float = 0.0, seed: int = 0
+) -> pd.DataFrame:
+    """End-to-end rounds in fresh processes: per method (its pass's seconds, its own seconds); each process scales a
+    method's pass by a factor of its own (log-spread `spread`, DeepGini's by none), each round slows every timing by
+    one shared factor and each by 2 % of its own."""
     rng = np.random.default_rng(seed)
     rows = []
-    for r in range(rounds):
-        shared = rng.uniform(1.0, 1.3)
-        for name, (fwd, own) in methods.items():
-            f = fwd * shared * np.exp(rng.normal(0, 0.02))
-            rows.append({"method": name, "repeat": r, "forward_s": f, "method_s": own, "seconds": f + own,
-                         "dataset": "fashion_mnist", "model": "lenet1", "tests": 30_000, "neurons": 42})  # fmt: skip
+    for proc in range(processes):
+        factor = {k: 1.0 if k == "DeepGini" else np.exp(rng.normal(0, spread)) for k in methods}
+        for r in range(rounds):
+            shared = rng.uniform(1.0, 1.3)
+            for name, (fwd, own) in methods.items():
+                f = fwd * factor[name] * shared * np.exp(rng.normal(0, 0.02))
+                rows.append({"method": name, "process": proc, "repeat": r, "forward_s": f, "method_s": own,
+                             "seconds": f + own, "dataset": "fashion_mnist", "model": "lenet1", "tests": 30_000,
+                             "neurons": 42})  # fmt: skip
     return pd.DataFrame(rows)
 
 
 def test_the_end_to_end_row_pairs_each_methods_own_pass_with_deepginis_by_round() -> None:
     """DeepGini's softmax pass 0.55 s; a coverage method's activation pass 0.70 s plus 0.05 s: about 1.36x, held at
-    'at least 10 % cheaper'; a method whose pass and step cost DeepGini's is the smallest ratio and not held."""
+    'at least 10 % cheaper'; a method whose pass and step cost DeepGini's is the smallest ratio and not held. The
+    interval is over the processes: processes whose ratios differ by 10 % widen it past what one process's rounds
+    show, and a ratio of 1.15 then decides nothing."""
     from repro.deepgini import claims
     from repro.params import resolve
 
@@ -1268,11 +1276,31 @@ def test_the_end_to_end_row_pairs_each_methods_own_pass_with_deepginis_by_round(
     timings = _rounds({"DeepGini": (0.55, 0.005), "NAC(0)-CTM": (0.70, 0.05)})
     row = dg._cost_row(claim, timings, ["NAC(0)-CTM"])
     assert row["decision"] == "held" and row["ours"] == pytest.approx(1.36, abs=0.02)
-    assert "30 rounds" in row["test"] and "its own forward pass" in row["test"]
+    assert "in each of 5 fresh processes the mean ratio over 6 rounds" in row["test"]
+    assert "its own forward pass" in row["test"] and "t interval over the processes" in row["test"]
     timings = _rounds({"DeepGini": (0.55, 0.005), "NAC(0)-CTM": (0.70, 0.05), "SNAC(0)-CTM": (0.55, 0.005)})
     row = dg._cost_row(claim, timings, ["NAC(0)-CTM", "SNAC(0)-CTM"])
     assert row["decision"] == "not held" and row["ours"] == pytest.approx(1.0, abs=0.02) and row["ci_high"] < 1.1
     assert "SNAC(0)-CTM vs DeepGini" in row["test"] and row["measured_by"] == "cost"
+    apart = _rounds({"DeepGini": (0.55, 0.005), "NAC(0)-CTM": (0.63, 0.0)}, spread=0.1, seed=1)
+    row = dg._cost_row(claim, apart, ["NAC(0)-CTM"])
+    one = apart[apart["process"] == 0]
+    _, one_low, one_high, _, _ = cost.paired_ratio(*(one[one["method"] == m]["seconds"].to_numpy()
+                                                    for m in ("NAC(0)-CTM", "DeepGini")))  # fmt: skip
+    assert row["decision"] == "inconclusive" and row["ci_low"] < 1.1 < row["ci_high"]
+    assert row["ci_high"] - row["ci_low"] > 3 * (one_high - one_low)
+
+
+def test_a_ratio_over_processes_is_the_t_interval_of_the_process_means() -> None:
+    """Two processes of two rounds: the process means of the round ratios 2.0 and 3.0 (worked by hand), mean 2.5, se
+    0.5, df 1, half-width t(0.975, 1) x 0.5 = 6.353; one process, or a process without rounds, is refused."""
+    est, low, high, se, df = cost.ratio_over_processes([[2.0, 4.0], [3.0, 6.0]], [[1.0, 2.0], [1.0, 2.0]])
+    assert (est, se, df) == (2.5, 0.5, 1)
+    assert high - est == pytest.approx(sps.t.ppf(0.975, 1) * 0.5) and est - low == pytest.approx(high - est)
+    with pytest.raises(ValueError, match="two or more processes"):
+        cost.ratio_over_processes([[1.0, 2.0]], [[1.0, 2.0]])
+    with pytest.raises(ValueError, match="process 1: need as many rounds"):
+        cost.ratio_over_processes([[1.0], [1.0, 2.0]], [[1.0], [1.0]])
 
 
 def test_a_held_retraining_row_says_when_its_rival_is_worse_than_random() -> None:

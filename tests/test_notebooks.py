@@ -490,10 +490,13 @@ def test_deepgini_cost_scaling_retraining_verdict(smoke_results) -> None:
     assert not any(r["method"].startswith("KMNC(") and int(r["method"][5:].split(")")[0]) > 1000 for r in cost)
     # each method its own forward pass, timed once per round: DeepGini the softmax alone, the others the activations;
     # neuron coverage timed over the artifact's layer set
-    for (model, repeat), group in pd.DataFrame(cost).groupby(["model", "repeat"]):
+    for (model, process, repeat), group in pd.DataFrame(cost).groupby(["model", "process", "repeat"]):
         passes = group.groupby("pass")["forward_s"].nunique()
-        assert dict(passes) == {"activations": 1, "softmax": 1}, (model, repeat)
+        assert dict(passes) == {"activations": 1, "softmax": 1}, (model, process, repeat)
+        # the first pair's rounds run in cost_processes fresh processes, cost_rounds each (2 and 2 at smoke)
         assert set(group[group["pass"] == "softmax"]["method"]) == {"DeepGini"}
+    first = pd.DataFrame(cost).query("model == 'lenet1' and method == 'DeepGini'")
+    assert first.groupby("process")["repeat"].nunique().to_dict() == {0: 2, 1: 2}
     assert all(r["method"].endswith(" [artifact layers]") for r in cost if r["method"].startswith(("NAC", "KMNC")))
     assert all(r["neurons"] > 0 for r in cost)
     # both architectures of the first dataset are timed, every method on each

@@ -1105,7 +1105,8 @@ PAPER_SHRINK: dict[str, dict[str, Any]] = {
         "sa_train": 50,
         "scaling_sizes": [100, 200],
         "cost_repeats": 1,
-        "cost_rounds": 2,  # the paper's 15 rounds of both forward passes over four architectures
+        "cost_rounds": 1,  # rounds of both forward passes over four architectures, per process
+        "cost_processes": 2,
         "alone_repeats": 2,  # the paper's 100 rounds in each of 5 fresh processes (a process starts in about 5 s)
         "alone_processes": 2,
         "naive_n": 50,

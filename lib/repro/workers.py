@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["in_fresh_processes", "map_on_cores", "workers_for"]
+__all__ = ["in_fresh_processes", "map_on_cores", "one_thread", "workers_for"]
 
 
 def workers_for(pieces: int) -> int:
@@ -61,6 +62,22 @@ def _spawned_pool(n: int, **options: Any) -> Any:
             os.environ["TQDM_DISABLE"] = before
 
 
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """This process computes on one thread (torch's and the BLAS and OpenMP pools') for the duration, as a worker
+    does."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    try:
+        with threadpool_limits(limits=1):
+            torch.set_num_threads(1)
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def _timed(fn: Callable[[Any], None], piece: Any) -> float:
     began = time.perf_counter()
     fn(piece)
@@ -76,20 +93,12 @@ def map_on_cores(fn: Callable[[Any], None], pieces: Sequence[Any], desc: str) ->
     bar = tqdm(total=len(pieces), desc=desc, leave=False)
     try:
         if n == 1:
-            import torch
-            from threadpoolctl import threadpool_limits
-
-            before = torch.get_num_threads()
-            try:
-                with threadpool_limits(limits=1):
-                    torch.set_num_threads(1)
-                    seconds = []
-                    for piece in pieces:
-                        seconds.append(_timed(fn, piece))
-                        bar.update()
-                    return seconds
-            finally:
-                torch.set_num_threads(before)
+            with one_thread():
+                seconds = []
+                for piece in pieces:
+                    seconds.append(_timed(fn, piece))
+                    bar.update()
+                return seconds
         with _spawned_pool(n) as pool:
             seconds = [0.0] * len(pieces)
             jobs = pool.imap_unordered(_indexed, [(i, fn, p) for i, p in enumerate(pieces)])

@@ -5,7 +5,9 @@ every coverage method (the smallest ratio coverage / DeepGini above 1.1), and at
 surprise-adequacy methods LSC and DSC (the smallest of their ratios above 10); see claims._cost_claims. A single
 timing is noisy, and two timings taken apart differ by what the machine was doing in between, so a method and
 DeepGini are timed in rounds, back to back within a round, and the ratio is the mean of the rounds' ratios with a t
-interval (paired_ratio). The scaling study times every method several times after one warm-up call and keeps the
+interval (paired_ratio). Rounds within one process share its memory layout and caches, and two processes differed
+by more than their rounds' spread, so the rows' timings run in several fresh processes and their ratio is the mean of
+the processes' mean ratios with a t interval over the processes (ratio_over_processes). The scaling study times every method several times after one warm-up call and keeps the
 minimum (time_prioritizer); timings over several test-set sizes give each method a log-log slope (1 for linear cost,
 2 for quadratic) with a bootstrap interval.
 """
@@ -21,6 +23,7 @@ import pandas as pd
 __all__ = [
     "cost_table",
     "paired_ratio",
+    "ratio_over_processes",
     "ratio_to",
     "scaling_fit",
     "time_prioritizer",
@@ -109,6 +112,29 @@ def scaling_fit(frame: pd.DataFrame, n_boot: int = 1000, seed: int = 0) -> pd.Da
             raise ValueError(f"method {method!r} needs timings at two or more test-set sizes")
         rows.append({"method": method, **_fit_one(n_tests, seconds, n_boot, seed)})
     return pd.DataFrame(rows, columns=["method", "slope", "slope_low", "slope_high", "seconds_at_max"])
+
+
+def ratio_over_processes(
+    method_seconds: Sequence[Sequence[float]], reference_seconds: Sequence[Sequence[float]]
+) -> tuple[float, float, float, float, int]:
+    """The ratio method / reference over rounds timed in several fresh processes (item i of each argument: one
+    process's rounds, paired by round): each process's mean of its rounds' ratios, then their mean with a 95 % t
+    interval over the processes, the unit whose spread the rounds of one process do not show: (mean, low, high,
+    standard error, degrees of freedom)."""
+    from scipy import stats as sps
+
+    if len(method_seconds) != len(reference_seconds) or len(method_seconds) < 2:
+        raise ValueError(f"need two or more processes of each; got {len(method_seconds)} and {len(reference_seconds)}")
+    means = []
+    for i, (a, r) in enumerate(zip(method_seconds, reference_seconds)):
+        a, r = _positive(a, f"method_seconds of process {i}"), _positive(r, f"reference_seconds of process {i}")
+        if a.size != r.size or a.size < 1:
+            raise ValueError(f"process {i}: need as many rounds of each, one or more; got {a.size} and {r.size}")
+        means.append(float(np.mean(a / r)))
+    x = np.asarray(means)
+    mean, se, df = float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)), x.size - 1
+    half = float(sps.t.ppf(1 - (1 - LEVEL) / 2, df)) * se
+    return mean, mean - half, mean + half, se, df
 
 
 def paired_ratio(

@@ -738,16 +738,17 @@ def artifact_sa_seconds(pair: Pair, s: Subject) -> dict[str, float]:
     return seconds
 
 
-def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray, methods: list[str], repeats: int,
-                       seed: int) -> pd.DataFrame:  # fmt: skip
+def end_to_end_timings(model: object, s: Subject, x: np.ndarray, truth: np.ndarray, methods: list[str], repeats: int,
+                       seed: int, surprise: Mapping[str, float]) -> pd.DataFrame:  # fmt: skip
     """Seconds of each method on one real test set, end to end, as a tool that computes only that method runs it:
     its own forward pass (DeepGini the softmax alone, nets.predict_proba; a coverage or surprise method the neuron
     activations, nets.outputs, which the artifact's tools read from the model as well) plus its prioritization,
     `repeats` rounds. A round times one softmax pass and one activation pass back to back (their order alternating by
     round), then every method's prioritization, so that a method's round and DeepGini's share what the machine was
     doing then: the ratio is paired by round (_cost_row). LSC and DSC add LSA and DSA as the artifact runs them
-    (artifact_sa_seconds: a forward pass over the whole training set, the fit on every trace, the scores), timed
-    once; their CAM is timed every round. Column pass names the forward pass a method's forward_s is."""
+    (`surprise`, from artifact_sa_seconds: a forward pass over the whole training set, the fit on every trace, the
+    scores), timed once; their CAM is timed every round. Column pass names the forward pass a method's forward_s
+    is."""
     from . import nets
 
     def clock(fn) -> float:
@@ -755,19 +756,18 @@ def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray,
         fn()
         return time.perf_counter() - began
 
-    nets.predict_proba(pair.model, x)  # warm-up: a first pass on a fresh set ran about 20 % slower
-    nets.outputs(pair.model, x)
-    surprise = artifact_sa_seconds(pair, s) if any(m in ("LSC-CAM", "DSC-CAM") for m in methods) else {}
+    nets.predict_proba(model, x)  # warm-up: a first pass on a fresh set ran about 20 % slower
+    nets.outputs(model, x)
     rows = []
     for r in range(repeats):
         passes = {
-            "softmax": lambda: nets.predict_proba(pair.model, x),
-            "activations": lambda: nets.outputs(pair.model, x),
+            "softmax": lambda: nets.predict_proba(model, x),
+            "activations": lambda: nets.outputs(model, x),
         }
         took = {k: clock(passes[k]) for k in (("softmax", "activations") if r % 2 == 0 else ("activations", "softmax"))}
         for name in methods:
             own = evaluate(name, s, truth, seed)["seconds"]
-            if name in ("LSC-CAM", "DSC-CAM"):  # evaluate adds our 5,000-trace fit: the artifact's way instead
+            if name in SA_CAM:  # evaluate adds our 5,000-trace fit: the artifact's way instead
                 sa = "LSA" if name.startswith("L") else "DSA"
                 own += surprise[sa] - s.sa_seconds[sa]
             kind = "softmax" if name in SOFTMAX_SCORES else "activations"
@@ -776,7 +776,30 @@ def end_to_end_timings(pair: Pair, s: Subject, x: np.ndarray, truth: np.ndarray,
     return pd.DataFrame(rows)
 
 
+SA_CAM = ("LSC-CAM", "DSC-CAM")  # the surprise methods, timed the artifact's way (artifact_sa_seconds)
 VIEW_ROUNDS = 3  # end-to-end rounds on a timed pair that no row reads (table cost's other architectures)
+
+
+class EndToEndJob(NamedTuple):
+    """One fresh process's end-to-end rounds on the first timed pair (cost_for): what _end_to_end_rounds times."""
+
+    model: object
+    subject: Subject
+    x: np.ndarray
+    truth: np.ndarray
+    methods: list[str]
+    rounds: int
+    seed: int
+    surprise: dict
+    process: int
+
+
+def _end_to_end_rounds(job: EndToEndJob) -> pd.DataFrame:
+    """In one process: end_to_end_timings of job.rounds rounds, column process its number."""
+    frame = end_to_end_timings(
+        job.model, job.subject, job.x, job.truth, job.methods, job.rounds, job.seed, job.surprise
+    )
+    return frame.assign(process=job.process)
 
 
 def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: object) -> pd.DataFrame:
@@ -784,8 +807,14 @@ def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: obj
     artifact timed) and of the other architectures of its dataset: DeepGini and every coverage baseline of the paper's
     tables (KMNC up to k = 1,000), the neuron-coverage ones over the artifact's layer set as the artifact times them,
     forward pass and prioritization apart (columns forward_s, method_s; neurons: the layer set's width). The first
-    pair, whose timings the cost rows read, runs cost_rounds rounds; the others, shown beside it, VIEW_ROUNDS."""
-    p = params.only("kmnc_k", "cost_rounds", "seed")
+    pair, whose timings the cost rows read, runs cost_rounds rounds in each of cost_processes fresh processes
+    (workers.in_fresh_processes, one after the other: rounds within one process share its memory layout, and two
+    processes differed by more than their rounds' spread); the others, shown beside it, VIEW_ROUNDS rounds here
+    (column process 0). LSA's and DSA's artifact-way seconds are timed once per pair, here. Every timing runs on one
+    thread, as the fresh processes compute."""
+    from .. import workers
+
+    p = params.only("kmnc_k", "cost_rounds", "cost_processes", "seed")
     methods = ["DeepGini"] + [
         m
         for m in paper_baselines(method_table(p.kmnc_k, artifact_layers=True))
@@ -798,11 +827,17 @@ def cost_for(models: dict, mixed: dict, subjects: dict, truth: dict, params: obj
     def build() -> pd.DataFrame:
         frames = []
         for i, (ds, arch, ts) in enumerate(keys):
-            x = mixed[ds, arch, ts].x
-            rounds = p.cost_rounds if i == 0 else min(p.cost_rounds, VIEW_ROUNDS)  # only the first pair decides rows
-            frame = end_to_end_timings(
-                models[ds, arch], subjects[ds, arch, ts], x, truth[ds, arch, ts], methods, rounds, p.seed
-            )
+            x, s = mixed[ds, arch, ts].x, subjects[ds, arch, ts]
+            with workers.one_thread():  # as the fresh processes time the rounds
+                surprise = artifact_sa_seconds(models[ds, arch], s) if any(m in SA_CAM for m in methods) else {}
+                if i:
+                    rounds = min(p.cost_rounds, VIEW_ROUNDS)
+                    frame = end_to_end_timings(models[ds, arch].model, s, x, truth[ds, arch, ts], methods, rounds,
+                                               p.seed, surprise).assign(process=0)  # fmt: skip
+            if i == 0:  # only the first pair decides rows
+                jobs = [EndToEndJob(models[ds, arch].model, s, x, truth[ds, arch, ts], methods, p.cost_rounds, p.seed,
+                                    surprise, k) for k in range(p.cost_processes)]  # fmt: skip
+                frame = pd.concat(workers.in_fresh_processes(_end_to_end_rounds, jobs, "cost"), ignore_index=True)
             neurons = subjects[ds, arch, ts].on_artifact_layers().acts.shape[1]
             frames.append(frame.assign(dataset=ds, model=arch, tests=len(x), neurons=neurons))
         return pd.concat(frames, ignore_index=True)
@@ -870,25 +905,23 @@ def alone_for(subjects: dict, truth: dict, timings: pd.DataFrame, params: object
 
 def alone_ratios(alone: pd.DataFrame) -> dict[tuple[str, str, str], tuple[float, float, float, float, int]]:
     """Per (dataset, model, method) of the interleaved timings (alone_for): the ratio to DeepGini's prioritization
-    alone, each process's mean over its rounds (cost.paired_ratio) averaged over the processes, with a t interval
-    over the processes (the unit whose spread the rounds do not show): (estimate, low, high, se, df)."""
-    from scipy import stats as sps
-
-    from .cost import paired_ratio
-
+    alone, each process's mean over its rounds averaged over the processes, with a t interval over the processes (the
+    unit whose spread the rounds do not show; cost.ratio_over_processes): (estimate, low, high, se, df)."""
     out = {}
     for (ds, arch), sub in alone.groupby(["dataset", "model"], sort=False):
-        per_process: dict[str, list[float]] = {}
-        for _, proc in sub.groupby("process", sort=True):
-            gini = proc[proc["method"] == "DeepGini"].sort_values("repeat")["method_s"].to_numpy()
-            for m, own in proc[proc["method"] != "DeepGini"].groupby("method", sort=False):
-                per_process.setdefault(m, []).append(paired_ratio(own.sort_values("repeat")["method_s"], gini)[0])
-        for m, means in per_process.items():
-            x = np.asarray(means)
-            est, se, df = float(x.mean()), float(x.std(ddof=1) / np.sqrt(x.size)), x.size - 1
-            half = float(sps.t.ppf(0.975, df)) * se
-            out[ds, arch, m] = (est, est - half, est + half, se, df)
+        for m in sub.loc[sub["method"] != "DeepGini", "method"].unique():
+            out[ds, arch, m] = process_ratio(sub, m, "method_s")
     return out
+
+
+def process_ratio(timings: pd.DataFrame, method: str, column: str) -> tuple[float, float, float, float, int]:
+    """`method`'s ratio to DeepGini in `column` over the processes of `timings` (columns method, process, repeat;
+    one pair), paired by round within each process (cost.ratio_over_processes)."""
+    from .cost import ratio_over_processes
+
+    wide = timings.pivot_table(index=["process", "repeat"], columns="method", values=column)
+    by = [wide.loc[k] for k in wide.index.unique("process")]
+    return ratio_over_processes([w[method].to_numpy() for w in by], [w["DeepGini"].to_numpy() for w in by])
 
 
 def alone_view(alone: pd.DataFrame) -> pd.DataFrame:
@@ -917,7 +950,7 @@ def cost_view(timings: pd.DataFrame) -> pd.DataFrame:
     mid = timings.groupby(["model", "method"], as_index=False, sort=False)[["seconds", "method_s"]].median()
     wide = mid.pivot_table(index="method", columns="model", values=["seconds", "method_s"], sort=False)
     wide.columns = [f"{m}: {'end to end' if v == 'seconds' else 'prioritization'} (s)" for v, m in wide.columns]
-    per_round = first_timed(timings).pivot_table(index="repeat", columns="method", values="seconds")
+    per_round = first_timed(timings).pivot_table(index=["process", "repeat"], columns="method", values="seconds")
     ratio = per_round.div(per_round["DeepGini"], axis=0).mean()
     return wide.assign(x_deepgini_end_to_end=ratio.reindex(wide.index)).reset_index()
 
@@ -956,26 +989,25 @@ def _cost_alone_row(claim: object, alone: pd.DataFrame) -> dict:
 
 def _cost_row(claim: object, timings: pd.DataFrame, methods: list[str], bench: pd.DataFrame | None = None) -> dict:
     """The smallest time ratio (method / DeepGini) among `methods`, end to end, each method with its own forward pass
-    (end_to_end_timings): the mean ratio of the rounds with its t interval (cost.paired_ratio); a row not held is
-    measured by the naive-vs-incremental CAM benchmark (`bench`) where one is given, else by table cost."""
+    (end_to_end_timings): in each fresh process the mean ratio of its rounds, their mean with a t interval over the
+    processes (process_ratio); a row not held is measured by the naive-vs-incremental CAM benchmark (`bench`) where
+    one is given, else by table cost."""
     from ..stats import Interval
     from ..verdict import judge
-    from .cost import paired_ratio
 
-    gini = timings[timings["method"] == "DeepGini"].sort_values("repeat")
-    ratios = {
-        m: paired_ratio(sub.sort_values("repeat")["seconds"].to_numpy(), gini["seconds"].to_numpy())
-        for m, sub in timings.groupby("method", sort=False)
-        if m in methods
-    }
+    gini = timings[timings["method"] == "DeepGini"]
+    ratios = {m: process_ratio(timings, m, "seconds") for m in timings["method"].unique() if m in methods}
     m, (est, low, high, se, df) = min(ratios.items(), key=lambda kv: kv[1][0])
     mine = timings[timings["method"] == m]
+    per_round = timings.pivot_table(index=["process", "repeat"], columns="method", values="seconds")
+    processes = timings["process"].nunique()
     test = (
         f"{m} vs DeepGini on {int(timings['tests'].iloc[0]):,} tests of {timings['dataset'].iloc[0]} "
         f"{timings['model'].iloc[0]}, end to end, each with its own forward pass (DeepGini the softmax alone, "
         f"{m} the activations; neuron coverage over the artifact's {int(timings['neurons'].iloc[0])} neurons; "
-        f"{len(ratios)} methods timed): mean ratio over {len(gini)} rounds, each timing both passes back to back, "
-        f"t interval (the rounds' median ratio {np.median(mine.sort_values('repeat')['seconds'].to_numpy() / gini['seconds'].to_numpy()):.2f})"
+        f"{len(ratios)} methods timed): in each of {processes} fresh processes the mean ratio over "
+        f"{len(gini) // processes} rounds, each timing both passes back to back; t interval over the processes (the "
+        f"rounds' median ratio {(per_round[m] / per_round['DeepGini']).median():.2f})"
     )
     soft, act = gini["forward_s"].median(), mine["forward_s"].median()
     why = (
@@ -994,8 +1026,8 @@ def _cost_row(claim: object, timings: pd.DataFrame, methods: list[str], bench: p
             f"{fastest['speedup']:,.0f}× slower on {int(fastest['tests']):,} tests ({fastest['criterion']})",
         )
         measured = "cam_implementations"
-    iv = Interval(est, low, high, "t over rounds", se, df)
-    row = judge(claim, est, iv, test=test, why=why, measured_by=measured, narrow_by="timing rounds")
+    iv = Interval(est, low, high, "t over processes", se, df)
+    row = judge(claim, est, iv, test=test, why=why, measured_by=measured, narrow_by="timing processes")
     if row["decision"] == "inconclusive":  # what the timings do show, behind the row's disclosure
         row["why"] += f"; what the timings show: {why[1]}"
     return row
@@ -1644,7 +1676,15 @@ def _spec() -> dict:
         ),
         "cost_repeats": Param(int, 3, smoke=2, low=1, high=50, help="timings per method and size (minimum kept)"),
         "cost_rounds": Param(
-            int, 15, smoke=3, low=2, high=200, help="end-to-end timing rounds (each: both forward passes, every method)"
+            int,
+            3,
+            smoke=2,
+            low=1,
+            high=200,
+            help="end-to-end timing rounds per process (each: both forward passes, every method)",
+        ),
+        "cost_processes": Param(
+            int, 5, smoke=2, low=2, high=50, help="fresh processes the end-to-end rounds of the first pair run in"
         ),
         "alone_repeats": Param(
             int,
