@@ -1371,3 +1371,23 @@ def test_the_differences_view_puts_protocols_in_rows_while_they_fit_the_page() -
     assert "NAC(0)-CTM [art.]" in set(view["method"])
     paper = dg.differences_view(frame(8, 4))  # 36 rows in the long form
     assert len(paper) == 8 * 3 <= MAX_ROWS and "iterative 10 %" in paper.columns and "one-shot 1 %" in paper.columns
+
+
+def test_the_ablation_table_puts_the_artifact_layer_variants_beside_ours() -> None:
+    """One row per method; a coverage method's variant over the artifact's layers in columns of its own, so that the
+    comparator a mixed-set row names (often such a variant) has its numbers in the table the row cites."""
+    kmnc = "KMNC(1000)-CAM"
+    rows = [
+        {"dataset": "f", "model": "l1", "test_set": ts, "method": m, "apfd_normalized": v + shift}
+        for ts, shift in (("original+adversarial", 0.0), (dg.ABLATION, 0.1))
+        for m, v in (("DeepGini", 0.9), (kmnc, 0.4), (kmnc + dg.ARTIFACT_LAYERS, 0.45))
+    ]
+    rows.append({"dataset": "g", "model": "l1", "test_set": dg.ABLATION, "method": "DeepGini", "apfd_normalized": 0.1})
+    table = dg.ablation_table(pd.DataFrame(rows), ("f", "l1"))
+    assert list(table.columns) == ["method", "original+adversarial", "original+adversarial" + dg.ARTIFACT_LAYERS,
+                                   dg.ABLATION, dg.ABLATION + dg.ARTIFACT_LAYERS]  # fmt: skip
+    by = table.set_index("method")
+    assert list(by.index) == ["DeepGini", "KMNC(1000)-CAM"]
+    assert by.loc["KMNC(1000)-CAM", dg.ABLATION + dg.ARTIFACT_LAYERS] == pytest.approx(0.55)
+    assert by.loc["KMNC(1000)-CAM", "original+adversarial"] == pytest.approx(0.4)
+    assert np.isnan(by.loc["DeepGini", "original+adversarial" + dg.ARTIFACT_LAYERS])

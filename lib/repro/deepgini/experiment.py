@@ -2166,15 +2166,22 @@ def shift_words(adversarial: pd.DataFrame, shifted: pd.DataFrame, apfd_frame: pd
 
 
 def ablation_table(apfd_frame: pd.DataFrame, pair: tuple[str, str]) -> pd.DataFrame:
-    """Normalized APFD of every method over our layer set on the pair's artifact-style mixed set and on the fixed-ε
-    ablation (the artifact's layer set: table layer_sets)."""
+    """Normalized APFD of every method on the pair's artifact-style mixed set and on the fixed-ε ablation, over our
+    layer set, and in two more columns (named with the ARTIFACT_LAYERS suffix) over the artifact's, for the coverage
+    methods that have that variant: one row per method, whichever layer set a verdict row's comparator uses."""
     sub = apfd_frame[
         (apfd_frame["dataset"] == pair[0])
         & (apfd_frame["model"] == pair[1])
         & apfd_frame["test_set"].isin(["original+adversarial", ABLATION])
-        & ~apfd_frame["method"].str.endswith(ARTIFACT_LAYERS)
     ]
-    return sub.pivot_table(index="method", columns="test_set", values="apfd_normalized", sort=False).reset_index()
+    artifact = sub["method"].str.endswith(ARTIFACT_LAYERS)
+    sub = sub.assign(
+        method=sub["method"].str.removesuffix(ARTIFACT_LAYERS),
+        column=sub["test_set"] + np.where(artifact, ARTIFACT_LAYERS, ""),
+    )
+    wide = sub.pivot_table(index="method", columns="column", values="apfd_normalized", sort=False)
+    order = [c for t in ("original+adversarial", ABLATION) for c in (t, t + ARTIFACT_LAYERS) if c in wide.columns]
+    return wide[order].rename_axis(columns=None).reset_index()
 
 
 def tail_table(subjects: dict, truth: dict, kmnc_k: list[int], seed: int) -> pd.DataFrame:
