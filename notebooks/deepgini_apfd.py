@@ -410,6 +410,7 @@ repro.publish(
     variants,
     view=variants.melt(["pair", "test_set", "method"], ["ours", "artifact_style"], var_name="version")
     .pivot_table(index=["method", "version"], columns=["pair", "test_set"], values="value", sort=False)
+    .round(3)
     .pipe(lambda w: w.set_axis([f"{p}, {t}" for p, t in w.columns], axis=1))
     .reset_index(),
 )
