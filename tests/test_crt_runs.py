@@ -51,8 +51,30 @@ def test_every_seed_trains_at_gamma_zero_and_fig2_gamma_only_the_first_seed_swee
     plan = runs.planned_runs(p, 0.1)
     assert len(plan) == len(set(plan))
     by_seed = {s: {(r.model, r.trainer, r.gamma, r.dedup) for r in plan if r.seed == s} for s in (0, 1, 2)}
-    assert by_seed[1] == by_seed[2] and ("LSTM", "CRT", 0.3, "mask") in by_seed[0] - by_seed[1]
-    assert ("LSTM", "CRT", 0.1, "remove") in by_seed[2] and ("GPT-2", "D_pub only", None, "mask") in by_seed[2]
+    assert by_seed[1] == by_seed[2] and ("LSTM", "CRT", 0.3, "remove") in by_seed[0] - by_seed[1]
+    assert ("LSTM", "CRT", 0.1, "mask") in by_seed[2] and ("GPT-2", "D_pub only", None, "remove") in by_seed[2]
+    crt = [r for r in plan if r.trainer == "CRT"]
+    assert {r.label for r in crt if r.dedup == "mask"} == {runs.ALTERNATE_LABEL} and {r.gamma for r in crt if
+        r.dedup == "mask"} == {0.1}  # fmt: skip
+
+
+def test_crt_removes_duplicates_and_only_split_readers_are_keyed_by_the_reading(data: runs.Data, smoke) -> None:
+    removed, masked = data.split(0.1), data.split(0.1, "mask")
+    assert removed.removed.sum() == removed.duplicate.sum() > 0 and not masked.removed.any()
+    assert removed.part(False) == masked.part(False)  # D_pub is the same under either reading
+    assert len(removed.part(True)) == len(masked.part(True)) - removed.duplicate.sum()  # no bare <MASK> left
+    assert ["<MASK>"] not in removed.part(True) and ["<MASK>"] in masked.part(True)
+    enc = runs.Encoder(data, experiment.word_vocabulary(data))
+    key = lambda run: runs.Trainer(smoke, data, {"LSTM": enc}, None).spec(run)["run"]
+    for t in ("non-private", "DPSGD", "S-DP", "D_pub only", "non-private + mask"):  # the same model either way
+        assert key(runs.Run("LSTM", t, 0.1, 0, "remove")) == key(runs.Run("LSTM", t, 0.1, 0, "mask"))
+        assert key(runs.Run("LSTM", t, 0.1, 0))["dedup"] == "mask"  # the reading these entries were keyed under
+        assert "epsilon" not in key(runs.Run("LSTM", t, 0.1, 0))  # a later field, unset: earlier keys stand
+    crt = key(runs.Run("LSTM", "CRT", 0.1, 0))
+    assert crt["dedup"] == "remove" != key(runs.Run("LSTM", "CRT", 0.1, 0, "mask"))["dedup"]
+    assert key(runs.Run("LSTM", "DPSGD", None, 0, epsilon=0.7))["epsilon"] == 0.7
+    assert runs.config(smoke, runs.Run("LSTM", "DPSGD", None, 0, epsilon=0.7)).target_epsilon == 0.7
+    assert runs.Run("LSTM", "DPSGD", None, 0, epsilon=0.7).label == runs.MATCHED_LABEL
 
 
 def test_crt_trains_on_at_most_one_copy_of_each_canary(data: runs.Data, smoke) -> None:
@@ -184,6 +206,37 @@ def test_a_runs_own_dp_learning_rate_replaces_the_grids_first(smoke) -> None:
     assert {r.dp_lr for r in plan if r.model == "GPT-2" or r.trainer not in ("DPSGD", "CRT")} == {None}
 
 
+def _ended(value: float, epochs: int) -> dict:
+    """The history an untracked run keeps: its validation perplexity after its last epoch alone."""
+    return {"history": [{"epoch": epochs, "epsilon": 1.0, "perplexity": value, "validation": value}]}
+
+
+def test_a_dp_trainer_still_improving_is_trained_longer_until_a_doubling_gains_under_two_percent(smoke) -> None:
+    from repro.crt import tuning
+
+    p = Resolved(dict(smoke) | {"dp_lrs": [1.0], "gpt_dp_lrs": [1e-3]})
+    base = {m: runs.config(p, runs.Run(m, "DPSGD", None, 0)).epochs for m in runs.MODELS}
+    gains = {
+        "LSTM": lambda n: 10.0 * (1 + base["LSTM"] / n),
+        "GPT-2": lambda n: 10.0 * (1 + 0.01 * (n > base["GPT-2"])),
+    }
+    train = lambda run: _ended(gains[run.model](runs.config(p, run).epochs), runs.config(p, run).epochs)
+    tried = tuning.walk(p, "LSTM", "DPSGD", 0.1, train) | tuning.walk(p, "GPT-2", "DPSGD", 0.1, train)
+    lengths = sorted((r.model, runs.config(p, r).epochs) for r in tried)
+    b = base
+    # LSTM: every doubling gains 25 % then 17 %: doubled twice, the cap; GPT-2: its doubling loses 1 %: stops there
+    assert lengths == sorted([("LSTM", b["LSTM"]), ("LSTM", 2 * b["LSTM"]), ("LSTM", 4 * b["LSTM"]),
+                              ("GPT-2", b["GPT-2"]), ("GPT-2", 2 * b["GPT-2"])])  # fmt: skip
+    table = tuning.tuning_table(tried)
+    assert tuning.chosen_epochs(table) == {("LSTM", "DPSGD"): 4 * b["LSTM"], ("GPT-2", "DPSGD"): None}
+    choice = tuning.choice_table(table).set_index("model")
+    assert choice.loc["LSTM", "epochs"] == 4 * b["LSTM"] and not choice.loc["LSTM", "converged"]  # still gaining
+    assert choice.loc["GPT-2", "converged"] and choice.loc["GPT-2", "epochs"] == b["GPT-2"]  # a doubling lost
+    assert choice.loc["GPT-2", "epochs_tried"] == f"{b['GPT-2']}: 10.0 · {2 * b['GPT-2']}: 10.1"
+    converged = {**_history([12.0, 11.0, 10.9])}  # moved 0.9 % in its last epoch: not lengthened
+    assert tuning.lengthen(p, runs.Run("LSTM", "DPSGD", None, 0, dp_lr=1.0), converged, train) == {}
+
+
 def _history(curve: list[float]) -> dict:
     return {
         "history": [{"epoch": i + 1, "epsilon": 1.0, "perplexity": v, "validation": v} for i, v in enumerate(curve)]
@@ -310,10 +363,12 @@ def test_the_learning_rate_walk_goes_both_ways_from_the_middle_until_the_best_is
         ("GPT-2", "DPSGD"): {1e-3: 9.0, 1e-2: float("nan")},
         ("GPT-2", "CRT"): {1e-3: 3.0, 1e-2: 2.0},
     }
-    tried = tuning.search(p, 0.1, lambda run: _history([curves[run.model, run.trainer][run.dp_lr]]))
+    train = lambda run: _ended(curves[run.model, run.trainer][run.dp_lr], runs.config(p, run).epochs)
+    tried = tuning.search(p, 0.1, train)
     walked = {}
     for run in tried:
-        walked.setdefault((run.model, run.trainer), []).append(run.dp_lr)
+        if run.epochs is None:
+            walked.setdefault((run.model, run.trainer), []).append(run.dp_lr)
         assert run.seed == smoke.seed and run.gamma == {"DPSGD": None, "S-DP": 0.0}.get(run.trainer, 0.1)
     assert walked == {
         ("LSTM", "DPSGD"): [2.0, 1.0, 5.0, 10.0],  # 20 (the best value of all) is never reached: 10 did worse
@@ -322,7 +377,13 @@ def test_the_learning_rate_walk_goes_both_ways_from_the_middle_until_the_best_is
         ("GPT-2", "DPSGD"): [1e-3, 1e-2],
         ("GPT-2", "CRT"): [1e-3, 1e-2],
     }
+    longer = {(r.model, r.trainer): (r.dp_lr, r.epochs) for r in tried if r.epochs is not None}
+    chosen = {"LSTM": {"DPSGD": 5.0, "CRT": 0.5, "S-DP": 2.0}, "GPT-2": {"DPSGD": 1e-3, "CRT": 1e-2}}
+    # one doubling at the chosen rate (a last epoch alone cannot show convergence); it gains nothing, so it stops
+    assert longer == {(m, t): (lr, 2 * runs.config(p, runs.Run(m, t, 0.1, 0)).epochs) for m in chosen for t, lr in
+                      chosen[m].items()}  # fmt: skip
     table = tuning.tuning_table(tried)
+    assert set(tuning.chosen_epochs(table).values()) == {None}
     assert tuning.chosen_rates(table) == {
         ("LSTM", "DPSGD"): 5.0,
         ("LSTM", "CRT"): 0.5,
@@ -656,3 +717,69 @@ def test_extraction_table_counts_the_canaries_a_beam_search_ends_with_per_cell()
         if run.trainer == "CRT":
             ch.scores[run]["extracted"] = dict.fromkeys(experiment.BEAM_WIDTHS, 0)
     assert "CRT gives up none at any γ" in experiment.extraction_words(experiment.extraction_table(ch))
+
+
+def test_the_ratio_trend_is_the_least_squares_fall_per_doubling_and_its_interval_pairs_the_corpora() -> None:
+    rng = np.random.default_rng(0)
+    dialogues = np.repeat(np.arange(30), 4).astype(str)
+    counts, tokens = [40, 80, 160, 320], rng.integers(5, 15, dialogues.size).astype(float)
+    b = rng.gamma(2.0, 1.0, dialogues.size) * tokens
+    gaps = [0.9, 0.7, 0.5, 0.3]  # log ratio per token at each size: falls 0.2 per doubling
+    arms = [(b + g * tokens, b, tokens) for g in gaps]
+    trend = experiment.ratio_trend(counts, arms, dialogues, seed=0)
+    assert trend.estimate == pytest.approx(0.2) and trend.low == pytest.approx(0.2) == trend.high  # noise-free
+    noisy = [(b + g * tokens + rng.normal(0, 1, b.size), b, tokens) for g in gaps]
+    trend = experiment.ratio_trend(counts, noisy, dialogues, seed=0)
+    direct = [((a - b_).sum()) / t.sum() for a, b_, t in noisy]  # the slope written out on the data
+    x = np.log2(counts)
+    slope = ((x - x.mean()) * (direct - np.mean(direct))).sum() / ((x - x.mean()) ** 2).sum()
+    assert trend.estimate == pytest.approx(-slope) and trend.low < trend.estimate < trend.high
+
+
+def test_a_closeness_row_is_put_down_to_the_regime_only_where_the_dialogue_sweep_closes_the_gap() -> None:
+    from repro.stats import Interval
+    from repro.verdict import Sweep
+
+    close, control = Interval(3.2, 2.8, 3.7, "ratio"), Interval(3.6, 3.0, 4.2, "ratio")
+    closing = Sweep("dialogue_sweep", "dialogues", "dialogues · model · epochs", Interval(0.2, 0.1, 0.3, "t"))
+    flat = Sweep("dialogue_sweep", "dialogues", "dialogues · model · epochs", Interval(0.0, -0.1, 0.1, "t"))
+    why, table, sweep = experiment.utility_cause(close, control, Interval(3.0, 2.6, 3.5, "r"), closing, "utility")
+    assert why[0] == "regime" and sweep is closing and table == "" and "0.200 [0.100, 0.300]" in why[1]
+    why, table, sweep = experiment.utility_cause(close, control, None, flat, "utility")
+    assert why[0] == "finding" and table == "utility" and sweep is None and "does not close measurably" in why[1]
+    masked_close = Interval(1.1, 1.0, 1.15, "r")  # the other dedup reading is close: the reading explains it
+    assert experiment.utility_cause(close, control, masked_close, closing, "utility")[0][0] == "setup"
+
+
+def test_dpsgd_at_crts_epsilon_trains_every_seed_at_the_rate_its_own_walk_chose(smoke) -> None:
+    from repro.crt import tuning
+
+    infos = {
+        runs.Run("LSTM", "DPSGD", None, 0, dp_lr=10.0): _history([9.0, 5.0]),
+        runs.Run("LSTM", "DPSGD", None, 0, dp_lr=2.0, epsilon=0.7): _history([9.0, 6.0]),
+        runs.Run("LSTM", "DPSGD", None, 0, dp_lr=10.0, epsilon=0.7): _history([9.0, 7.0]),
+    }
+    table = tuning.tuning_table(infos)
+    assert tuning.chosen_rates(table) == {("LSTM", "DPSGD"): 10.0, ("LSTM", runs.MATCHED_LABEL): 2.0}
+    plan = experiment.matched_runs(Resolved(dict(smoke) | {"n_seeds": 2}), {"LSTM": (0.7, 10.0)}, table, ("LSTM",))
+    assert plan == [runs.Run("LSTM", "DPSGD", None, s, dp_lr=2.0, epsilon=0.7) for s in (0, 1)]
+    assert not any(experiment.main_run(r) for r in plan) and all(r.label == runs.MATCHED_LABEL for r in plan)
+
+
+def test_a_cached_run_trained_untracked_is_trained_again_where_its_per_epoch_history_is_now_needed(
+    data: runs.Data, smoke, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("REPRO_DATA", str(tmp_path))
+    enc = runs.Encoder(data, experiment.word_vocabulary(data))
+    run = runs.Run("LSTM", "DPSGD", None, 0)
+    epochs = runs.config(smoke, run).epochs
+    assert epochs > 1
+    untracked = runs.Trainer(smoke, data, {"LSTM": enc}, None, track=lambda r: False)
+    tracked = runs.Trainer(smoke, data, {"LSTM": enc}, None, track=lambda r: True)
+    path = untracked.path(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"state": {}, "info": _history([3.0])}, path)  # the last epoch only, as an untracked run keeps it
+    assert untracked.has(run) and path.exists()
+    assert not tracked.has(run) and not path.exists()  # removed, to be trained with every epoch recorded
+    torch.save({"state": {}, "info": _history([4.0, 3.0][:epochs])}, path)
+    assert tracked.has(run)

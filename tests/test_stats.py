@@ -817,3 +817,10 @@ def test_t_equivalence_power_matches_the_equivalence_procedure_it_stands_for() -
     iv = stats.Interval(0.0, -q * sigma / np.sqrt(3), q * sigma / np.sqrt(3), "t interval (items per seed, 2 df)")
     assert 0.2 < rate < 0.9  # the case tells powers apart
     assert stats.t_equivalence_power(iv, margin, n_sims=20_000, seed=3) == pytest.approx(rate, abs=0.015)
+
+
+def test_by_side_names_where_an_interval_lies_against_zero() -> None:
+    words = ("above", "below", "across")
+    sides = [stats.by_side(stats.Interval(0.0, lo, hi, "t"), *words) for lo, hi in ((0.1, 2), (-2, -0.1), (-1, 1))]
+    assert sides == ["above", "below", "across"]
+    assert stats.by_side(stats.Interval(0.0, 0.0, 1.0, "t"), *words) == "across"  # touching 0 is not above it

@@ -550,6 +550,11 @@ def _item_weights(
     return weights
 
 
+def by_side(interval: Interval, above: str, below: str, neither: str) -> str:
+    """The words for where an interval lies against 0: wholly above, wholly below, or across it."""
+    return above if interval.low > 0 else below if interval.high < 0 else neither
+
+
 def unit_weights(
     clusters: object | Sequence[object],
     strata: object | Sequence[object] | None = None,

@@ -1126,12 +1126,9 @@ def quality_words(table: pd.DataFrame, frame: pd.DataFrame, n_boot: int, seed: i
 def tau_ood_words(bins: pd.DataFrame, fall: stats.Interval) -> str:
     """Perplexity's τ with quality over the OOD-score bins, and what the row's statistic (`tau_fall`) says."""
     t = bins["tau_perplexity"]
-    if fall.low > 0:
-        reading = "falls as the OOD score rises"
-    elif fall.high < 0:
-        reading = "rises as the OOD score rises"
-    else:
-        reading = "neither falls nor rises resolvably"
+    reading = stats.by_side(
+        fall, "falls as the OOD score rises", "rises as the OOD score rises", "neither falls nor rises resolvably"
+    )
     return (
         f"Perplexity's τ with ROUGE-L runs {', '.join(f'{x:.2f}' for x in t)} over the {len(t)} bins of "
         f"{LABELS[OOD_SCORE]}, lowest first. Below the median OOD score minus above it, it is {fall.estimate:+.3f} "

@@ -6,7 +6,7 @@ import json
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 from .. import cache, stats
 from ..params import Param
-from ..verdict import Claim, check_regime, judge, unexplained
+from ..verdict import Claim, Sweep, check_regime, judge, unexplained
 from . import accounting, canary, gpt, language_model, membership_attacks, redaction, tuning
 from . import arm as arm_module
 from .claims import (
@@ -31,15 +31,18 @@ from .claims import (
     WIN_RATES,
 )
 from .runs import (
+    ALTERNATE_LABEL,
     ATTACKS,
     CANARY_DIGITS,
     CLIPPED,
     CONTROL,
     DELTA,
     GROUP,
+    MATCHED_LABEL,
     MODELS,
     N_CANARIES,
     PERPLEXITIES,
+    PRIMARY_DEDUP,
     SPLIT_PLAIN,
     STEPPERS,
     Data,
@@ -156,6 +159,11 @@ class Chapter:
         return tuning.chosen_rates(self.tuning)
 
     @property
+    def dp_epochs(self) -> dict[tuple[str, str], int | None]:
+        """(model, trainer) -> the epochs the convergence criterion chose (None: the profile's)."""
+        return tuning.chosen_epochs(self.tuning)
+
+    @property
     def gamma2(self) -> float:
         """Fig. 2's γ."""
         return fig2_gamma(self.p)
@@ -239,12 +247,18 @@ class Setting:
         return model, scores_of(p, data, run, self.trainer, model[0], self.encoders[run.model], self.designs)
 
 
+def main_run(run: Run) -> bool:
+    """Whether a run is one of the chapter's main runs: CRT under the primary dedup reading, every trainer at the
+    profile's ε (not the alternate reading, nor DPSGD at CRT's confidentiality ε)."""
+    return run.dedup == PRIMARY_DEDUP and run.epsilon is None
+
+
 def setting(p: Any, data: Data) -> Setting:
     """The chapter's Setting on `data`."""
     vocabs = vocabularies(p, data)
     encoders = {name: Encoder(data, vocabs[name]) for name in MODELS}
     per_epoch = fig2_runs(fig2_gamma(p))
-    track = lambda r: r.seed == p.seed and r.dedup == "mask" and (r.trainer, r.gamma) in per_epoch
+    track = lambda r: r.seed == p.seed and main_run(r) and (r.trainer, r.gamma) in per_epoch
     trainer = Trainer(p, data, encoders, model_factory(p, data, vocabs), track)
     return Setting(encoders, trainer, attack_designs(data, p.n_groups, p.seed))
 
@@ -257,6 +271,7 @@ class Piece(NamedTuple):
     walk: tuple[str, str] | None = None
     run: Run | None = None
     variant: bool | None = None  # a factorial cell's: canary copies in distinct contexts (factorial_setting)
+    matched: tuple[float, float] | None = None  # a walk's (target ε, starting rate): DPSGD at CRT's ε
 
 
 _SETTINGS: dict[str, tuple[Data, Setting]] = {}  # a worker's data and Setting, built once per parameter set
@@ -284,7 +299,7 @@ def build_piece(piece: Piece) -> None:
             _FACTORIAL[key, piece.variant] = factorial_setting(p, data, s.encoders["LSTM"].vocab, piece.variant)
         _FACTORIAL[key, piece.variant].train_and_score(p, piece.run)
     elif piece.walk is not None:
-        tuning.walk(p, *piece.walk, fig2_gamma(p), lambda run: s.trainer(run)[1])
+        tuning.walk(p, *piece.walk, fig2_gamma(p), lambda run: s.trainer(run)[1], *(piece.matched or ()))
     else:
         s.train_and_score(p, data, piece.run)
 
@@ -296,17 +311,17 @@ def build_all(p: Any, data: Data, s: Setting) -> None:
     from .. import workers
 
     def missing(runs: list[Run]) -> list[Run]:
-        return [r for r in runs if not s.trainer.path(r).exists()]
+        return [r for r in runs if not s.trainer.has(r)]
 
     def cached_only(run: Run) -> dict:
-        if not s.trainer.path(run).exists():
+        if not s.trainer.has(run):
             raise LookupError(run)
         return s.trainer(run)[1]
 
-    def walked(w: tuple[str, str]) -> bool:
+    def walked(w: tuple[str, str], matched: tuple[float, float] | None = None) -> bool:
         """Whether every run of the walk is cached (the walk then reads the cache alone)."""
         try:
-            tuning.walk(p, *w, fig2_gamma(p), cached_only)
+            tuning.walk(p, *w, fig2_gamma(p), cached_only, *(matched or ()))
         except LookupError:
             return False
         return True
@@ -318,10 +333,49 @@ def build_all(p: Any, data: Data, s: Setting) -> None:
     first += [Piece(params, run=r) for r in missing(untuned)]
     if first:
         workers.map_on_cores(build_piece, first, "runs, untuned and walks")
-    tuned = tuning.chosen_rates(tuning.tuning_table(tuning.search(p, fig2_gamma(p), lambda r: s.trainer(r)[1])))
-    rest = [Piece(params, run=r) for r in missing(planned_runs(p, fig2_gamma(p), tuned))]
+    table = tuning.tuning_table(tuning.search(p, fig2_gamma(p), lambda r: s.trainer(r)[1]))
+    starts = matched_starts(p, s, table)
+    rest = [Piece(params, walk=(m, "DPSGD"), matched=v) for m, v in starts.items() if not walked((m, "DPSGD"), v)]
+    chosen = tuning.chosen_rates(table), tuning.chosen_epochs(table)
+    rest += [Piece(params, run=r) for r in missing(planned_runs(p, fig2_gamma(p), *chosen))]
     if rest:
-        workers.map_on_cores(build_piece, rest, "runs at the chosen rates")
+        workers.map_on_cores(build_piece, rest, "runs at the chosen rates, DPSGD walked at CRT's ε")
+    tried = matched_search(p, s, starts, lambda r: s.trainer(r)[1])
+    last = [Piece(params, run=r) for r in missing(matched_runs(p, starts, tuning.tuning_table(tried)))]
+    if last:
+        workers.map_on_cores(build_piece, last, "DPSGD at CRT's ε")
+
+
+def matched_starts(p: Any, s: Setting, table: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """Per model, (target ε, starting rate) of DPSGD's walk at matched confidentiality: CRT's confidentiality ε at
+    Fig. 2's γ (its first-seed run at its chosen rate and epochs, to 4 significant digits; the same for every seed, as
+    the accounting reads only the sizes) and the rate DPSGD chose at the profile's ε (`table`: tuning_table)."""
+    rates, epochs, out = tuning.chosen_rates(table), tuning.chosen_epochs(table), {}
+    for model in MODELS:
+        crt = Run(model, "CRT", fig2_gamma(p), p.seed, dp_lr=rates[model, "CRT"], epochs=epochs[model, "CRT"])
+        out[model] = float(f"{s.trainer(crt)[1]['epsilon']:.4g}"), rates[model, "DPSGD"]
+    return out
+
+
+def matched_search(p: Any, s: Setting, starts: dict[str, tuple[float, float]], train: Any) -> dict[Run, dict]:
+    """Every run of DPSGD's walks at CRT's confidentiality ε (tuning.walk from `starts`)."""
+    tried: dict[Run, dict] = {}
+    for model, (epsilon, begin) in starts.items():
+        tried |= tuning.walk(p, model, "DPSGD", fig2_gamma(p), train, epsilon, begin)
+    return tried
+
+
+def matched_runs(
+    p: Any, starts: dict[str, tuple[float, float]], tuned: pd.DataFrame, models: tuple[str, ...] = MODELS
+) -> list[Run]:
+    """DPSGD at CRT's confidentiality ε, every seed, at the rate its own walk chose."""
+    rates, epochs = tuning.chosen_rates(tuned), tuning.chosen_epochs(tuned)
+    return [
+        Run(model, "DPSGD", None, seed, dp_lr=rates[key], epsilon=starts[model][0], epochs=epochs[key])
+        for seed in range(p.seed, p.seed + p.n_seeds)
+        for model in models
+        for key in [(model, MATCHED_LABEL)]
+    ]
 
 
 def run_all(p: Any, data: Data) -> Chapter:
@@ -329,10 +383,14 @@ def run_all(p: Any, data: Data) -> Chapter:
     (scores cached beside the model); what the cache lacks is built first, side by side (build_all)."""
     s = setting(p, data)
     build_all(p, data, s)
-    tried = tuning.search(p, fig2_gamma(p), lambda run: s.trainer(run)[1])
-    tuned = tuning.tuning_table(tried)
+    train = lambda run: s.trainer(run)[1]
+    tried = tuning.search(p, fig2_gamma(p), train)
+    starts = matched_starts(p, s, tuning.tuning_table(tried))
+    tuned = tuning.tuning_table(tried | matched_search(p, s, starts, train))
+    chosen = tuning.chosen_rates(tuned), tuning.chosen_epochs(tuned)
+    planned = planned_runs(p, fig2_gamma(p), *chosen) + matched_runs(p, starts, tuned)
     models, scores = {}, {}
-    for run in tqdm(planned_runs(p, fig2_gamma(p), tuning.chosen_rates(tuned)), desc="runs"):
+    for run in tqdm(planned, desc="runs"):
         models[run], scores[run] = s.train_and_score(p, data, run)
     return Chapter(p, data, s.encoders, models, scores, tuned)
 
@@ -340,7 +398,7 @@ def run_all(p: Any, data: Data) -> Chapter:
 # --- the factorial: what protects the canaries ---------------------------------------------------------------
 
 FACTORIAL_CONTEXTS = {"same sentence": False, "distinct contexts": True}
-FACTORIAL_DEDUP = {"dedup on": "mask", "dedup off": "none"}
+FACTORIAL_DEDUP = {"dedup on": PRIMARY_DEDUP, "dedup off": "none"}
 FACTORIAL_ARMS = {"DP-SGD (CRT)": "CRT", "plain SGD": SPLIT_PLAIN[0], "dropped": SPLIT_PLAIN[1]}
 # the arms that separate DP-SGD's noise from its step size (issue 51): D_pri's per-sample clipped steps at CRT's rate
 # without noise, and DP-SGD at the rate DPSGD chose (the plain arm steps at lr 20 with a global clip of 0.25)
@@ -384,7 +442,8 @@ def factorial_runs(ch: Chapter) -> list[tuple[str, str, str, Run | None]]:
         for dedup_name, dedup in FACTORIAL_DEDUP.items():
             for arm, t in (FACTORIAL_ARMS | (STEP_ARMS if distinct else {})).items():
                 rate = ch.dp_lrs[("LSTM", STEP_RATES[arm])] if arm in STEP_RATES else None
-                run = None if arm == "dropped" and i else Run("LSTM", t, g, ch.p.seed, dedup, rate)
+                epochs = ch.dp_epochs[("LSTM", "CRT")]  # CRT's budget, public and private, for every arm
+                run = None if arm == "dropped" and i else Run("LSTM", t, g, ch.p.seed, dedup, rate, epochs=epochs)
                 out.append((context, dedup_name, arm, run))
     return out
 
@@ -570,8 +629,8 @@ def pipeline_table(d: Data, p: Any) -> pd.DataFrame:
 
 
 def sweep_runs(ch: Chapter, model: str) -> list[Run]:
-    """The runs of the γ sweep of one model (CRT under Algorithm 1's masking; γ-free trainers)."""
-    return [r for r in ch.models if r.model == model and r.dedup == "mask" and r.trainer not in (CONTROL,)]
+    """The runs of the γ sweep of one model (CRT under the primary dedup reading; γ-free trainers)."""
+    return [r for r in ch.models if r.model == model and main_run(r) and r.trainer not in (CONTROL,)]
 
 
 def _per_gamma(ch: Chapter, model: str) -> dict[tuple[str, float], list[Run]]:
@@ -975,7 +1034,7 @@ def gap_table(ch: Chapter) -> pd.DataFrame:
             """Seed mean of the NLL summed over the test set for one token category."""
             return float(np.mean([ch.scores[r]["nll"][part].sum() for r in runs]))
 
-        for label in ("CRT", "CRT (SHA-1 removal)", CONTROL):
+        for label in ("CRT", ALTERNATE_LABEL, CONTROL):
             if (model, label) not in groups:
                 continue
             parts = {
@@ -1011,7 +1070,7 @@ def history_table(ch: Chapter) -> pd.DataFrame:
     rows = []
     first, wanted = ch.p.seed, fig2_runs(ch.gamma2)
     for r, (_, info) in ch.models.items():
-        if r.seed == first and r.dedup == "mask" and (r.trainer, r.gamma) in wanted:
+        if r.seed == first and main_run(r) and (r.trainer, r.gamma) in wanted:
             for h in info["history"]:
                 rows.append({"model": r.model, "trainer": wanted[r.trainer, r.gamma], **h})
     return pd.DataFrame(rows)
@@ -1265,9 +1324,10 @@ def verdict_rows(
     factorial: pd.DataFrame | None,
     arm: dict | None,
     fig6: pd.DataFrame,
+    trends: dict[str, stats.Interval] | None = None,
 ) -> list[dict]:
     """Every claim judged by its planned rule; a row not held names the table that measures its cause, or the
-    ablation that would."""
+    ablation that would (`trends`: the dialogue sweep's, per model)."""
     check_regimes(ch, planned, exposure, fig6)
     c = {k.split(":", 1)[1]: v for k, v in planned.items() if k.startswith("attack:")}
     p, rows = ch.p, []
@@ -1325,7 +1385,7 @@ def verdict_rows(
     groups = utility_runs(ch)
     for model in MODELS:
         m = {key.split(":", 1)[1]: v for key, v in planned.items() if key.startswith(f"{model}:")}
-        rows += _utility_rows(ch, m, groups, model)
+        rows += _utility_rows(ch, m, groups, model, trends or {})
     rows += _fig2_rows(ch, planned, groups)
     if arm is not None:
         rows += _arm_rows(planned, arm, ch.p.seed, ch.data.test)
@@ -1410,37 +1470,69 @@ def _fig2_rows(ch: Chapter, planned: dict[str, Claim], groups: dict) -> list[dic
     return rows
 
 
-def utility_cause(close: stats.Interval, control: stats.Interval, removal: stats.Interval | None, table: str) -> Any:
-    """The cause of CRT's perplexity not being close to non-private, measured by the dedup-reading ablation (SHA-1
-    removal) and the D_pub-only control of `table`; unknown when neither explains it."""
+def utility_cause(
+    close: stats.Interval,
+    control: stats.Interval,
+    alternate: stats.Interval | None,
+    sweep: Sweep | None,
+    table: str,
+) -> tuple[Any, str, Sweep | None]:
+    """(cause, measuring table, regime sweep) of CRT's perplexity not being close to non-private, measured by the
+    alternate dedup reading and the D_pub-only control of `table`, and by the dialogue-count sweep of D_pub alone
+    against non-private (`sweep`: its trend is positive where D_pub alone's gap closes as dialogues grow)."""
     measured = f"a model trained on D_pub alone is at {control.estimate:.2f} [{control.low:.2f}, {control.high:.2f}]"
-    if removal is not None:
-        measured += f", CRT under SHA-1 removal at {removal.estimate:.2f} [{removal.low:.2f}, {removal.high:.2f}]"
-    if removal is not None and removal.high < 1.2:
-        return ("setup", f"Algorithm 1's masking of duplicates explains it: {measured}"), table
+    if alternate is not None:
+        measured += (
+            f", CRT with duplicates masked at {alternate.estimate:.2f} [{alternate.low:.2f}, {alternate.high:.2f}]"
+        )
+    if alternate is not None and alternate.high < 1.2:
+        return ("setup", f"the reading of deduplication explains it: {measured}"), table, None
     if control.high < close.low:
         return (
-            "setup",
-            f"CRT does worse than D_pub alone, so its DP-SGD epochs on D_pri cost utility: {measured}",
-        ), table
+            ("setup", f"CRT does worse than D_pub alone, so its DP-SGD epochs on D_pri cost utility: {measured}"),
+            table,
+            None,
+        )
     if control.low <= 1.5 * close.estimate:
-        return ("finding", f"CRT's perplexity is mostly its public part's: {measured}"), table
+        if sweep is not None and sweep.trend.low > 0:
+            t = sweep.trend
+            return (
+                (
+                    "regime",
+                    f"CRT's perplexity is mostly its public part's ({measured}), and D_pub alone's gap to non-private "
+                    f"closes as the dialogues grow: {t.estimate:.3f} [{t.low:.3f}, {t.high:.3f}] less log ratio per "
+                    f"doubling (table {sweep.table})",
+                ),
+                "",
+                sweep,
+            )
+        trend = (
+            ""
+            if sweep is None
+            else (
+                f"; D_pub alone's gap does not close measurably as the dialogues grow (table {sweep.table}: "
+                f"{sweep.trend.estimate:.3f} [{sweep.trend.low:.3f}, {sweep.trend.high:.3f}] less log ratio per doubling)"
+            )
+        )
+        return ("finding", f"CRT's perplexity is mostly its public part's: {measured}{trend}"), table, None
     ablation = f"a sweep of the dialogues toward the paper's {PAPER_DIALOGUES:,} ({measured})"
-    return unexplained(ablation), ""
+    return unexplained(ablation), "", None
 
 
-def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str) -> list[dict]:
+def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str, trends: dict[str, stats.Interval]) -> list[dict]:
     """The perplexity claims of one model: CRT close to non-private, and the same as or better than each existing
-    solution the register compares it with (DPSGD; S-DP on the LSTM); the dedup-reading and D_pub-only ablations
-    (table `utility`) measure the cause of a gap."""
+    solution the register compares it with (DPSGD at CRT's confidentiality ε; S-DP on the LSTM); the dedup-reading
+    and D_pub-only ablations (table `utility`) and the dialogue-count sweep (`sweeps`, per model) measure the cause of
+    a gap (`trends`, per model: dialogue_sweep's)."""
     crt, base = groups[model, "CRT"], groups[model, "non-private"]
     close = perplexity(ch, crt, "non-secret", base)
-    removal = perplexity(ch, groups[model, "CRT (SHA-1 removal)"], "non-secret", base)
+    alternate = perplexity(ch, groups[model, ALTERNATE_LABEL], "non-secret", base)
     control = perplexity(ch, groups[model, CONTROL], "non-secret", base)
-    cause, table = utility_cause(close, control, removal, "utility")
+    sweep = Sweep(SWEEP, "dialogues", c["crt_close"].regime.variable, trends[model]) if model in trends else None
+    cause, table, sweep = utility_cause(close, control, alternate, sweep, "utility")
     narrow = "test dialogues and seeds"
-    rows = [judge(c["crt_close"], close.estimate, close, why=cause, measured_by=table, narrow_by=narrow)]
-    for key, rival in (("crt_vs_dpsgd", "DPSGD"), ("crt_vs_sdp", "S-DP")):
+    rows = [judge(c["crt_close"], close.estimate, close, why=cause, measured_by=table, narrow_by=narrow, sweep=sweep)]
+    for key, rival in (("crt_vs_dpsgd", MATCHED_LABEL), ("crt_vs_sdp", "S-DP")):
         if key in c:
             other = groups[model, rival]
             versus = perplexity(ch, crt, "non-secret", other)
@@ -1450,6 +1542,127 @@ def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str) -> list[dict]:
     return rows
 
 
+# --- the dialogue-count sweep: does D_pub alone's gap to non-private close with more dialogues? ----------------
+
+DIALOGUE_SCALES = (0.25, 0.5, 1.0, 2.0)  # multiples of n_dialogues (plain SGD, first seed)
+SWEEP_MIA = 20  # the sweep's corpora score no attack: the fewest member pairs build_data asks of them
+SWEEP = "dialogue_sweep"  # the table the notebook publishes
+
+
+def dialogue_counts(p: Any) -> list[int]:
+    """The sweep's corpus sizes: DIALOGUE_SCALES of n_dialogues (at least 20)."""
+    return sorted({max(20, round(p.n_dialogues * m)) for m in DIALOGUE_SCALES})
+
+
+def _sweep_corpus(p: Any, n: int) -> dict:
+    """One corpus of the sweep: per model, the per-sentence test NLL of the non-private and D_pub-only models (first
+    seed; a corpus of n_dialogues reuses the chapter's runs), and what deduplication leaves of it."""
+    from ..params import Resolved
+
+    if n == p.n_dialogues:
+        q, data = p, build_data(p)
+    else:  # fewer attack pairs than the chapter asks (they shape GPT-2's positions): keyed as a variant of its own
+        q = Resolved(dict(p) | {"n_dialogues": n, "n_mia": min(p.n_mia, SWEEP_MIA)})
+        data = replace(build_data(q), variant="dialogue sweep")
+    vocabs = vocabularies(q, data)
+    encoders = {m: Encoder(data, vocabs[m]) for m in MODELS}
+    trainer = Trainer(q, data, encoders, model_factory(q, data, vocabs), track=lambda run: False)
+    nll = {}
+    for model in MODELS:
+        for t in ("non-private", CONTROL):
+            run = Run(model, t, None, p.seed)
+            build = lambda: test_nll(trainer(run)[0], encoders[model])
+            nll[model, t] = cached(f"sweep-nll-{model}-{t}-n{n}", {"model": trainer.spec(run)}, build)[0]
+    split = data.split(0.0)
+    seen = {tuple(s.tokens) for s in data.sentences}
+    return {
+        "nll": nll,
+        "sentences": len(data.sentences),
+        "duplicate_share": float(split.duplicate.mean()),
+        "test_copies_share": float(np.mean([tuple(s.tokens) in seen for s in data.test])),
+        "d_pub": len(split.part(False)),
+    }
+
+
+def dialogue_sweep(ch: Chapter) -> tuple[pd.DataFrame, dict[str, stats.Interval]]:
+    """The dialogue-count sweep (table `dialogue_sweep`): per corpus size and model, D_pub alone's test perplexity
+    over non-private's on non-secret tokens with its interval over test dialogues (one seed: training randomness not
+    covered), the duplicate share of the training sentences and the share of test sentences that copy one; and per
+    model the trend, the fall of the log ratio per doubling of the dialogues (least squares over the sizes, every
+    size on the same resample of the test dialogues, so the trend's interval pairs them)."""
+    p, counts = ch.p, dialogue_counts(ch.p)
+    corpora = {n: _sweep_corpus(p, n) for n in tqdm(counts, desc="dialogue sweep")}
+    dialogues = dialogues_of(ch.data.test)
+    rows, trends = [], {}
+    for model in MODELS:
+        arms = []
+        for n in counts:
+            c = corpora[n]
+            a, tokens = nll_of(c["nll"][model, CONTROL], "non-secret")
+            b = nll_of(c["nll"][model, "non-private"], "non-secret")[0]
+            iv = dialogue_perplexity(a[None], tokens, b[None], dialogues, seed=p.seed)
+            arms.append((a, b, tokens))
+            rows.append(
+                {
+                    "model": model,
+                    "dialogues": n,
+                    "sentences": c["sentences"],
+                    "duplicate_share": c["duplicate_share"],
+                    "test_copies_share": c["test_copies_share"],
+                    "d_pub": c["d_pub"],
+                    "ratio": iv.estimate,
+                    "ratio_low": iv.low,
+                    "ratio_high": iv.high,
+                }
+            )
+        trends[model] = ratio_trend(counts, arms, dialogues, p.seed)
+    return pd.DataFrame(rows), trends
+
+
+def ratio_trend(counts: list[int], arms: list[tuple], dialogues: np.ndarray, seed: int) -> stats.Interval:
+    """The fall of log(perplexity a / perplexity b) per doubling of the corpus: least squares over the corpus sizes
+    `counts`, arms[i] = (a, b, tokens) the per-sentence summed NLL of the two models on corpus i and its token counts
+    (the same test sentences, each corpus's own tokens). Its 95 % interval: percentiles over 2,000 two-stage resamples
+    of the test dialogues, every corpus on the same resample."""
+    weights = stats.unit_weights(dialogues, n_resamples=2000, seed=seed)
+    full = np.ones((1, len(dialogues)))
+    log = np.stack([np.concatenate([(w @ a - w @ b) / (w @ t) for w in (full, weights)]) for a, b, t in arms], axis=1)
+    fall = -np.polyfit(np.log2(counts), log.T, 1)[0]  # per resample (row 0: the data)
+    low, high = np.quantile(fall[1:], [0.025, 0.975])
+    words = f"fall of log(D_pub alone / non-private) per doubling of {counts[0]}–{counts[-1]} dialogues"
+    return stats.Interval(float(fall[0]), float(low), float(high), words)
+
+
+def sweep_words(sweep: pd.DataFrame, trends: dict[str, stats.Interval]) -> str:
+    """What the dialogue sweep says, per model: D_pub alone's ratio to non-private at the smallest and largest corpus,
+    the trend with its interval and whether the gap closes, and how repetitive the corpora are."""
+    out = []
+    for model in MODELS:
+        t, trend = sweep[sweep.model == model].sort_values("dialogues"), trends[model]
+        lo, hi = t.iloc[0], t.iloc[-1]
+        reading = stats.by_side(
+            trend,
+            "the gap closes as the corpus grows",
+            "the gap widens as the corpus grows",
+            "the sweep cannot tell whether the gap closes",
+        )
+        out.append(
+            f"**{NAMES[model]}.** D_pub alone's perplexity is {lo.ratio:.2f} [{lo.ratio_low:.2f}, {lo.ratio_high:.2f}] "
+            f"times non-private's at {lo.dialogues:,} dialogues and {hi.ratio:.2f} [{hi.ratio_low:.2f}, "
+            f"{hi.ratio_high:.2f}] at {hi.dialogues:,}; the log ratio falls {trend.estimate:.3f} "
+            f"[{trend.low:.3f}, {trend.high:.3f}] per doubling: {reading}."
+        )
+    first = sweep[sweep.model == MODELS[0]].sort_values("dialogues")
+    out.append(
+        f"From {first.dialogues.iloc[0]:,} to {first.dialogues.iloc[-1]:,} dialogues, the share of training sentences "
+        f"that repeat an earlier one goes from {first.duplicate_share.iloc[0]:.0%} to "
+        f"{first.duplicate_share.iloc[-1]:.0%}, and the share of test sentences that copy a training sentence from "
+        f"{first.test_copies_share.iloc[0]:.0%} to {first.test_copies_share.iloc[-1]:.0%}: deduplication keeps each "
+        "repeated sentence once in D_pub, and a larger corpus repeats more of what the test asks."
+    )
+    return "\n\n".join(out)
+
+
 PER_EPOCH = "fig2_per_epoch"  # the per-epoch table (history_table) the notebook publishes
 
 
@@ -1457,17 +1670,21 @@ def unconverged(ch: Chapter, model: str, trainer: str) -> str:
     """The sentence 'still falling' of a tuned trainer whose validation perplexity fell by `tuning.CONVERGED` or more in
     its last epoch (table dp_tuning); "" when it converged, rose, or was not tuned."""
     choice = tuning.choice_table(ch.tuning).set_index(["model", "trainer"])
-    if (model, trainer) not in choice.index or not choice.loc[(model, trainer)].last_epoch_change <= -tuning.CONVERGED:
+    if (model, trainer) not in choice.index:
         return ""
     row = choice.loc[(model, trainer)]
+    if row.converged or not row.last_epoch_change <= -tuning.CONVERGED:
+        return ""
     return (
-        f"at its tuned DP learning rate {row.chosen:g}, {NAMES[model]} {trainer}'s validation perplexity still fell "
-        f"{-row.last_epoch_change:.0%} in its last epoch: it was still improving when training stopped"
+        f"at its tuned DP learning rate {row.chosen:g} and {row.epochs} epochs, {NAMES[model]} {trainer}'s validation "
+        f"perplexity still fell {-row.last_epoch_change:.0%} in its last epoch: it was still improving when training "
+        "stopped"
     )
 
 
 _RIVALS = {  # what a comparator trains on, in the words of a finding that CRT's public part cannot reach it
     "DPSGD": "DP-SGD on every sentence",
+    MATCHED_LABEL: "DP-SGD on every sentence at CRT's confidentiality ε",
     "S-DP": "S-DP (a plain step on every π-redacted sentence, DP-SGD only on the tokens π flags)",
 }
 
@@ -1503,7 +1720,7 @@ def _arm_rows(planned: dict[str, Claim], result: dict, seed: int, test: list) ->
     CRT's gap to non-private."""
     close = arm_module.perplexity(result, "CRT", "non-secret", "non-private", seed, test)
     control = arm_module.perplexity(result, CONTROL, "non-secret", "non-private", seed, test)
-    cause, table = utility_cause(close, control, None, "pretrained_arm")
+    cause, table, _ = utility_cause(close, control, None, None, "pretrained_arm")
     versus = arm_module.perplexity(result, "CRT", "non-secret", "DPSGD", seed, test)
     # the small models' walks moved DPSGD's rate up to tenfold and turned their row from held to not held (table
     # dp_tuning); the arm's DPSGD keeps the paper's rate, and two more of its fine-tunes would take the chapter past
@@ -1558,8 +1775,9 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
     out.append(
         f"The trainers do not see the canaries alike. At γ = {g:g}, π leaves on average {missed:.1f} of each canary's "
         f"{ch.p.canary_copies} copies unredacted, and the redaction-only trainer trains on all of them. CRT trains on "
-        f"{seen:.2f} unredacted copies per canary: deduplication turns every later copy of the same sentence into a "
-        "`<MASK>`, so CRT sees at most one copy of each canary, and that one only when π misses it. CRT's low "
+        f"{seen:.2f} unredacted copies per canary: deduplication removes every later copy of the same sentence (under "
+        "the alternate reading it becomes a bare `<MASK>`), so CRT sees at most one copy of each canary, and that one "
+        "only when π misses it. CRT's low "
         "exposure here is therefore owed to deduplication at least as much as to DP-SGD; the factorial below "
         "separates the two."
     )
@@ -1720,7 +1938,7 @@ def gap_words(gap: pd.DataFrame, utility: pd.DataFrame) -> str:
             f"{g.share_first:.0%} from the first token, {g.share_secret:.0%} from secrets and "
             f"{g.share_ordinary:.0%} from ordinary tokens. On non-secret tokens CRT scores "
             f"{u.loc['CRT', 'ppl_non-secret']:.2f} against {u.loc['non-private', 'ppl_non-secret']:.2f} for the "
-            f"non-private model, {u.loc['CRT (SHA-1 removal)', 'ppl_non-secret']:.2f} under SHA-1 removal and "
+            f"non-private model, {u.loc[ALTERNATE_LABEL, 'ppl_non-secret']:.2f} with duplicates masked and "
             f"{u.loc[CONTROL, 'ppl_non-secret']:.2f} for D_pub alone."
         )
     return "\n\n".join(out)
@@ -1750,7 +1968,7 @@ def dp_tuning_table(ch: Chapter) -> pd.DataFrame:
 def dp_tuning_view(tuned: pd.DataFrame) -> pd.DataFrame:
     """Table dp_tuning as the page shows it: the rates as written (1e-4 would round to 0), the columns the choice
     rests on."""
-    cols = ["model", "trainer", "tried", "chosen", "validation", "last_epoch_change", "interior", "d_pub_only"]
+    cols = ["model", "trainer", "tried", "chosen", "epochs_tried", "validation", "last_epoch_change", "interior"]
     return tuned[cols].assign(chosen=[f"{v:g}" for v in tuned.chosen])
 
 
@@ -1758,13 +1976,16 @@ def tuning_words(tuned: pd.DataFrame, n_val: int) -> str:
     """Each DP trainer's chosen learning rate, its validation perplexity and whether it converged, in words."""
     out = []
     for row in tuned.to_dict("records"):
-        change = row["last_epoch_change"]
-        if not np.isfinite(change):
-            state = "one epoch: no convergence to check"
+        change, lengths = row["last_epoch_change"], row["epochs_tried"].count(":")
+        doubled = f"; epochs tried {row['epochs_tried']}" if lengths > 1 else ""
+        if row["converged"] and lengths > 1:
+            state = f"converged: a doubling of its epochs gains under {tuning.CONVERGED:.0%}{doubled}"
         elif row["converged"]:
             state = f"converged: under {tuning.CONVERGED:.0%} in its last epoch"
+        elif not np.isfinite(change):
+            state = f"one epoch: no convergence to check{doubled}"
         else:
-            state = f"still {'falling' if change < 0 else 'rising'}: {abs(change):.0%} in its last epoch"
+            state = f"still {'falling' if change < 0 else 'rising'}: {abs(change):.0%} in its last epoch{doubled}"
         control = row.get("d_pub_only")
         beside = (
             f"; D_pub alone, a rate of 0, scores {control:.2f}" if control is not None and control == control else ""

@@ -9,9 +9,10 @@ from matplotlib.ticker import FuncFormatter
 
 from ..page import FIGURE_WIDTH, method_colors
 from ..plots import log_axis, plain_number
+from .runs import ALTERNATE_LABEL, MATCHED_LABEL
 
 TRAINER_ORDER = ("non-private", "non-private + mask", "S-DP", "DPSGD", "CRT")
-COLORS = method_colors(list(TRAINER_ORDER) + ["S-DP (perfect policy)", "D_pub only", "CRT (SHA-1 removal)"])
+COLORS = method_colors(list(TRAINER_ORDER) + ["S-DP (perfect policy)", "D_pub only", ALTERNATE_LABEL, MATCHED_LABEL])
 MARKERS = dict(zip(TRAINER_ORDER, "osD^v"))
 
 

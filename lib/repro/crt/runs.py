@@ -30,6 +30,14 @@ PER_SAMPLE = (*PRIVATE_TRAINERS, "CRT, clipped steps without noise on D_pri")
 SPLIT_PLAIN = ("CRT, plain SGD on D_pri", "CRT, D_pri dropped")  # the factorial's arms beside CRT's DP-SGD
 CLIPPED = PER_SAMPLE[-1]  # the factorial's arm that separates DP-SGD's noise from its step
 ATTACKS = ("individual", "group", "address")
+# Section 4's reading of deduplication is CRT's: a later copy of a sentence is removed from both parts (the paper's
+# experiments remove identical sequences). Algorithm 1 with Appendix A.6, where it becomes a bare <MASK> in D_pri, is
+# the alternate reading, trained at Fig. 2's γ beside it.
+PRIMARY_DEDUP, ALTERNATE_DEDUP = "remove", "mask"
+# trainers that read no CRT split train the same model under either reading; their cache entries keep the reading
+# they were first keyed under
+UNSPLIT_KEY = "mask"
+SPLIT_READERS = ("CRT", *SPLIT_PLAIN, CLIPPED)  # D_pub alone (the control) is the same under either reading
 VERSION = 4  # bump when training or scoring changes
 
 
@@ -42,13 +50,23 @@ class Run:
     trainer: str
     gamma: float | None
     seed: int
-    dedup: str = "mask"
+    dedup: str = PRIMARY_DEDUP
     dp_lr: float | None = None
+    epsilon: float | None = None  # the DP-SGD target ε where it is not the profile's (DPSGD at CRT's ε_conf)
+    epochs: int | None = None  # epochs where they are not the profile's (a DP trainer trained until it converged)
 
     @property
     def label(self) -> str:
-        """The trainer as tables show it: CRT under SHA-1 removal is its own row."""
-        return "CRT (SHA-1 removal)" if self.trainer == "CRT" and self.dedup == "remove" else self.trainer
+        """The trainer as tables show it: CRT under the alternate dedup reading and DPSGD at CRT's confidentiality ε
+        are rows of their own."""
+        if self.trainer == "DPSGD" and self.epsilon is not None:
+            return MATCHED_LABEL
+        return ALTERNATE_LABEL if self.trainer == "CRT" and self.dedup == ALTERNATE_DEDUP else self.trainer
+
+
+ALTERNATE_LABEL = "CRT (duplicates masked)"
+MATCHED_LABEL = "DPSGD at CRT's ε"
+LATER_FIELDS = ("epsilon", "epochs")  # Run fields added after runs were cached: left out of a key while unset
 
 
 @dataclass
@@ -66,7 +84,7 @@ class Data:
     missed_kinds: tuple[str, ...] = ()  # formats π misses every time
     validation: list[Sentence] = field(default_factory=list)  # held-out dialogues that choose the DP learning rates
 
-    def split(self, gamma: float, dedup: str = "mask") -> CRTSplit:
+    def split(self, gamma: float, dedup: str = PRIMARY_DEDUP) -> CRTSplit:
         """Algorithm 1's D_pub / D_pri at γ under one deduplication reading."""
         return redaction.crt_split(self.sentences, self.policy(gamma), dedup)
 
@@ -113,7 +131,7 @@ def build_data(p: Any, distinct: bool = False, missed_kinds: tuple[str, ...] = (
     )
 
 
-def canary_copies_in_crt(data: Data, gamma: float, dedup: str = "mask") -> np.ndarray:
+def canary_copies_in_crt(data: Data, gamma: float, dedup: str = PRIMARY_DEDUP) -> np.ndarray:
     """For each canary, how many of its copies CRT trains on with the digits in the clear (D_pub or D_pri): at most
     one under either reading of deduplication, and that one only when π misses it."""
     split = data.split(gamma, dedup)
@@ -144,7 +162,7 @@ class Encoder:
     def __init__(self, data: Data, vocab: Any):
         self.data, self.vocab, self.memo = data, vocab, {}
 
-    def marked(self, part: str, gamma: float | None = None, dedup: str = "mask") -> tuple[list, list]:
+    def marked(self, part: str, gamma: float | None = None, dedup: str = PRIMARY_DEDUP) -> tuple[list, list]:
         """(ids, marks) of a part: raw / mask (π-redacted at γ; marks = π's flags), public / private (split at γ),
         test and validation (marks = gold secrets), test-redacted (perfect π), members / nonmembers / address-*."""
         key = (part, gamma, dedup)
@@ -154,7 +172,7 @@ class Encoder:
             self.memo[key] = ([ids for ids, _ in pairs], [marks for _, marks in pairs])
         return self.memo[key]
 
-    def ids(self, part: str, gamma: float | None = None, dedup: str = "mask") -> list[list[int]]:
+    def ids(self, part: str, gamma: float | None = None, dedup: str = PRIMARY_DEDUP) -> list[list[int]]:
         """The ids alone of `marked`."""
         return self.marked(part, gamma, dedup)[0]
 
@@ -204,26 +222,39 @@ def config(p: Any, run: Run) -> trainers.TrainConfig:
             seed=run.seed,
             optimizer="adam",
         )
+    cfg = replace(cfg, target_epsilon=cfg.target_epsilon if run.epsilon is None else run.epsilon)
+    cfg = replace(cfg, epochs=cfg.epochs if run.epochs is None else run.epochs)
     return replace(cfg, dp_lr=p[DP_LR_GRID[run.model]][0] if run.dp_lr is None else run.dp_lr)
 
 
-def planned_runs(p: Any, fig2_gamma: float, dp_lrs: dict[tuple[str, str], float] | None = None) -> list[Run]:
+def planned_runs(
+    p: Any,
+    fig2_gamma: float,
+    dp_lrs: dict[tuple[str, str], float] | None = None,
+    epochs: dict[tuple[str, str], int | None] | None = None,
+) -> list[Run]:
     """Every run of the chapter: per seed and model, the γ-free trainers, the γ sweep (S-DP on the LSTM only, as in
     the paper) and CRT's two controls. Every seed trains at γ = 0 and Fig. 2's γ; the other γ of the sweep take the
     first seed only (the time budget). The DP trainers take their learning rate from `dp_lrs` ((model, trainer) ->
-    lr; the profile's where absent)."""
-    lrs = dp_lrs or {}
+    lr; the profile's where absent) and their epochs from `epochs` (the same keys; the profile's where absent or
+    None); the D_pub-only control takes CRT's, its public budget."""
+    lrs, long = dp_lrs or {}, dict(epochs or {})
+    for model in MODELS:
+        long.setdefault((model, CONTROL), long.get((model, "CRT")))
+    run = lambda model, t, g, seed, dedup=PRIMARY_DEDUP: Run(
+        model, t, g, seed, dedup, lrs.get((model, t)), epochs=long.get((model, t))
+    )
     runs = []
     for seed in range(p.seed, p.seed + p.n_seeds):
         for model in MODELS:
             gammas = p.gammas if model == "LSTM" else p.gpt_gammas
             if seed != p.seed:
                 gammas = [g for g in gammas if g in (0.0, fig2_gamma)]
-            runs += [Run(model, t, None, seed, dp_lr=lrs.get((model, t))) for t in ("non-private", "DPSGD", CONTROL)]
+            runs += [run(model, t, None, seed) for t in ("non-private", "DPSGD", CONTROL)]
             swept = ("non-private + mask", "S-DP", "CRT") if model in SDP_MODELS else ("non-private + mask", "CRT")
             for g in gammas:
-                runs += [Run(model, t, g, seed, dp_lr=lrs.get((model, t))) for t in swept]
-            runs.append(Run(model, "CRT", fig2_gamma, seed, "remove", lrs.get((model, "CRT"))))
+                runs += [run(model, t, g, seed) for t in swept]
+            runs.append(run(model, "CRT", fig2_gamma, seed, ALTERNATE_DEDUP))
     return runs
 
 
@@ -254,8 +285,9 @@ class Trainer:
     def spec(self, run: Run) -> dict:
         """Everything that determines a trained model."""
         keys = (*DATA_PARAMS, *OWN_PARAMS[run.model])
+        keyed = run.__dict__ | ({} if run.trainer in SPLIT_READERS else {"dedup": UNSPLIT_KEY})
         spec = {
-            "run": run.__dict__,
+            "run": {k: v for k, v in keyed.items() if not (k in LATER_FIELDS and v is None)},
             "params": {k: self.p[k] for k in keys},
             # noise=True, every run's but the factorial's clipped arm, is left out: earlier runs keep their keys
             "cfg": {k: v for k, v in config(self.p, run).__dict__.items() if not (k == "noise" and v)},
@@ -269,18 +301,35 @@ class Trainer:
         """The cache file of one run."""
         return cache.entry_path("crt", f"{run.model}-{run.label}-s{run.seed}", self.spec(run), suffix=".pt")
 
+    def _saved(self, run: Run) -> dict | None:
+        """The cached entry of a run, or None: absent, damaged, or trained untracked where Fig. 2 or a walk now needs
+        its per-epoch history (such an entry is removed, to be trained again)."""
+        path = self.path(run)
+        if not path.exists():
+            return None
+        try:
+            saved = torch.load(path, weights_only=False)
+        except cache.DAMAGED:
+            path.unlink(missing_ok=True)
+            return None
+        if len(saved["info"]["history"]) < (config(self.p, run).epochs if self.track(run) else 1):
+            path.unlink()
+            return None
+        return saved
+
+    def has(self, run: Run) -> bool:
+        """Whether the cache holds the run as this chapter needs it."""
+        return self._saved(run) is not None
+
     def __call__(self, run: Run) -> tuple[torch.nn.Module, dict]:
         """The trained model (eval mode) and its info: ε, ε_dp, steps, seconds, per-epoch history."""
         private = run.trainer in PER_SAMPLE
         path = self.path(run)
-        if path.exists():
-            try:
-                saved = torch.load(path, weights_only=False)
-                model = self.new_model(run.model, private)
-                model.load_state_dict(saved["state"])
-                return model.eval(), saved["info"]
-            except cache.DAMAGED:
-                path.unlink(missing_ok=True)
+        saved = self._saved(run)
+        if saved is not None:
+            model = self.new_model(run.model, private)
+            model.load_state_dict(saved["state"])
+            return model.eval(), saved["info"]
         model, info = self._train(run, private)
         with atomic.atomic_path(path) as tmp:
             torch.save({"state": model.state_dict(), "info": info}, tmp)

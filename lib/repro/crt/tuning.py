@@ -2,17 +2,19 @@
 non-secret perplexity of the validation dialogues after its last epoch (the paper's Appendix A.3 tunes per trainer on
 validation). The grid is walked both ways from its middle rate: the neighbours of the best rate so far are tried until
 both are worse (the best is then interior) or the best sits at an end of the grid (said in table dp_tuning). The
-candidate of the chosen rate is the chapter's first-seed run itself (same settings, same cache entry)."""
+chosen rate is then trained to the register's convergence criterion (`lengthen`: its epochs doubled while that gains
+CONVERGED or more). The candidate chosen is the chapter's first-seed run itself (same settings, same cache entry)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .runs import DP_LR_GRID, MODELS, SDP_MODELS, Run
+from .runs import DP_LR_GRID, MODELS, SDP_MODELS, Run, config
 
 # S-DP too: its DP steps carry loss on secret tokens only, but their noise reaches every weight, so the non-secret
 # validation perplexity measures what a rate costs
@@ -21,6 +23,7 @@ TUNED = ("DPSGD", "CRT", "S-DP")
 # run Fig. 2 draws per epoch
 WALK_GAMMA = {"DPSGD": None, "S-DP": 0.0}
 CONVERGED = 0.02  # a run whose validation perplexity moved less than this (relative) over its last epoch has converged
+MAX_DOUBLINGS = 2  # a DP trainer still improving is trained at most 4x the profile's epochs (the time budget)
 
 
 def search(p: Any, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict]:
@@ -43,21 +46,30 @@ def start(grid: list[float]) -> int:
     return (len(grid) - 1) // 2
 
 
-def walk(p: Any, model: str, t: str, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict]:
-    """One walk of `search`: trainer `t` of `model` from the middle of the model's grid of rates, then at both
-    neighbours of the best rate so far, until both are tried and worse or the best is at an end of the grid. A
-    run whose final validation perplexity is undefined (diverged) counts as worst."""
+def walk(
+    p: Any,
+    model: str,
+    t: str,
+    gamma: float,
+    train: Callable[[Run], dict],
+    epsilon: float | None = None,
+    begin: float | None = None,
+) -> dict[Run, dict]:
+    """One walk of `search`: trainer `t` of `model` (at DP-SGD target ε `epsilon`, the profile's when None) from the
+    middle of the model's grid of rates (or from rate `begin`), then at both neighbours of the best rate so far,
+    until both are tried and worse or the best is at an end of the grid. A run whose final validation perplexity is
+    undefined (diverged) counts as worst."""
     grid = sorted(p[DP_LR_GRID[model]])
     scores: dict[int, float] = {}
     tried: dict[Run, dict] = {}
 
     def attempt(i: int) -> None:
-        run = Run(model, t, WALK_GAMMA.get(t, gamma), p.seed, dp_lr=grid[i])
+        run = Run(model, t, WALK_GAMMA.get(t, gamma), p.seed, dp_lr=grid[i], epsilon=epsilon)
         tried[run] = train(run)
         final = tried[run]["history"][-1]["validation"]
         scores[i] = final if np.isfinite(final) else np.inf
 
-    best = start(grid)
+    best = start(grid) if begin is None else grid.index(begin)
     attempt(best)
     while True:
         for i in (best - 1, best + 1):
@@ -65,18 +77,46 @@ def walk(p: Any, model: str, t: str, gamma: float, train: Callable[[Run], dict])
                 attempt(i)
         better = min(scores, key=lambda i: (scores[i], i))
         if better == best:
-            return tried
+            chosen = next(r for r in tried if r.dp_lr == grid[best])
+            return tried | lengthen(p, chosen, tried[chosen], train)
         best = better
+
+
+def final(info: dict) -> float:
+    """A run's validation perplexity after its last epoch (a diverged run's counts as infinite)."""
+    v = info["history"][-1]["validation"]
+    return v if np.isfinite(v) else np.inf
+
+
+def lengthen(p: Any, run: Run, info: dict, train: Callable[[Run], dict]) -> dict[Run, dict]:
+    """The register's convergence criterion on a walk's chosen run: unless its validation perplexity already moved
+    less than CONVERGED over its last epoch, it is trained again at twice the epochs (its DP-SGD noise calibrated to
+    the same ε over the longer run), and doubled again while a doubling lowers the final validation perplexity by
+    CONVERGED or more, at most MAX_DOUBLINGS times."""
+    curve = [h["validation"] for h in info["history"]]
+    if len(curve) > 1 and abs(curve[-1] / curve[-2] - 1) < CONVERGED:
+        return {}
+    tried, score = {}, final(info)
+    for _ in range(MAX_DOUBLINGS):
+        longer = replace(run, epochs=2 * config(p, run).epochs)
+        tried[longer] = train(longer)
+        if not final(tried[longer]) <= (1 - CONVERGED) * score:
+            break
+        run, score = longer, final(tried[longer])
+    return tried
 
 
 def tuning_table(infos: dict[Run, dict]) -> pd.DataFrame:
     """Per candidate and epoch: ε spent and non-secret validation perplexity; `chosen` marks the
-    rate of lowest validation perplexity after the last epoch (a diverged run counts as infinite)."""
+    rate of lowest validation perplexity after the last epoch (a diverged run counts as infinite). A trainer is named
+    by its label (DPSGD at CRT's confidentiality ε is walked apart)."""
     rows = [
         {
             "model": run.model,
-            "trainer": run.trainer,
+            "trainer": run.label,
             "dp_lr": run.dp_lr,
+            "length": info["history"][-1]["epoch"],
+            "lengthened": run.epochs is not None,
             "epoch": h["epoch"],
             "epsilon": h["epsilon"],
             "validation": h["validation"],
@@ -85,18 +125,27 @@ def tuning_table(infos: dict[Run, dict]) -> pd.DataFrame:
         for h in info["history"]
     ]
     table = pd.DataFrame(rows)
-    last = table[table.epoch == table.groupby(["model", "trainer", "dp_lr"]).epoch.transform("max")]
+    last = table[table.epoch == table.length]
     score = last.validation.where(np.isfinite(last.validation), np.inf)
     best = score.groupby([last.model, last.trainer]).idxmin()
-    chosen = set(zip(last.loc[best, "model"], last.loc[best, "trainer"], last.loc[best, "dp_lr"]))
-    table["chosen"] = [key in chosen for key in zip(table.model, table.trainer, table.dp_lr)]
+    key = ["model", "trainer", "dp_lr", "length"]
+    chosen = set(zip(*(last.loc[best, k] for k in key)))
+    table["chosen"] = [k in chosen for k in zip(*(table[k] for k in key))]
     return table
 
 
 def chosen_rates(table: pd.DataFrame) -> dict[tuple[str, str], float]:
-    """(model, trainer) -> the DP learning rate chosen on validation."""
+    """(model, trainer label) -> the DP learning rate chosen on validation."""
     picked = table[table.chosen].drop_duplicates(["model", "trainer"])
     return {(m, t): float(lr) for m, t, lr in zip(picked.model, picked.trainer, picked.dp_lr)}
+
+
+def chosen_epochs(table: pd.DataFrame) -> dict[tuple[str, str], int | None]:
+    """(model, trainer label) -> the epochs of the chosen run where the convergence criterion lengthened it, else
+    None (the profile's)."""
+    picked = table[table.chosen].drop_duplicates(["model", "trainer"])
+    return {(m, t): int(n) if longer else None for m, t, n, longer in zip(*(picked[k] for k in ("model", "trainer",
+            "length", "lengthened")))}  # fmt: skip
 
 
 def choice_table(table: pd.DataFrame, zero: dict[tuple[str, str], float] | None = None) -> pd.DataFrame:
@@ -106,22 +155,29 @@ def choice_table(table: pd.DataFrame, zero: dict[tuple[str, str], float] | None 
     perplexity of the trainer at DP rate 0, where a run of the chapter is exactly that, CRT's D_pub-only control)."""
     rows = []
     for (model, trainer), runs in table.groupby(["model", "trainer"], sort=False):
-        final = runs[runs.epoch == runs.epoch.max()].set_index("dp_lr").validation
+        ends = runs[runs.epoch == runs.length]
+        at_rate = ends[~ends.lengthened].set_index("dp_lr").validation
         pick = runs[runs.chosen].sort_values("epoch")
         curve = pick.validation.to_numpy()
         change = curve[-1] / curve[-2] - 1 if len(curve) > 1 else np.nan
-        chosen = float(pick.dp_lr.iloc[0])
+        chosen, length = float(pick.dp_lr.iloc[0]), int(pick.length.iloc[0])
+        lengths = ends[ends.dp_lr == chosen].set_index("length").validation.sort_index()
+        # converged: its last epoch moved less than CONVERGED, or a doubling of its epochs gained less than that
+        doubled = 2 * length in lengths.index or (
+            length // 2 in lengths.index and curve[-1] > (1 - CONVERGED) * lengths[length // 2]
+        )
         rows.append(
             {
                 "model": model,
                 "trainer": trainer,
-                "tried": " · ".join(f"{lr:g}: {v:.1f}" for lr, v in final.sort_index().items()),
+                "tried": " · ".join(f"{lr:g}: {v:.1f}" for lr, v in at_rate.sort_index().items()),
                 "chosen": chosen,
+                "epochs_tried": " · ".join(f"{n}: {v:.1f}" for n, v in lengths.items()),
                 "validation": float(curve[-1]),
-                "epochs": len(curve),
+                "epochs": length,
                 "last_epoch_change": change,
-                "converged": bool(abs(change) < CONVERGED),
-                "interior": interior(final, chosen, (zero or {}).get((model, trainer))),
+                "converged": bool(abs(change) < CONVERGED or doubled),
+                "interior": interior(at_rate, chosen, (zero or {}).get((model, trainer))),
             }
         )
     return pd.DataFrame(rows)
