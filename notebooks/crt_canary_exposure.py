@@ -67,6 +67,7 @@ gpt_layers = None  # its layers
 gpt_epochs = None  # epochs of every GPT-2 trainer
 gpt_lr = None  # Adam learning rate of public / non-private GPT-2 steps
 gpt_dp_lrs = None  # GPT-2 DP-SGD Adam learning rates tried, one chosen per trainer
+max_doublings = None  # doublings of a DP trainer's epochs at most, until it converges
 target_epsilon = None  # ε of every DP-SGD run, at δ 8e-5
 n_mia = None  # member / look-alike pairs of the MIA
 n_groups = None  # groups of 20 per side in the group MIA
@@ -207,7 +208,7 @@ page.say(
 # last epoch. Then each is trained to the register's convergence criterion: unless its
 # validation perplexity moved less than 2 % in its last epoch, the chosen rate is trained
 # again at twice the epochs (the noise recalibrated to the same ε), and doubled again while a
-# doubling gains 2 % or more, at most to four times the profile's epochs (`epochs_tried`).
+# doubling gains 2 % or more, at most `max_doublings` times (`epochs_tried`).
 # Every seed of the trainer then runs at the epochs chosen; CRT's D_pub-only control and the
 # factorial's arms follow CRT's, its public budget. That is the perplexity the claims measure on test. S-DP's DP steps carry loss
 # on secret tokens only, but their noise reaches every weight, so the same perplexity
@@ -522,7 +523,7 @@ if P.profile == "paper":
 # of 16) with SGD at lr 20; the paper runs 50 (CRT 100). The paper tunes learning rate,
 # batch size and epochs per trainer on validation (Appendix A.3); we tune the DP learning
 # rate of DPSGD, CRT and S-DP on a grid of six rates, and their epochs by a convergence
-# criterion, up to four times the profile's (section 2). The GPT-2
+# criterion, up to four times the profile's at `default` (section 2). The GPT-2
 # trainers use Adam at a larger lr and smaller batch than the paper, so that the small
 # model memorizes its canaries within 4 epochs. DP steps use a per-sample
 # clip of 0.1 and Poisson batches of expected size 64 (CRT's public batches are smaller, its

@@ -214,7 +214,7 @@ def _ended(value: float, epochs: int) -> dict:
 def test_a_dp_trainer_still_improving_is_trained_longer_until_a_doubling_gains_under_two_percent(smoke) -> None:
     from repro.crt import tuning
 
-    p = Resolved(dict(smoke) | {"dp_lrs": [1.0], "gpt_dp_lrs": [1e-3]})
+    p = Resolved(dict(smoke) | {"dp_lrs": [1.0], "gpt_dp_lrs": [1e-3], "max_doublings": 2})
     base = {m: runs.config(p, runs.Run(m, "DPSGD", None, 0)).epochs for m in runs.MODELS}
     gains = {
         "LSTM": lambda n: 10.0 * (1 + base["LSTM"] / n),

@@ -111,6 +111,9 @@ SPEC = {
     "gpt_dp_lrs": _grid(
         [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2], [1e-3, 1e-2], [1e-4, 5e-4, 1e-3], 1.0, "GPT-2 DP-SGD Adam"
     ),
+    "max_doublings": Param(
+        int, 2, smoke=1, low=0, high=4, help="doublings of a DP trainer's epochs at most, until it converges"
+    ),
     "target_epsilon": Param(float, 3.0, low=0.1, high=100.0, help="ε at δ = 8e-5 of every DP-SGD run"),
     "n_mia": Param(int, 300, smoke=40, paper=1000, low=20, high=10_000, help="member/look-alike pairs of the MIA"),
     "n_groups": Param(int, 100, smoke=10, paper=1000, low=2, high=10_000, help="groups of 20 per fold, group MIA"),

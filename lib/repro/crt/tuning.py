@@ -23,7 +23,6 @@ TUNED = ("DPSGD", "CRT", "S-DP")
 # run Fig. 2 draws per epoch
 WALK_GAMMA = {"DPSGD": None, "S-DP": 0.0}
 CONVERGED = 0.02  # a run whose validation perplexity moved less than this (relative) over its last epoch has converged
-MAX_DOUBLINGS = 2  # a DP trainer still improving is trained at most 4x the profile's epochs (the time budget)
 
 
 def search(p: Any, gamma: float, train: Callable[[Run], dict]) -> dict[Run, dict]:
@@ -92,12 +91,12 @@ def lengthen(p: Any, run: Run, info: dict, train: Callable[[Run], dict]) -> dict
     """The register's convergence criterion on a walk's chosen run: unless its validation perplexity already moved
     less than CONVERGED over its last epoch, it is trained again at twice the epochs (its DP-SGD noise calibrated to
     the same ε over the longer run), and doubled again while a doubling lowers the final validation perplexity by
-    CONVERGED or more, at most MAX_DOUBLINGS times."""
+    CONVERGED or more, at most `max_doublings` times (the time budget)."""
     curve = [h["validation"] for h in info["history"]]
     if len(curve) > 1 and abs(curve[-1] / curve[-2] - 1) < CONVERGED:
         return {}
     tried, score = {}, final(info)
-    for _ in range(MAX_DOUBLINGS):
+    for _ in range(p.max_doublings):
         longer = replace(run, epochs=2 * config(p, run).epochs)
         tried[longer] = train(longer)
         if not final(tried[longer]) <= (1 - CONVERGED) * score:
