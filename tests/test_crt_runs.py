@@ -783,3 +783,18 @@ def test_a_cached_run_trained_untracked_is_trained_again_where_its_per_epoch_his
     assert not tracked.has(run) and not path.exists()  # removed, to be trained with every epoch recorded
     torch.save({"state": {}, "info": _history([4.0, 3.0][:epochs])}, path)
     assert tracked.has(run)
+
+
+def test_the_group_table_counts_each_canarys_copies_in_the_clear_and_multiplies_their_epsilon(data, smoke) -> None:
+    from types import SimpleNamespace
+
+    ch = SimpleNamespace(data=data, p=smoke, gamma2=1.0)  # a blind policy misses every canary
+    eps = {"DPSGD": 3.0, runs.MATCHED_LABEL: 0.7, "CRT": 2.5}
+    utility = pd.DataFrame([{"model": "LSTM", "trainer": t, "epsilon_dp": e} for t, e in eps.items()])
+    t = experiment.group_table(ch, utility).set_index("trainer")
+    k = smoke.canary_copies
+    assert t.loc["DPSGD", "group_epsilon"] == pytest.approx(k * 3.0) and t.loc["CRT", "copies_in_clear_most"] == 1
+    assert t.loc["CRT", "group_epsilon"] == 2.5 and t.loc[runs.MATCHED_LABEL, "group_epsilon"] == pytest.approx(k * 0.7)
+    assert math.isinf(t.loc["non-private + mask", "group_epsilon"]) and t.loc["S-DP", "copies_in_clear"] == k
+    ch.gamma2 = 0.0  # a perfect policy redacts the one copy CRT keeps: the group costs nothing
+    assert experiment.group_table(ch, utility).set_index("trainer").loc["CRT", "group_epsilon"] == 0.0
