@@ -723,17 +723,20 @@ def test_the_ratio_trend_is_the_least_squares_fall_per_doubling_and_its_interval
     rng = np.random.default_rng(0)
     dialogues = np.repeat(np.arange(30), 4).astype(str)
     counts, tokens = [40, 80, 160, 320], rng.integers(5, 15, dialogues.size).astype(float)
-    b = rng.gamma(2.0, 1.0, dialogues.size) * tokens
+    b = rng.gamma(2.0, 1.0, (2, dialogues.size)) * tokens  # two seeds
     gaps = [0.9, 0.7, 0.5, 0.3]  # log ratio per token at each size: falls 0.2 per doubling
     arms = [(b + g * tokens, b, tokens) for g in gaps]
     trend = experiment.ratio_trend(counts, arms, dialogues, seed=0)
-    assert trend.estimate == pytest.approx(0.2) and trend.low == pytest.approx(0.2) == trend.high  # noise-free
-    noisy = [(b + g * tokens + rng.normal(0, 1, b.size), b, tokens) for g in gaps]
+    assert trend.estimate == pytest.approx(0.2) and trend.low == pytest.approx(0.2) == pytest.approx(trend.high)
+    noisy = [(b + g * tokens + rng.normal(0, 1, b.shape), b, tokens) for g in gaps]
     trend = experiment.ratio_trend(counts, noisy, dialogues, seed=0)
-    direct = [((a - b_).sum()) / t.sum() for a, b_, t in noisy]  # the slope written out on the data
     x = np.log2(counts)
-    slope = ((x - x.mean()) * (direct - np.mean(direct))).sum() / ((x - x.mean()) ** 2).sum()
-    assert trend.estimate == pytest.approx(-slope) and trend.low < trend.estimate < trend.high
+    slopes = []
+    for s in range(2):  # each seed's slope written out on the data; the trend is their mean fall
+        y = np.array([(a[s] - b_[s]).sum() / t.sum() for a, b_, t in noisy])
+        slopes.append(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    assert trend.estimate == pytest.approx(-np.mean(slopes)) and trend.low < trend.estimate < trend.high
+    assert "test dialogues" in trend.method
 
 
 def test_a_closeness_row_is_put_down_to_the_regime_only_where_the_dialogue_sweep_closes_the_gap() -> None:
@@ -798,3 +801,19 @@ def test_the_group_table_counts_each_canarys_copies_in_the_clear_and_multiplies_
     assert math.isinf(t.loc["non-private + mask", "group_epsilon"]) and t.loc["S-DP", "copies_in_clear"] == k
     ch.gamma2 = 0.0  # a perfect policy redacts the one copy CRT keeps: the group costs nothing
     assert experiment.group_table(ch, utility).set_index("trainer").loc["CRT", "group_epsilon"] == 0.0
+
+
+def test_a_leaking_dp_arm_whose_clipped_steps_leak_too_is_put_down_to_group_privacy() -> None:
+    table = _factorial({"DP-SGD (CRT)": "leaks", "clipped, no noise": "leaks", "plain SGD": "leaks"})
+    table["epsilon_dp"] = np.where(table.trainer == "DP-SGD (CRT)", 3.0, np.nan)
+    table["leak"] = table.exposure - 1.25
+    distinct = table[table.canaries == "distinct contexts"]
+    why, measured = experiment._group_cause(distinct, 20)
+    assert why[0] == "finding" and measured == "factorial" and "20 × 3.00" in why[1]
+    quiet = _factorial({"DP-SGD (CRT)": "leaks", "plain SGD": "leaks"}).assign(epsilon_dp=3.0)
+    quiet["leak"] = quiet.exposure - 1.25
+    assert experiment._group_cause(quiet[quiet.canaries == "distinct contexts"], 20)[0][0] == "unknown"
+    same_rate = table.assign(dp_lr=np.where(table.dp_lr.notna(), 10.0, np.nan))
+    words = experiment.factorial_words(same_rate)
+    assert "DPSGD chose the same rate, so no arm here varies the step alone" in words
+    assert "neither the noise nor the step keeps them" in words

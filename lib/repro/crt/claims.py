@@ -85,8 +85,15 @@ PAIRED = "the seed-mean share of member / look-alike pairs whose member has the 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: the trainer in
 # utility and pretrained_arm (CRT, its alternate dedup reading and D_pub alone side by side), the epoch of the
 # per-epoch curves (a trainer still improving when it stopped), the corpus size of the dialogue sweep (D_pub alone
-# against non-private at a quarter to twice the chapter's dialogues).
-MEASURES = {"utility": "trainer", "pretrained_arm": "trainer", "fig2_per_epoch": "epoch", "dialogue_sweep": "dialogues"}
+# against non-private at a quarter to twice the chapter's dialogues), the arm of the dedup × DP factorial (DP-SGD,
+# its clipped steps without noise, plain SGD, D_pri dropped).
+MEASURES = {
+    "utility": "trainer",
+    "pretrained_arm": "trainer",
+    "fig2_per_epoch": "epoch",
+    "dialogue_sweep": "dialogues",
+    "factorial": "trainer",
+}
 
 
 def leak_band() -> str:

@@ -499,6 +499,7 @@ def factorial_table(ch: Chapter) -> pd.DataFrame:
                 **null_columns(np.asarray(sc["exposure_null"])),
                 **leak_columns(sc["exposure"], sc["exposure_null"]),
                 "epsilon": info["epsilon"],
+                "epsilon_dp": info.get("epsilon_dp"),
             }
         )
     return pd.DataFrame(rows)
@@ -514,6 +515,8 @@ def _step_words(table: pd.DataFrame, state: Any) -> str:
     states = lambda arm: " and ".join(f"{_READING[by[arm][d]]} with {d}" for d in FACTORIAL_DEDUP)
     if set(by[dp].values()) == {"chance"} and set(by[clipped].values()) == {"leaks"}:
         noise = "without its noise, the clipped arm leaks: the noise, not the small step, keeps them"
+    elif set(by[dp].values()) == set(by[clipped].values()) == {"leaks"}:
+        noise = "the clipped arm without its noise leaks too: at this rate neither the noise nor the step keeps them"
     elif by[clipped] == by[dp]:
         noise = (
             f"without its noise, the clipped arm reads the same ({states(clipped)}): at this rate the noise adds "
@@ -521,6 +524,11 @@ def _step_words(table: pd.DataFrame, state: Any) -> str:
         )
     else:
         noise = f"without its noise, the clipped arm {states(clipped)}"
+    if rates[larger] == rates[dp]:
+        return (
+            f"DP-SGD at CRT's rate {rates[dp]:g} {states(dp)}; {noise}; DPSGD chose the same rate, so no arm here "
+            "varies the step alone"
+        )
     step = any(by[larger][d] == "leaks" and by[dp][d] != "leaks" for d in FACTORIAL_DEDUP)
     return (
         f"DP-SGD at CRT's rate {rates[dp]:g}: {noise}; at DPSGD's rate {rates[larger]:g}, DP-SGD {states(larger)}"
@@ -1318,7 +1326,9 @@ def _mia_power(cells: pd.DataFrame, power: pd.DataFrame, statistic: str, attack:
     return pd.Series([float(by_cell[m, t, g]) for m, t, g in keys], index=cells.index)
 
 
-def _equivalence_row(claim: Claim, cells: pd.DataFrame, how: Equivalence, why: tuple[str, str]) -> dict:
+def _equivalence_row(
+    claim: Claim, cells: pd.DataFrame, how: Equivalence, why: tuple[str, str], measured_by: str = ""
+) -> dict:
     """An 'at chance' claim as an equivalence test over its (model, γ) cells, all of which must hold (an
     intersection-union test: each cell's 95 % interval ending below the register's one-sided margin, so no
     multiplicity correction).
@@ -1344,7 +1354,26 @@ def _equivalence_row(claim: Claim, cells: pd.DataFrame, how: Equivalence, why: t
         why=why,
         power=(weakest, f"{how.effect}, the weakest of the {len(cells)} cells"),
         narrow_by=how.lever,
+        measured_by=measured_by,
     )
+
+
+def _group_cause(distinct: pd.DataFrame, copies: int) -> tuple[Any, str]:
+    """(cause, table) of CRT's DP-SGD arm leaking canaries copied into distinct contexts: where its clipped steps
+    without noise leak at least as much (table factorial), the copies are a group that a per-sentence ε bounds only
+    k times over (group privacy); otherwise unknown."""
+    arm = lambda name: distinct[distinct.trainer == name]
+    dp, clipped = arm("DP-SGD (CRT)"), arm("clipped, no noise")
+    if clipped.empty or not (clipped.leak_low > 0).all() or not clipped.leak.min() >= dp.leak.min():
+        return unexplained("more seeds of the DP-SGD arm"), ""
+    eps = float(dp.epsilon_dp.mean())  # π misses every copy here: the D_pri steps' own ε, not the amplified one
+    return (
+        "finding",
+        f"CRT's DP-SGD steps at its tuned rate {dp.dp_lr.iloc[0]:g} leak {_span(dp.leak)} bits of a canary "
+        f"copied into {copies} distinct contexts, and the same steps clipped without noise {_span(clipped.leak)} bits "
+        f"(table factorial): the {copies} copies are a group of {copies} sentences, which a per-sentence ε of "
+        f"{eps:.2f} bounds only at {copies} × {eps:.2f} (Definition 3; table group_confidentiality)",
+    ), "factorial"
 
 
 def _leak(frame: pd.DataFrame) -> Equivalence:
@@ -1423,7 +1452,8 @@ def verdict_rows(
         leak = lambda m, g: unexplained("more epochs or copies of the plain-SGD arm")
         rows.append(_band_row(c["plain_leaks"], distinct[distinct.trainer == "plain SGD"], "exposure", leak))
         dp = distinct[distinct.trainer == "DP-SGD (CRT)"].reset_index(drop=True)
-        rows.append(_equivalence_row(c["dp_protects"], dp, _leak(dp), unexplained("more seeds of the DP-SGD arm")))
+        why, table = _group_cause(distinct, p.canary_copies)
+        rows.append(_equivalence_row(c["dp_protects"], dp, _leak(dp), why, table))
     groups = utility_runs(ch)
     for model in MODELS:
         m = {key.split(":", 1)[1]: v for key, v in planned.items() if key.startswith(f"{model}:")}
@@ -1597,8 +1627,8 @@ def dialogue_counts(p: Any) -> list[int]:
 
 
 def _sweep_corpus(p: Any, n: int) -> dict:
-    """One corpus of the sweep: per model, the per-sentence test NLL of the non-private and D_pub-only models (first
-    seed; a corpus of n_dialogues reuses the chapter's runs), and what deduplication leaves of it."""
+    """One corpus of the sweep: per model and trainer, the per-sentence test NLL of the non-private and D_pub-only
+    models, one per seed (a corpus of n_dialogues reuses the chapter's runs), and what deduplication leaves of it."""
     from ..params import Resolved
 
     if n == p.n_dialogues:
@@ -1609,12 +1639,14 @@ def _sweep_corpus(p: Any, n: int) -> dict:
     vocabs = vocabularies(q, data)
     encoders = {m: Encoder(data, vocabs[m]) for m in MODELS}
     trainer = Trainer(q, data, encoders, model_factory(q, data, vocabs), track=lambda run: False)
-    nll = {}
+    nll: dict[tuple[str, str], list[dict]] = {}
     for model in MODELS:
         for t in ("non-private", CONTROL):
-            run = Run(model, t, None, p.seed)
-            build = lambda: test_nll(trainer(run)[0], encoders[model])
-            nll[model, t] = cached(f"sweep-nll-{model}-{t}-n{n}", {"model": trainer.spec(run)}, build)[0]
+            for seed in range(p.seed, p.seed + p.n_seeds):
+                run = Run(model, t, None, seed)
+                build = lambda: test_nll(trainer(run)[0], encoders[model])
+                name = f"sweep-nll-{model}-{t}-n{n}-s{seed}"
+                nll.setdefault((model, t), []).append(cached(name, {"model": trainer.spec(run)}, build)[0])
     split = data.split(0.0)
     seen = {tuple(s.tokens) for s in data.sentences}
     return {
@@ -1628,10 +1660,9 @@ def _sweep_corpus(p: Any, n: int) -> dict:
 
 def dialogue_sweep(ch: Chapter) -> tuple[pd.DataFrame, dict[str, stats.Interval]]:
     """The dialogue-count sweep (table `dialogue_sweep`): per corpus size and model, D_pub alone's test perplexity
-    over non-private's on non-secret tokens with its interval over test dialogues (one seed: training randomness not
-    covered), the duplicate share of the training sentences and the share of test sentences that copy one; and per
-    model the trend, the fall of the log ratio per doubling of the dialogues (least squares over the sizes, every
-    size on the same resample of the test dialogues, so the trend's interval pairs them)."""
+    over non-private's on non-secret tokens (the seeds' geometric mean, paired by seed) with its interval over test
+    dialogues and seeds, the duplicate share of the training sentences and the share of test sentences that copy one;
+    and per model the trend, the fall of the log ratio per doubling of the dialogues (ratio_trend)."""
     p, counts = ch.p, dialogue_counts(ch.p)
     corpora = {n: _sweep_corpus(p, n) for n in tqdm(counts, desc="dialogue sweep")}
     dialogues = dialogues_of(ch.data.test)
@@ -1640,9 +1671,11 @@ def dialogue_sweep(ch: Chapter) -> tuple[pd.DataFrame, dict[str, stats.Interval]
         arms = []
         for n in counts:
             c = corpora[n]
-            a, tokens = nll_of(c["nll"][model, CONTROL], "non-secret")
-            b = nll_of(c["nll"][model, "non-private"], "non-secret")[0]
-            iv = dialogue_perplexity(a[None], tokens, b[None], dialogues, seed=p.seed)
+            tokens = nll_of(c["nll"][model, CONTROL][0], "non-secret")[1]
+            a, b = (
+                np.stack([nll_of(x, "non-secret")[0] for x in c["nll"][model, t]]) for t in (CONTROL, "non-private")
+            )
+            iv = dialogue_perplexity(a, tokens, b, dialogues, seed=p.seed)
             arms.append((a, b, tokens))
             rows.append(
                 {
@@ -1662,17 +1695,21 @@ def dialogue_sweep(ch: Chapter) -> tuple[pd.DataFrame, dict[str, stats.Interval]
 
 
 def ratio_trend(counts: list[int], arms: list[tuple], dialogues: np.ndarray, seed: int) -> stats.Interval:
-    """The fall of log(perplexity a / perplexity b) per doubling of the corpus: least squares over the corpus sizes
-    `counts`, arms[i] = (a, b, tokens) the per-sentence summed NLL of the two models on corpus i and its token counts
-    (the same test sentences, each corpus's own tokens). Its 95 % interval: percentiles over 2,000 two-stage resamples
-    of the test dialogues, every corpus on the same resample."""
+    """The fall of log(perplexity a / perplexity b) per doubling of the corpus, the seeds' mean: least squares over
+    the corpus sizes `counts` per seed, arms[i] = (a, b, tokens) the per-(seed, sentence) summed NLL of the two models
+    on corpus i, paired by seed, and its token counts (the same test sentences, each corpus's own tokens). Its 95 %
+    interval: two-stage resamples of the test dialogues, every corpus and seed on the same resample, combined with the
+    seeds' spread (stats.clustered_interval)."""
     weights = stats.unit_weights(dialogues, n_resamples=2000, seed=seed)
     full = np.ones((1, len(dialogues)))
-    log = np.stack([np.concatenate([(w @ a - w @ b) / (w @ t) for w in (full, weights)]) for a, b, t in arms], axis=1)
-    fall = -np.polyfit(np.log2(counts), log.T, 1)[0]  # per resample (row 0: the data)
-    low, high = np.quantile(fall[1:], [0.025, 0.975])
+    per_size = [((w @ a.T) - (w @ b.T)) / (w @ t)[:, None] for a, b, t in arms for w in [np.vstack([full, weights])]]
+    log = np.stack(per_size)  # (sizes, 1 + resamples, seeds)
+    sizes, draws, seeds = log.shape
+    fall = -np.polyfit(np.log2(counts), log.reshape(sizes, -1), 1)[0].reshape(draws, seeds)  # row 0: the data
     words = f"fall of log(D_pub alone / non-private) per doubling of {counts[0]}–{counts[-1]} dialogues"
-    return stats.Interval(float(fall[0]), float(low), float(high), words)
+    return stats.clustered_interval(
+        fall[0], fall[1:], clusters=dialogues, unit="test dialogues", sharing="items", words=words
+    )
 
 
 def sweep_words(sweep: pd.DataFrame, trends: dict[str, stats.Interval]) -> str:
