@@ -746,9 +746,12 @@ def test_a_closeness_row_is_put_down_to_the_regime_only_where_the_dialogue_sweep
     close, control = Interval(3.2, 2.8, 3.7, "ratio"), Interval(3.6, 3.0, 4.2, "ratio")
     closing = Sweep("dialogue_sweep", "dialogues", "dialogues · model · epochs", Interval(0.2, 0.1, 0.3, "t"))
     flat = Sweep("dialogue_sweep", "dialogues", "dialogues · model · epochs", Interval(0.0, -0.1, 0.1, "t"))
-    why, table, sweep = experiment.utility_cause(close, control, Interval(3.0, 2.6, 3.5, "r"), closing, "utility")
+    why, table, sweep = experiment.utility_cause(close, control, Interval(3.0, 2.6, 3.5, "r"), closing, "utility", 1.1)
     assert why[0] == "regime" and sweep is closing and table == "" and "0.200 [0.100, 0.300]" in why[1]
-    why, table, sweep = experiment.utility_cause(close, control, None, flat, "utility")
+    assert "to 1.10 at the paper's 10,000" in why[1]
+    why, table, sweep = experiment.utility_cause(close, control, None, closing, "utility", 2.5)  # closes too slowly
+    assert why[0] == "finding" and table == "utility" and sweep is None and "still be 2.50" in why[1]
+    why, table, sweep = experiment.utility_cause(close, control, None, flat, "utility", 1.0)
     assert why[0] == "finding" and table == "utility" and sweep is None and "does not close measurably" in why[1]
     masked_close = Interval(1.1, 1.0, 1.15, "r")  # the other dedup reading is close: the reading explains it
     assert experiment.utility_cause(close, control, masked_close, closing, "utility")[0][0] == "setup"

@@ -353,6 +353,7 @@ def _model_claims(p: Mapping[str, Any], model: str) -> dict[str, Claim]:
 # at most 10 % above the existing solution's (the 95 % interval of the ratio below 1.1), a margin fixed before the
 # numbers and half the 20 % the register reads as "close" to non-private.
 SAME_OR_BETTER = 1.1
+CLOSE = 1.2  # "close to non-private": CRT's perplexity at most 20 % above
 
 
 def perplexity_claims(
@@ -366,7 +367,7 @@ def perplexity_claims(
             f"{name}: CRT's perplexity is close to non-private (within 20 %)",
             source,
             "close",
-            Rule.below(1.2, "CRT / non-private perplexity on non-secret test tokens"),
+            Rule.below(CLOSE, "CRT / non-private perplexity on non-secret test tokens"),
             quote=close_quote,
             comparator=f"{non_private}, by test perplexity",
             regime=regime,

@@ -22,6 +22,7 @@ from . import arm as arm_module
 from .claims import (
     ALPHA,
     ATTACK_MODELS,
+    CLOSE,
     EXPOSURE_MARGIN,
     MEMORIZES,
     MISSED,
@@ -1395,7 +1396,7 @@ def verdict_rows(
     factorial: pd.DataFrame | None,
     arm: dict | None,
     fig6: pd.DataFrame,
-    trends: dict[str, stats.Interval] | None = None,
+    trends: dict[str, Trend] | None = None,
 ) -> list[dict]:
     """Every claim judged by its planned rule; a row not held names the table that measures its cause, or the
     ablation that would (`trends`: the dialogue sweep's, per model)."""
@@ -1548,10 +1549,13 @@ def utility_cause(
     alternate: stats.Interval | None,
     sweep: Sweep | None,
     table: str,
+    at_paper: float | None = None,
 ) -> tuple[Any, str, Sweep | None]:
     """(cause, measuring table, regime sweep) of CRT's perplexity not being close to non-private, measured by the
     alternate dedup reading and the D_pub-only control of `table`, and by the dialogue-count sweep of D_pub alone
-    against non-private (`sweep`: its trend is positive where D_pub alone's gap closes as dialogues grow)."""
+    against non-private (`sweep`: its trend is positive where D_pub alone's gap closes as dialogues grow; `at_paper`:
+    the ratio carried to the paper's dialogues at that trend). The regime explains the gap only where the gap closes
+    and, carried to the paper's size, reaches the register's 'close' (1.2)."""
     measured = f"a model trained on D_pub alone is at {control.estimate:.2f} [{control.low:.2f}, {control.high:.2f}]"
     if alternate is not None:
         measured += (
@@ -1566,32 +1570,31 @@ def utility_cause(
             None,
         )
     if control.low <= 1.5 * close.estimate:
-        if sweep is not None and sweep.trend.low > 0:
-            t = sweep.trend
-            return (
-                (
-                    "regime",
-                    f"CRT's perplexity is mostly its public part's ({measured}), and D_pub alone's gap to non-private "
-                    f"closes as the dialogues grow: {t.estimate:.3f} [{t.low:.3f}, {t.high:.3f}] less log ratio per "
-                    f"doubling (table {sweep.table})",
-                ),
-                "",
-                sweep,
+        t = None if sweep is None else sweep.trend
+        rate = "" if t is None else f"{t.estimate:.3f} [{t.low:.3f}, {t.high:.3f}] less log ratio per doubling"
+        reaches = at_paper is not None and at_paper <= CLOSE
+        if t is not None and t.low > 0 and reaches:
+            why = (
+                f"CRT's perplexity is mostly its public part's ({measured}), and D_pub alone's gap to non-private "
+                f"closes as the dialogues grow, {rate}, to {at_paper:.2f} at the paper's {PAPER_DIALOGUES:,} "
+                f"(extrapolated; table {sweep.table})"
             )
-        trend = (
-            ""
-            if sweep is None
-            else (
-                f"; D_pub alone's gap does not close measurably as the dialogues grow (table {sweep.table}: "
-                f"{sweep.trend.estimate:.3f} [{sweep.trend.low:.3f}, {sweep.trend.high:.3f}] less log ratio per doubling)"
+            return ("regime", why), "", sweep
+        if t is None:
+            trend = ""
+        elif t.low > 0:
+            trend = (
+                f"; D_pub alone's gap closes as the dialogues grow ({rate}; table {sweep.table}), but too slowly to "
+                f"explain it: carried to the paper's {PAPER_DIALOGUES:,} dialogues it would still be {at_paper:.2f}"
             )
-        )
+        else:
+            trend = f"; D_pub alone's gap does not close measurably as the dialogues grow (table {sweep.table}: {rate})"
         return ("finding", f"CRT's perplexity is mostly its public part's: {measured}{trend}"), table, None
     ablation = f"a sweep of the dialogues toward the paper's {PAPER_DIALOGUES:,} ({measured})"
     return unexplained(ablation), "", None
 
 
-def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str, trends: dict[str, stats.Interval]) -> list[dict]:
+def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str, trends: dict[str, Trend]) -> list[dict]:
     """The perplexity claims of one model: CRT close to non-private, and the same as or better than each existing
     solution the register compares it with (DPSGD at CRT's confidentiality ε; S-DP on the LSTM); the dedup-reading
     and D_pub-only ablations (table `utility`) and the dialogue-count sweep (`sweeps`, per model) measure the cause of
@@ -1600,8 +1603,10 @@ def _utility_rows(ch: Chapter, c: dict, groups: dict, model: str, trends: dict[s
     close = perplexity(ch, crt, "non-secret", base)
     alternate = perplexity(ch, groups[model, ALTERNATE_LABEL], "non-secret", base)
     control = perplexity(ch, groups[model, CONTROL], "non-secret", base)
-    sweep = Sweep(SWEEP, "dialogues", c["crt_close"].regime.variable, trends[model]) if model in trends else None
-    cause, table, sweep = utility_cause(close, control, alternate, sweep, "utility")
+    trend = trends.get(model)
+    sweep = None if trend is None else Sweep(SWEEP, "dialogues", c["crt_close"].regime.variable, trend.fall)
+    at_paper = None if trend is None else trend.at_paper
+    cause, table, sweep = utility_cause(close, control, alternate, sweep, "utility", at_paper)
     narrow = "test dialogues and seeds"
     rows = [judge(c["crt_close"], close.estimate, close, why=cause, measured_by=table, narrow_by=narrow, sweep=sweep)]
     for key, rival in (("crt_vs_dpsgd", MATCHED_LABEL), ("crt_vs_sdp", "S-DP")):
@@ -1658,7 +1663,7 @@ def _sweep_corpus(p: Any, n: int) -> dict:
     }
 
 
-def dialogue_sweep(ch: Chapter) -> tuple[pd.DataFrame, dict[str, stats.Interval]]:
+def dialogue_sweep(ch: Chapter) -> tuple[pd.DataFrame, dict[str, Trend]]:
     """The dialogue-count sweep (table `dialogue_sweep`): per corpus size and model, D_pub alone's test perplexity
     over non-private's on non-secret tokens (the seeds' geometric mean, paired by seed) with its interval over test
     dialogues and seeds, the duplicate share of the training sentences and the share of test sentences that copy one;
@@ -1690,8 +1695,19 @@ def dialogue_sweep(ch: Chapter) -> tuple[pd.DataFrame, dict[str, stats.Interval]
                     "ratio_high": iv.high,
                 }
             )
-        trends[model] = ratio_trend(counts, arms, dialogues, p.seed)
+        fall = ratio_trend(counts, arms, dialogues, p.seed)
+        doublings = math.log2(PAPER_DIALOGUES / counts[-1])
+        trends[model] = Trend(fall, math.exp(math.log(rows[-1]["ratio"]) - fall.estimate * doublings))
     return pd.DataFrame(rows), trends
+
+
+class Trend(NamedTuple):
+    """The dialogue sweep's reading of one model: `fall`, the fall of log(D_pub alone / non-private) per doubling
+    of the dialogues (ratio_trend), and `at_paper`, that ratio carried from the largest corpus to the paper's
+    10,000 dialogues at the estimated fall (an extrapolation, shown as one)."""
+
+    fall: stats.Interval
+    at_paper: float
 
 
 def ratio_trend(counts: list[int], arms: list[tuple], dialogues: np.ndarray, seed: int) -> stats.Interval:
@@ -1712,12 +1728,12 @@ def ratio_trend(counts: list[int], arms: list[tuple], dialogues: np.ndarray, see
     )
 
 
-def sweep_words(sweep: pd.DataFrame, trends: dict[str, stats.Interval]) -> str:
+def sweep_words(sweep: pd.DataFrame, trends: dict[str, Trend]) -> str:
     """What the dialogue sweep says, per model: D_pub alone's ratio to non-private at the smallest and largest corpus,
     the trend with its interval and whether the gap closes, and how repetitive the corpora are."""
     out = []
     for model in MODELS:
-        t, trend = sweep[sweep.model == model].sort_values("dialogues"), trends[model]
+        t, (trend, at_paper) = sweep[sweep.model == model].sort_values("dialogues"), trends[model]
         lo, hi = t.iloc[0], t.iloc[-1]
         reading = stats.by_side(
             trend,
@@ -1729,7 +1745,8 @@ def sweep_words(sweep: pd.DataFrame, trends: dict[str, stats.Interval]) -> str:
             f"**{NAMES[model]}.** D_pub alone's perplexity is {lo.ratio:.2f} [{lo.ratio_low:.2f}, {lo.ratio_high:.2f}] "
             f"times non-private's at {lo.dialogues:,} dialogues and {hi.ratio:.2f} [{hi.ratio_low:.2f}, "
             f"{hi.ratio_high:.2f}] at {hi.dialogues:,}; the log ratio falls {trend.estimate:.3f} "
-            f"[{trend.low:.3f}, {trend.high:.3f}] per doubling: {reading}."
+            f"[{trend.low:.3f}, {trend.high:.3f}] per doubling: {reading}. Carried at that rate to the paper's "
+            f"{PAPER_DIALOGUES:,} dialogues, the ratio would be {at_paper:.2f} (an extrapolation)."
         )
     first = sweep[sweep.model == MODELS[0]].sort_values("dialogues")
     out.append(
