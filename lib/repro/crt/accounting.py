@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -29,7 +31,8 @@ def _dpsgd_mechanism(sigma: float, q: float, steps: int):
 
 def autodp_epsilon(sigma: float, q: float, steps: int, delta: float) -> float:
     """ε of Poisson-subsampled Gaussian DP-SGD (noise σ, rate q, `steps`) at δ, by autodp's RDP accountant."""
-    return float(_dpsgd_mechanism(sigma, q, steps).get_approxDP(delta))
+    with _brent_quiet():
+        return float(_dpsgd_mechanism(sigma, q, steps).get_approxDP(delta))
 
 
 def calibrate_sigma(epsilon: float, q: float, steps: int, delta: float) -> float:
@@ -37,8 +40,18 @@ def calibrate_sigma(epsilon: float, q: float, steps: int, delta: float) -> float
     (the same mechanism as `autodp_epsilon`)."""
     from autodp.calibrator_zoo import eps_delta_calibrator
 
-    mech = eps_delta_calibrator()(lambda sigma: _dpsgd_mechanism(sigma, q, steps), epsilon, delta, [0.3, 100.0])
+    with _brent_quiet():
+        mech = eps_delta_calibrator()(lambda sigma: _dpsgd_mechanism(sigma, q, steps), epsilon, delta, [0.3, 100.0])
     return float(mech.params["sigma"])
+
+
+@contextmanager
+def _brent_quiet() -> Iterator[None]:
+    """autodp's RDP-to-(ε, δ) conversion brackets a scipy Brent search whose step divides 0 by 0 on some inputs and
+    recovers (the authors' notebook prints the same warning): silenced, so that a page shows no stray output."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
+        yield
 
 
 def amplification(epsilon_prime: float, gammas: Sequence[float], q: float, steps: int, delta: float) -> list[dict]:
