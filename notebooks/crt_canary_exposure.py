@@ -552,8 +552,8 @@ if P.profile == "paper":
 # private ones are not). S-DP follows Shi et al.'s idea in our own form.
 # "non-private + mask" redacts with π but does not deduplicate. ε counts only non-empty
 # Poisson batches. CRT removes duplicates (Section 4) where Algorithm 1 masks them; the mask
-# reading is a row of its own at Fig. 2's γ. "The same or better than DPSGD" is tested at
-# CRT's confidentiality ε, with DPSGD trained to it.
+# reading is a row of its own at Fig. 2's γ. The paper's "same or better than DPSGD" is
+# tested at CRT's confidentiality ε, with DPSGD trained to it.
 #
 # **Evaluation.** The paper does not say how the MIA threshold is fitted; we fit it on half
 # the pairs and test on the other half, both ways. The LSTM sweeps γ over `gammas`, GPT-2
