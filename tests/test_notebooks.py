@@ -276,7 +276,7 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     assert all(r["null_low"] <= 0.5 <= r["null_high"] for r in mia if r["attack"] == "individual")
     # like-for-like perplexities with intervals; budgets as the paper sets them
     utility = {(r["model"], r["trainer"]): r for r in tables["utility"]}
-    assert {t for _, t in utility} == trainers | {"D_pub only", "CRT (SHA-1 removal)"}
+    assert {t for _, t in utility} == trainers | {"D_pub only", "CRT (duplicates masked)", "DPSGD at CRT's ε"}
     for r in utility.values():
         for kind in ("raw", "non-secret", "redacted"):
             assert r[f"ppl_{kind}_low"] <= r[f"ppl_{kind}"] <= r[f"ppl_{kind}_high"], (r["trainer"], kind)
@@ -284,9 +284,12 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
         assert abs(utility[m, "DPSGD"]["epsilon"] - params["target_epsilon"]) < 0.1  # Opacus calibrated to ε
         assert utility[m, "CRT"]["epsilon"] < params["target_epsilon"]  # confidentiality ε, amplified by γ < 1
         assert utility[m, "D_pub only"]["private_steps"] == 0 < utility[m, "DPSGD"]["private_steps"]
+        assert abs(utility[m, "DPSGD at CRT's ε"]["epsilon"] - utility[m, "CRT"]["epsilon"]) < 0.01  # matched ε
+    tuned = {(r["model"], r["trainer"]): r for r in tables["dp_tuning"]}
     crt = utility["LSTM", "CRT"]
-    d_pub = pipeline[0.1, "mask"]["d_pub"]
-    assert crt["public_steps"] == params["crt_epochs"] * -(-d_pub // params["crt_batch"])
+    d_pub = pipeline[0.1, "mask"]["d_pub"]  # the same under either reading
+    assert crt["public_steps"] == tuned["LSTM", "CRT"]["epochs"] * -(-d_pub // params["crt_batch"])
+    assert utility["LSTM", "D_pub only"]["public_steps"] == crt["public_steps"]  # CRT's public budget
     # the gap decomposition adds up
     for r in tables["perplexity_gap"]:
         parts = r["gap_first"] + r["gap_secret"] + r["gap_ordinary"]
@@ -297,15 +300,16 @@ def test_crt_chapter_tables_and_numbers(smoke_results) -> None:
     for _, run in history[history.epsilon.notna()].groupby(["model", "trainer"]):
         assert run.epsilon.is_monotonic_increasing
     # each DP trainer's learning rate: the grid's rate of lowest validation perplexity after the last epoch
-    tuned = {(r["model"], r["trainer"]): r for r in tables["dp_tuning"]}
-    assert set(tuned) == {(m, t) for m in models for t in ("DPSGD", "CRT")} | {("LSTM", "S-DP")}
+    assert set(tuned) == {(m, t) for m in models for t in ("DPSGD", "CRT", "DPSGD at CRT's ε")} | {("LSTM", "S-DP")}
     for (m, _), r in tuned.items():
         tried = {float(lr): float(v) for lr, v in (x.split(": ") for x in r["tried"].split(" · "))}
         assert set(tried) == set(params["dp_lrs" if m == "LSTM" else "gpt_dp_lrs"]) and len(tried) == 2
         # two rates: the chosen one is at an end, interior only as CRT's lowest with D_pub alone (rate 0) worse
         zero_worse = r["d_pub_only"] is not None and r["d_pub_only"] > tried[min(tried)]
         assert r["interior"] is (r["chosen"] == min(tried) and zero_worse)
-        assert r["chosen"] == min(tried, key=tried.get) and abs(r["validation"] - tried[r["chosen"]]) < 0.06
+        lengths = {int(n): float(v) for n, v in (x.split(": ") for x in r["epochs_tried"].split(" · "))}
+        assert r["chosen"] == min(tried, key=tried.get) and abs(lengths[min(lengths)] - tried[r["chosen"]]) < 0.06
+        assert len(lengths) <= 1 + params["max_doublings"] and abs(r["validation"] - lengths[r["epochs"]]) < 0.06
     amp = [r for r in tables["amplification"] if r["epsilon_prime"] == 1.0 and r["gamma"] == 0.1][0]
     assert round(amp["epsilon_conf"], 4) == 0.1158 and round(amp["epsilon_dp"], 3) == 0.801
     arm = {r["trainer"]: r for r in tables["pretrained_arm"]}
