@@ -266,9 +266,10 @@ page.say(ex.group_words(group, ch.gamma2))
 #
 # A model that never saw a canary still scores several bits, because the maximum of ten
 # random ranks is large: the expected maximum exposure of ten uniform ranks is about 4.2
-# bits. The shaded bands below are each trainer's null (its central 95 %, for the eye; the
-# rules use the one-sided upper points of the table): the seed-mean maximum exposure of ten
-# fake canaries drawn 1,000 times from the same scored candidates.
+# bits. Each trainer's null is the seed-mean maximum exposure of ten fake canaries drawn
+# 1,000 times from the same scored candidates; the grey band below joins the trainers'
+# central 95 % intervals of it at each γ, for the eye (the rules use each trainer's own
+# one-sided upper point, in the table).
 
 # %%
 exposure = ex.exposure_table(ch)
@@ -335,7 +336,9 @@ publish("mia", mia, view=pivot_view(mia, ["model", "trainer", "attack"], "gamma"
 
 # %%
 panels = [
-    (f"{ex.NAMES[m]}: {a}", f"model == '{m}' and attack == '{a}'") for m in ex.MODELS for a in ("individual", "group")
+    (f"{ex.NAMES[m]}\n{a} attack", f"model == '{m}' and attack == '{a}'")
+    for m in ex.MODELS
+    for a in ("individual", "group")
 ]
 figures.against_gamma(mia, "accuracy", panels, "MIA accuracy", 0.5)
 plt.show()
@@ -447,7 +450,8 @@ page.say(ex.sweep_words(sweep, trends))
 # learning rates were chosen by, and keep the test set for the final models. Its caption
 # notes that S-DP with an imperfect policy has ε = +∞, so the figure shows S-DP with a
 # perfect policy; we do the same (γ = 0), and draw CRT at Fig. 2's γ = 0.1 with its
-# confidentiality ε. Dashed lines are the final non-private perplexities.
+# confidentiality ε. Dashed lines are the final non-private perplexities; a star marks
+# DPSGD trained to CRT's confidentiality ε, after its last epoch (it is not tracked per epoch).
 
 # %%
 history = publish("fig2_per_epoch", ex.history_table(ch), show=False)

@@ -387,6 +387,11 @@ def test_a_row_shows_one_statistic_in_the_paper_and_ours_columns() -> None:
     direction = judge(replace(claim, paper_estimate=None), 0.05, (0.01, 0.09), test="t")
     assert verdict.paper_text(direction) == "no number"
     assert verdict.paper_text({**direction, "origin": "ours"}) == "not reported"
+    # the paper's words read as a number ("close to 0"): the register checks the rule on it, the row does not draw it
+    words = replace(claim, paper="≈ 0.05", paper_estimate=0.05, paper_in_words=True)
+    assert words.on_paper_numbers() == "held"
+    worded = judge(words, 0.05, (0.01, 0.09), test="t")
+    assert worded["paper_estimate"] is None and verdict.paper_text(worded) == "≈ 0.05 (in words)"
     named = replace(claim, statistic="exposure (bits)", rule=Rule.matches(19.93, 0.005, "exposure"))
     exact = judge(replace(named, paper_estimate=19.93), 19.9316, (19.9316, 19.9316), test="exact")
     assert exact["statistic"] == "exposure (bits)" and verdict.ours_text(exact) == "19.93 (exact)"

@@ -56,6 +56,7 @@ COLUMNS = (
     "rule_low",
     "rule_high",
     "follow_up",
+    "paper_in_words",
 )
 REGIME_TABLE = "regimes"  # published by plan(): each claim's governing variable, the paper's value and ours
 CHECKS_TABLE = "regime_checks"  # published by conclude(): each paper-regime criterion, computed on the data
@@ -348,7 +349,10 @@ class Claim:
     statistic: the one quantity the row's paper and ours columns show, in words and units ("AUROC(RMD) − AUROC(MD)",
     "exposure (bits)"); the rule's `what` when omitted. paper_context: the paper's numbers come from another
     benchmark than the row's (another dataset, another model): the register checks the rule on them, but the row is
-    not compared with them (no paper value on its row or in the forest plot; its `paper` cell says so)."""
+    not compared with them (no paper value on its row or in the forest plot; its `paper` cell says so).
+    paper_in_words: the paper gives no number for the claim, only words or a plot ("close to 0"), which
+    `paper_values` read as one: the register checks the rule on that reading, but the row does not draw it as the
+    paper's value (no diamond in the forest plot, not on the front page's scatter); its `paper` cell gives the words."""
 
     claim: str
     source: str
@@ -369,6 +373,7 @@ class Claim:
     measures: Mapping[str, str] = field(default_factory=dict)
     statistic: str = ""
     paper_context: bool = False
+    paper_in_words: bool = False
     follow_up: str = ""
 
     def __post_init__(self) -> None:
@@ -749,13 +754,14 @@ def judge(
         "measured_by": measured,
         "varies": column,
         "statistic": claim.stat,
-        "paper_estimate": None if claim.paper_context else claim.paper_number,
+        "paper_estimate": None if claim.paper_context or claim.paper_in_words else claim.paper_number,
         "values": values,
         "regime_tag": claim.regime.short(kind) if claim.regime else "our check",
         "rule_kind": claim.rule.kind,
         "rule_low": claim.rule.low if math.isfinite(claim.rule.low) else None,
         "rule_high": claim.rule.high if math.isfinite(claim.rule.high) else None,
         "follow_up": claim.follow_up,
+        "paper_in_words": claim.paper_in_words,
     }
 
 
@@ -797,12 +803,15 @@ def ours_text(row: Mapping[str, Any]) -> str:
 
 def paper_text(row: Mapping[str, Any]) -> str:
     """The paper's column in the row's statistic: the statistic on the paper's numbers, its printed values for an
-    exact recomputation of several; else 'not reported' on our own check (the paper states nothing it applies to)
-    and 'no number' on a paper claim whose text gives no number the statistic applies to."""
+    exact recomputation of several, the paper's words where it gives only words ("≈ 0 (in words)"); else 'not
+    reported' on our own check (the paper states nothing it applies to) and 'no number' on a paper claim whose text
+    gives no number the statistic applies to."""
     if row.get("values"):
         return str(row["paper"])
     estimate = row.get("paper_estimate")
     exact = row.get("ci_low") is not None and row.get("ci_low") == row.get("ci_high")
+    if row.get("paper_in_words"):
+        return f"{row['paper']} (in words)"
     if estimate is None:
         return "not reported" if row.get("origin") == "ours" else "no number"
     return _number(estimate, 4 if exact else 3)

@@ -221,6 +221,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             regime=both_copies,
             paper_values={"CRT exposure, every γ (text: close to 0)": 0.0},
             paper_estimate=0.0,
+            paper_in_words=True,
             units=ATTACK_UNITS,
         ),
     }
@@ -257,7 +258,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
                 words["paraphrase"] = True
             if kind == "zero":
                 words |= {"paper_values": {"exposure at γ = 0 (text: great protection)": 0.0}}
-                words |= {"paper_estimate": 0.0}
+                words |= {"paper_estimate": 0.0, "paper_in_words": True}
             source = f"§5.3, {fig} (plot only)"
             out[f"{short}_{kind}"] = Claim(f"{who} {t}: {what}", source, paper, rule, regime=regime, **words)
     out["plain_leaks"] = Claim(
@@ -316,6 +317,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             regime=both,
             paper_values={f"CRT {attack} MIA accuracy, every γ (text: aligns with 0.5)": 0.5},
             paper_estimate=(0.5, 0.5, 0.5),
+            paper_in_words=True,
             units=ATTACK_UNITS,
         )
     return out

@@ -1118,13 +1118,17 @@ def fig2_runs(gamma2: float) -> dict[tuple[str, float | None], str]:
 def history_table(ch: Chapter) -> pd.DataFrame:
     """Fig. 2 as the paper draws it: per epoch of one run (first seed), perplexity against the ε spent so far (non-secret
     validation perplexity, `validation`; raw test perplexity after the last epoch, `perplexity`): DPSGD, S-DP with a
-    perfect policy (γ = 0) and CRT at Fig. 2's γ (confidentiality ε)."""
+    perfect policy (γ = 0) and CRT at Fig. 2's γ (confidentiality ε); and DPSGD trained to CRT's confidentiality ε
+    after its last epoch alone (it is not tracked per epoch)."""
     rows = []
     first, wanted = ch.p.seed, fig2_runs(ch.gamma2)
     for r, (_, info) in ch.models.items():
-        if r.seed == first and main_run(r) and (r.trainer, r.gamma) in wanted:
-            for h in info["history"]:
-                rows.append({"model": r.model, "trainer": wanted[r.trainer, r.gamma], **h})
+        if r.seed != first:
+            continue
+        if main_run(r) and (r.trainer, r.gamma) in wanted:
+            rows += [{"model": r.model, "trainer": wanted[r.trainer, r.gamma], **h} for h in info["history"]]
+        elif r.label == MATCHED_LABEL:
+            rows.append({"model": r.model, "trainer": MATCHED_LABEL, **info["history"][-1]})
     return pd.DataFrame(rows)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..page import FIGURE_WIDTH, method_colors
 from ..plots import log_axis, plain_number
@@ -16,20 +16,25 @@ COLORS = method_colors(list(TRAINER_ORDER) + ["S-DP (perfect policy)", "D_pub on
 MARKERS = dict(zip(TRAINER_ORDER, "osD^v"))
 
 
+NULL_LABEL = "null, central 95 %\n(every trainer's, joined)"
+
+
 def against_gamma(table: pd.DataFrame, value: str, panels: list[tuple[str, str]], ylabel: str, chance: float | None):
-    """One panel per (model, attack) filter: each trainer's seed mean against γ, its null band shaded alike."""
+    """One panel per (model, attack) filter: each trainer's seed mean against γ over one grey band, at each γ from the
+    lowest to the highest of the trainers' central 95 % null intervals (one band per trainer, drawn alike, smeared
+    into each other)."""
     cols = min(len(panels), 2)
     nrows = -(-len(panels) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(FIGURE_WIDTH, 3.3 * nrows), squeeze=False, sharey=True)
     for ax, (title, query) in zip(axes.flat, panels):
         sub = table.query(query)
+        drawn = sub[sub.trainer.isin(TRAINER_ORDER)]
+        band = drawn.groupby("gamma").agg(low=("null_low", "min"), high=("null_high", "max")).reset_index()
+        ax.fill_between(band.gamma, band.low, band.high, color="grey", alpha=0.18, lw=0, label=NULL_LABEL)
         for trainer in TRAINER_ORDER:
             rows = sub[sub.trainer == trainer].sort_values("gamma")
-            if rows.empty:
-                continue
-            color = COLORS[trainer]
-            ax.plot(rows.gamma, rows[value], marker=MARKERS[trainer], color=color, label=trainer)
-            ax.fill_between(rows.gamma, rows.null_low, rows.null_high, color=color, alpha=0.08)
+            if not rows.empty:
+                ax.plot(rows.gamma, rows[value], marker=MARKERS[trainer], color=COLORS[trainer], label=trainer)
         if chance is not None:
             ax.axhline(chance, color="grey", ls=":", lw=1)
         ax.set(title=title, xlabel="false-negative rate γ of π")
@@ -60,12 +65,17 @@ def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
     for ax, model in zip(axes[0], models):
         sub = history[(history.model == model) & history.epsilon.notna()]
         for trainer, rows in sub.groupby("trainer", sort=False):
-            ax.plot(rows.epsilon, rows.validation, marker="o", ms=4, color=COLORS.get(trainer), label=trainer)
+            alone = len(rows) == 1  # a run kept after its last epoch only: one star
+            marker, ms = ("*", 11) if alone else ("o", 4)
+            label = f"{trainer} (final)" if alone else trainer
+            color = COLORS.get(trainer)
+            ax.plot(rows.epsilon, rows.validation, marker=marker, ms=ms, color=color, mec="black", mew=0.6, label=label)
         final = baseline[(baseline.model == model)]
         for _, r in final.iterrows():
             ax.axhline(r.validation, color=COLORS.get(r.trainer), ls="--", lw=1, label=f"{r.trainer} (final)")
-        ax.set(title=model, xlabel="ε spent so far", xscale="symlog")
-        ax.set_xlim(0, 1.3 * history.epsilon.max())
+        ax.set(title=model, xlabel="ε spent so far")
+        ax.set_xlim(0, 1.05 * history.epsilon.max())
+        ax.xaxis.set_major_locator(MaxNLocator(5))
         ax.xaxis.set_major_formatter(FuncFormatter(plain_number))
         log_axis(ax, "y")
     axes[0][0].set_ylabel("validation perplexity (non-secret)")

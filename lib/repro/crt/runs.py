@@ -8,6 +8,7 @@ import math
 import random
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -273,6 +274,16 @@ def vocab_key(vocab: Any) -> Any:
     return len(vocab)
 
 
+# a cache file read in this process -> (its stamp, its history's length)
+_HISTORY: dict[Path, tuple[tuple[int, int], int]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """A cache file's modification time and size: a file written again after it was read differs in one of them."""
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
 class Trainer:
     """Trains (or loads from the cache) the models of one chapter run, with a history of non-secret validation
     perplexity, after every epoch for the runs `track` picks and after the last one for the others, and of raw test
@@ -301,6 +312,10 @@ class Trainer:
         """The cache file of one run."""
         return cache.entry_path("crt", f"{run.model}-{run.label}-s{run.seed}", self.spec(run), suffix=".pt")
 
+    def _needed(self, run: Run) -> int:
+        """How many epochs of history the chapter needs of a run: every epoch where it is tracked, else the last."""
+        return config(self.p, run).epochs if self.track(run) else 1
+
     def _saved(self, run: Run) -> dict | None:
         """The cached entry of a run, or None: absent, damaged, or trained untracked where Fig. 2 or a walk now needs
         its per-epoch history (such an entry is removed, to be trained again)."""
@@ -312,13 +327,19 @@ class Trainer:
         except cache.DAMAGED:
             path.unlink(missing_ok=True)
             return None
-        if len(saved["info"]["history"]) < (config(self.p, run).epochs if self.track(run) else 1):
+        _HISTORY[path] = _stamp(path), len(saved["info"]["history"])
+        if _HISTORY[path][1] < self._needed(run):
             path.unlink()
             return None
         return saved
 
     def has(self, run: Run) -> bool:
-        """Whether the cache holds the run as this chapter needs it."""
+        """Whether the cache holds the run as this chapter needs it; an entry this process has read already is judged
+        by the history length it read then (the file unchanged), not loaded again."""
+        path = self.path(run)
+        known = _HISTORY.get(path)
+        if known is not None and path.exists() and known[0] == _stamp(path):
+            return known[1] >= self._needed(run)
         return self._saved(run) is not None
 
     def __call__(self, run: Run) -> tuple[torch.nn.Module, dict]:
