@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+from repro import stats
 from repro.crt import experiment, language_model, runs
 from repro.params import Resolved, resolve
 
@@ -792,7 +793,18 @@ def test_a_cached_run_trained_untracked_is_trained_again_where_its_per_epoch_his
     assert untracked.has(run) and path.exists()
     assert not tracked.has(run) and not path.exists()  # removed, to be trained with every epoch recorded
     torch.save({"state": {}, "info": _history([4.0, 3.0][:epochs])}, path)
-    assert tracked.has(run)
+    assert tracked.has(run) and tracked.has(run)  # the second from what the first read
+    assert tracked.info(run) == _history([4.0, 3.0][:epochs])  # read without building a model (new_model is None)
+    torch.save({"state": {}, "info": _history([3.0])}, path)  # written again, shorter: read again, and removed
+    assert not tracked.has(run) and not path.exists()
+
+
+def test_every_perplexity_of_one_test_set_resamples_it_alike_and_the_weights_are_drawn_once() -> None:
+    dialogues = np.repeat(np.array(["d1", "d2", "d3", "d4"]), [3, 1, 2, 4])
+    once = runs._dialogue_weights(dialogues, 50, 7)
+    assert runs._dialogue_weights(dialogues.copy(), 50, 7) is once and not once.flags.writeable
+    assert np.array_equal(once, stats.unit_weights(dialogues, n_resamples=50, seed=7))
+    assert not np.array_equal(runs._dialogue_weights(dialogues, 50, 8), once)
 
 
 def test_the_group_table_counts_each_canarys_copies_in_the_clear_and_multiplies_their_epsilon(data, smoke) -> None:

@@ -304,7 +304,7 @@ def build_piece(piece: Piece) -> None:
             _FACTORIAL[key, piece.variant] = factorial_setting(p, data, s.encoders["LSTM"].vocab, piece.variant)
         _FACTORIAL[key, piece.variant].train_and_score(p, piece.run)
     elif piece.walk is not None:
-        tuning.walk(p, *piece.walk, fig2_gamma(p), lambda run: s.trainer(run)[1], *(piece.matched or ()))
+        tuning.walk(p, *piece.walk, fig2_gamma(p), lambda run: s.trainer.info(run), *(piece.matched or ()))
     else:
         s.train_and_score(p, data, piece.run)
 
@@ -321,7 +321,7 @@ def build_all(p: Any, data: Data, s: Setting) -> None:
     def cached_only(run: Run) -> dict:
         if not s.trainer.has(run):
             raise LookupError(run)
-        return s.trainer(run)[1]
+        return s.trainer.info(run)
 
     def walked(w: tuple[str, str], matched: tuple[float, float] | None = None) -> bool:
         """Whether every run of the walk is cached (the walk then reads the cache alone)."""
@@ -338,14 +338,14 @@ def build_all(p: Any, data: Data, s: Setting) -> None:
     first += [Piece(params, run=r) for r in missing(untuned)]
     if first:
         workers.map_on_cores(build_piece, first, "runs, untuned and walks")
-    table = tuning.tuning_table(tuning.search(p, fig2_gamma(p), lambda r: s.trainer(r)[1]))
+    table = tuning.tuning_table(tuning.search(p, fig2_gamma(p), lambda r: s.trainer.info(r)))
     starts = matched_starts(p, s, table)
     rest = [Piece(params, walk=(m, "DPSGD"), matched=v) for m, v in starts.items() if not walked((m, "DPSGD"), v)]
     chosen = tuning.chosen_rates(table), tuning.chosen_epochs(table)
     rest += [Piece(params, run=r) for r in missing(planned_runs(p, fig2_gamma(p), *chosen))]
     if rest:
         workers.map_on_cores(build_piece, rest, "runs at the chosen rates, DPSGD walked at CRT's ε")
-    tried = matched_search(p, s, starts, lambda r: s.trainer(r)[1])
+    tried = matched_search(p, s, starts, lambda r: s.trainer.info(r))
     last = [Piece(params, run=r) for r in missing(matched_runs(p, starts, tuning.tuning_table(tried)))]
     if last:
         workers.map_on_cores(build_piece, last, "DPSGD at CRT's ε")
@@ -358,7 +358,7 @@ def matched_starts(p: Any, s: Setting, table: pd.DataFrame) -> dict[str, tuple[f
     rates, epochs, out = tuning.chosen_rates(table), tuning.chosen_epochs(table), {}
     for model in MODELS:
         crt = Run(model, "CRT", fig2_gamma(p), p.seed, dp_lr=rates[model, "CRT"], epochs=epochs[model, "CRT"])
-        out[model] = float(f"{s.trainer(crt)[1]['epsilon']:.4g}"), rates[model, "DPSGD"]
+        out[model] = float(f"{s.trainer.info(crt)['epsilon']:.4g}"), rates[model, "DPSGD"]
     return out
 
 
@@ -388,7 +388,7 @@ def run_all(p: Any, data: Data) -> Chapter:
     (scores cached beside the model); what the cache lacks is built first, side by side (build_all)."""
     s = setting(p, data)
     build_all(p, data, s)
-    train = lambda run: s.trainer(run)[1]
+    train = lambda run: s.trainer.info(run)
     tried = tuning.search(p, fig2_gamma(p), train)
     starts = matched_starts(p, s, tuning.tuning_table(tried))
     tuned = tuning.tuning_table(tried | matched_search(p, s, starts, train))
