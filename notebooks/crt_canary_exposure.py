@@ -117,10 +117,13 @@ from repro.results import pivot_view, publish
 # pair at random. A "leaks" claim is one-sided: a leak is a score *above* the null's upper
 # 95 % point. A claim that a trainer "stays at chance" is an equivalence test, because not
 # finding a leak does not show there is none: every (model, γ) cell's 95 % interval must end
-# below a margin fixed in the register (a leak under 2 bits, a canary at most 4× likelier
-# than an unseen one; MIA accuracy under 0.55). The test is one-sided, since a score below
-# chance is no leak, and the row shows the test's power against a leak at the margin. The positive controls show that each test finds
-# a leak where there is one.
+# below a margin fixed in the register (MIA accuracy under 0.55). For exposure these rows
+# read the canaries' *mean* exposure, not their maximum: the maximum of ten varies so much
+# where nothing leaks that such a row could almost never hold. The margin is 1.5 bits per
+# canary, below the 1.85 bits by which one canary of ten memorized outright lifts the mean.
+# The test is one-sided, since a score below chance is no leak, and the row shows the test's
+# power against a leak at the margin. The positive controls show that each test finds a
+# leak where there is one.
 # Perplexity claims compare like with like: the perplexity of the non-secret test tokens,
 # with an interval over test sentences and trained models.
 
@@ -576,8 +579,8 @@ if P.profile == "paper":
 # cause: a setup choice or a finding, with the table that varies what it names, or `unknown`
 # with the ablation that would tell. The one sweep of a regime variable is the dialogue
 # sweep, and only the closeness rows read it. Every "stays at chance" row, the paper's and ours, is a one-sided
-# equivalence test: its margin (a leak under 2 bits; an accuracy or member win rate under
-# 0.55) is written in the register before the runs, it holds only if every (model, γ) cell's
+# equivalence test: its margin (a mean leak under 1.5 bits per canary, a maximum's under 2
+# bits in the factorial; an accuracy or member win rate under 0.55) is written in the register before the runs, it holds only if every (model, γ) cell's
 # interval ends below the margin, and only if the test would detect a leak at the margin at
 # least 80 % of the time in its weakest cell. A "rises above chance" row that fails where
 # its test would detect a win rate of 0.55 less than 80 % of the time is inconclusive, not

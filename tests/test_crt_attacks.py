@@ -81,6 +81,24 @@ def test_exposure_null_mean_matches_the_max_of_ten_uniform_exposures() -> None:
     assert abs(null.mean() - exact) < 5 * sd / math.sqrt(draws)
 
 
+def test_the_mean_exposure_null_is_one_over_ln2_bits_per_canary_over_the_max_nulls_draws() -> None:
+    n, k, draws = 100_000, 10, 4000
+    scores = np.random.default_rng(3).random(n)
+    nulls = canary.exposure_nulls(scores, n_canaries=k, n_draws=draws, seed=4)
+    assert np.array_equal(nulls["max"], canary.exposure_null(scores, n_canaries=k, n_draws=draws, seed=4))
+    assert (nulls["mean"] <= nulls["max"]).all() and (nulls["mean"] >= nulls["max"] / k).all()  # the same draws
+    # one unseen canary's exposure -log2(U) is exponential: mean and sd 1 / ln 2 ≈ 1.443 bits; the mean of k has sd
+    # 1.443 / sqrt(k) ≈ 0.456, and the mean of 4000 draws SE ≈ 0.0072: allow 5 SE
+    per = 1 / math.log(2)
+    assert abs(nulls["mean"].mean() - per) < 5 * per / math.sqrt(k * draws)
+    assert nulls["mean"].std() == pytest.approx(per / math.sqrt(k), rel=0.1)
+    # the exposures of given canaries: their max is max_exposure
+    idx = [5, 17, 99_999]
+    each = canary.canary_exposures(scores, idx)
+    assert each.shape == (3,) and each.max() == canary.max_exposure(scores, idx)
+    assert each[0] == pytest.approx(math.log2(n) - math.log2(canary.rank_of(scores, 5)))
+
+
 def test_chance_max_exposure_quantiles_match_the_simulated_null() -> None:
     null = canary.exposure_null(np.random.default_rng(5).random(200_000), n_canaries=10, n_draws=20_000, seed=6)
     for q in (0.05, 0.5, 0.95, 1 - 0.05 / 4):

@@ -86,22 +86,44 @@ def test_crt_trains_on_at_most_one_copy_of_each_canary(data: runs.Data, smoke) -
 
 
 def test_every_at_chance_claim_is_a_one_sided_equivalence_test_that_the_papers_numbers_pass() -> None:
-    from repro.crt.claims import EXPOSURE_MARGIN, claims
+    from repro.crt.claims import EXPOSURE_MARGIN, MEAN_LEAK, MEAN_MARGIN, claims
 
     register = claims(resolve({"profile": "default"}, experiment.SPEC))
-    for key in ("crt_exposure", "mask_zero", "sdp_zero", "dp_protects"):
+    for key, margin in (("crt_exposure", 1.5), ("mask_zero", 1.5), ("sdp_zero", 1.5), ("dp_protects", 2)):
         c = register[f"attack:{key}"]
-        assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (-math.inf, EXPOSURE_MARGIN) == (
-            -math.inf,
-            2,
-        )
+        assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (-math.inf, margin)
+        assert (margin == MEAN_MARGIN) == c.rule.what.startswith(MEAN_LEAK) and EXPOSURE_MARGIN == 2
         assert c.on_paper_numbers() == (None if c.ours else "held")  # the paper's 'close to 0' read as no leak
-        assert c.rule.decide(-5.0, -9.0, 1.5) == "held"  # canaries ranked below chance are no leak
+        assert c.rule.decide(-5.0, -9.0, 1.4) == "held"  # canaries ranked below chance are no leak
     for key in ("crt_individual", "crt_group", "crt_address", "crt_paired"):
         c = register[f"attack:{key}"]
         assert c.rule.kind == "equivalent" and (c.rule.low, c.rule.high) == (-math.inf, 0.55)
         assert c.on_paper_numbers() == (None if c.ours else "held")
     assert not any(c.rule.fails_to_reject for k, c in register.items() if k.startswith("attack:") and not c.ours)
+
+
+def test_the_registers_numbers_for_the_mean_and_the_max_exposure_at_chance() -> None:
+    """claims.py's comment on MEAN_MARGIN: one model's null bands of the max and the mean of ten canaries'
+    exposures, how often a cell's leak interval ends below its margin where nothing leaks, and the power at it."""
+    from scipy import stats as sps
+
+    from repro.crt import canary
+    from repro.crt.claims import EXPOSURE_MARGIN, MEAN_MARGIN
+
+    scale = 1 / math.log(2) / 10  # the mean of ten exponentials of mean 1/ln 2: a gamma of shape 10
+    low, high = sps.gamma.ppf([0.025, 0.975], 10, scale=scale)
+    assert (round(low, 2), round(high, 2)) == (0.69, 2.46)
+    assert round(sps.gamma.cdf(low + MEAN_MARGIN, 10, scale=scale), 2) == 0.94  # ends below the margin at no leak
+    assert round(sps.gamma.sf(high - MEAN_MARGIN, 10, scale=scale), 2) == 0.86  # power at the margin
+    max_low, max_high = canary.chance_max_exposure(0.025), canary.chance_max_exposure(0.975)
+    assert (round(max_low, 2), round(max_high, 2)) == (1.70, 8.63)
+    assert round((1 - 2 ** -(max_low + EXPOSURE_MARGIN)) ** 10, 2) == 0.45
+    assert round(1 - (1 - 2 ** -(max_high - EXPOSURE_MARGIN)) ** 10, 2) == 0.10
+    # one canary of ten memorized outright lifts the mean by 1.85 bits, past the margin
+    assert round((math.log2(10**6) - 1 / math.log(2)) / 10, 2) == 1.85 > MEAN_MARGIN
+    # and the simulated mean null agrees with the gamma
+    null = canary.exposure_nulls(np.random.default_rng(0).random(200_000), 10, 20_000, 1)["mean"]
+    assert np.quantile(null, [0.025, 0.975]) == pytest.approx([low, high], abs=0.05)
 
 
 def test_the_leak_interval_inverts_the_null_band_covers_a_true_leak_and_its_power_shifts_the_null() -> None:

@@ -46,6 +46,7 @@ __all__ = [
     "seeds_and_items_contrast",
     "seeds_and_items_perplexity",
     "simulated_power",
+    "subset_nulls",
     "threshold_attack_accuracy",
     "unit_weights",
 ]
@@ -1089,6 +1090,12 @@ def attack_null(
 
 def max_null(pool: ArrayLike, n_candidates: int = 10, n_draws: int = 1000, seed: int = 0) -> np.ndarray:
     """Null of the maximum over n_candidates distinct values drawn at random (without replacement) from pool."""
+    return subset_nulls(pool, n_candidates, n_draws, seed)["max"]
+
+
+def subset_nulls(pool: ArrayLike, n_candidates: int = 10, n_draws: int = 1000, seed: int = 0) -> dict[str, np.ndarray]:
+    """Nulls of the maximum and the mean over n_candidates distinct values drawn at random (without replacement)
+    from pool, both over the same draws ({"max": ..., "mean": ...}, n_draws each)."""
     values = _finite_1d(pool, "pool")
     if not 1 <= n_candidates <= values.size:
         raise ValueError(f"n_candidates must lie in [1, len(pool)={values.size:,}], got {n_candidates}")
@@ -1096,7 +1103,8 @@ def max_null(pool: ArrayLike, n_candidates: int = 10, n_draws: int = 1000, seed:
         raise ValueError(f"n_draws must be >= 1, got {n_draws}")
     rng = np.random.default_rng(seed)
     # Generator.choice without replacement costs O(n_candidates) per draw for a large pool (Floyd's algorithm)
-    return np.array([values[rng.choice(values.size, n_candidates, replace=False)].max() for _ in range(n_draws)])
+    drawn = np.stack([values[rng.choice(values.size, n_candidates, replace=False)] for _ in range(n_draws)])
+    return {"max": drawn.max(axis=1), "mean": drawn.mean(axis=1)}
 
 
 # ---------------------------------------------------------------------------------------------------------------

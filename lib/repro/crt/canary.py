@@ -10,7 +10,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..metrics import exposure
-from ..stats import max_null
+from ..stats import subset_nulls
 
 
 class Stepper(Protocol):
@@ -140,20 +140,36 @@ def exposure_null(
     exclude: Sequence[int] | np.ndarray = (),
 ) -> np.ndarray:
     """Null of the max exposure over n_canaries fake canaries: candidates drawn without replacement, no model call."""
+    return exposure_nulls(scores, n_canaries, n_draws, seed, exclude)["max"]
+
+
+def exposure_nulls(
+    scores: np.ndarray,
+    n_canaries: int = 10,
+    n_draws: int = 1000,
+    seed: int = 0,
+    exclude: Sequence[int] | np.ndarray = (),
+) -> dict[str, np.ndarray]:
+    """Nulls of the max and of the mean exposure over the same n_canaries fake canaries per draw (exposure_null's
+    draws: its "max" is exposure_null itself)."""
     ranks = candidate_ranks(scores)
     keep = np.ones(ranks.size, dtype=bool)
     keep[_indices(exclude, ranks.size, "exclude")] = False
-    return max_null(exposure(ranks[keep], ranks.size), n_canaries, n_draws, seed)
+    return subset_nulls(exposure(ranks[keep], ranks.size), n_canaries, n_draws, seed)
 
 
-def max_exposure(scores: np.ndarray, canary_indices: Sequence[int] | np.ndarray) -> float:
-    """Largest exposure log2(N) - log2(rank) over the real canaries, each ranked among all N scored candidates."""
+def canary_exposures(scores: np.ndarray, canary_indices: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Exposure log2(N) - log2(rank) of each real canary, ranked among all N scored candidates (max_exposure's max)."""
     s = np.asarray(scores, dtype=np.float64)
     idx = _indices(canary_indices, s.size, "canary_indices")
     if idx.size == 0:
         raise ValueError("canary_indices is empty: pass the position of at least one canary")
-    ranks = np.array([rank_of(s, int(i)) for i in idx])
-    return float(np.max(exposure(ranks, s.size)))
+    return exposure(np.array([rank_of(s, int(i)) for i in idx]), s.size)
+
+
+def max_exposure(scores: np.ndarray, canary_indices: Sequence[int] | np.ndarray) -> float:
+    """Largest exposure log2(N) - log2(rank) over the real canaries, each ranked among all N scored candidates."""
+    return float(np.max(canary_exposures(scores, canary_indices)))
 
 
 def chance_max_exposure(q: float, n_canaries: int = 10) -> float:

@@ -80,6 +80,17 @@ EQUIVALENCE_MARGIN = 0.05
 # the test's at a 2-bit leak (each cell's interval above 0).
 EXPOSURE_MARGIN = 2.0
 LEAK = "the seed-mean max exposure over the 10 canaries above chance (bits; 0 at chance)"
+# The paper's 'stays at chance' rows read the canaries' mean exposure instead. The max of ten canaries' exposures
+# varies so much under no leak (one model: its null's 95 % band is 1.70–8.63 bits) that a cell's leak interval ends
+# below 2 bits with probability 0.45 where nothing leaks, and the test's power against a 2-bit leak is 0.10: a row
+# over several cells could almost never be held. The mean over the ten (each canary's exposure at chance is −log2 of
+# a uniform rank: mean and sd 1/ln 2 ≈ 1.44 bits) varies √10 times less: one model's null band is 0.69–2.46 bits,
+# a cell's interval ends below the margin with probability 0.94 where nothing leaks, and the power against a leak at
+# the margin is 0.86. The margin is 1.5 bits: one canary of ten memorized outright (19.93 bits against 1.44 at
+# chance) lifts the mean by 1.85 bits, past it; a 1.5-bit leak ranks every canary about 2.8× likelier than an unseen
+# one. (tests/test_crt_runs.py recomputes these numbers.) The factorial's row (ours) keeps the max.
+MEAN_MARGIN = 1.5
+MEAN_LEAK = "the seed-mean exposure per canary (mean over the 10) above chance (bits; 0 at chance)"
 PAIRED = "the seed-mean share of member / look-alike pairs whose member has the lower perplexity (0.5 at chance)"
 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: the trainer in
@@ -106,8 +117,15 @@ CHANCE_EXPOSURE = "exposure 0: a canary the model never saw (read here as the nu
 
 
 def no_leak(what: str) -> Rule:
-    """A paper's 'exposure stays at chance' as a one-sided equivalence test: the leak (bits) below EXPOSURE_MARGIN."""
+    """'Exposure stays at chance' on the max over the canaries as a one-sided equivalence test: the leak (bits) below
+    EXPOSURE_MARGIN (the factorial's row)."""
     return Rule.at_most(EXPOSURE_MARGIN, f"{LEAK}, {what}")
+
+
+def no_mean_leak(what: str) -> Rule:
+    """A paper's 'exposure stays at chance' as a one-sided equivalence test on the canaries' mean exposure: its leak
+    (bits) below MEAN_MARGIN."""
+    return Rule.at_most(MEAN_MARGIN, f"{MEAN_LEAK}, {what}")
 
 
 def at_chance(what: str) -> Rule:
@@ -215,7 +233,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
             "CRT-LSTM's and CRT-GPT-2's exposure stays at chance at every γ",
             "§5.3, Fig. 3 (plot only)",
             "≈ 0",
-            no_leak("at every model and γ"),
+            no_mean_leak("at every model and γ"),
             quote=FIG3_CRT,
             comparator=CHANCE_EXPOSURE,
             regime=both_copies,
@@ -243,7 +261,7 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         )
         for kind, what, fig, paper, rule, regime, quote, comparator in (
             ("zero", "exposure is at chance with a perfect policy (γ = 0)", "Fig. 3", "≈ 0",
-             no_leak("at every model"), perfect if short == "mask" else regimes["exposure"], zero_quote,
+             no_mean_leak("at every model"), perfect if short == "mask" else regimes["exposure"], zero_quote,
              CHANCE_EXPOSURE),
             ("rise", "exposure rises as soon as γ > 0", "Fig. 3", "sharp rise",
              leak(f"{EXPOSURE}, at every γ > 0 and model"), regimes["exposure"], rise_quote, rising),

@@ -24,6 +24,7 @@ from .claims import (
     ATTACK_MODELS,
     CLOSE,
     EXPOSURE_MARGIN,
+    MEAN_MARGIN,
     MEMORIZES,
     MISSED,
     NAMES,
@@ -207,16 +208,21 @@ def model_factory(p: Any, data: Data, vocabs: dict[str, Any]):
 
 
 def exposure_score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: Encoder) -> dict:
-    """Max exposure over the real canaries and its null (10 fake canaries from the same scored candidates). The fake
+    """Max exposure over the real canaries and its null (10 fake canaries from the same scored candidates), each
+    canary's exposure and the null of their mean over the same fake canaries. The fake
     canaries are drawn with the data seed, as the real ones are: every trained model of a cell ranks the same fake
     canaries, so the seed-mean null varies across seeds as the seed-mean exposure does (not √seeds narrower)."""
     stepper, batch = STEPPERS[run.model]
     levels = canary_levels(stepper(model), enc, CANARY_DIGITS, batch)
     cand = levels[-1]
     real = [canary.canary_index(c) for c in data.canaries]
+    each = canary.canary_exposures(cand, real)
+    nulls = canary.exposure_nulls(cand, N_CANARIES, p.n_null, p.seed, exclude=real)
     return {
-        "exposure": canary.max_exposure(cand, real),
-        "exposure_null": canary.exposure_null(cand, N_CANARIES, p.n_null, p.seed, exclude=real),
+        "exposure": float(each.max()),
+        "exposure_null": nulls["max"],
+        "exposures": each,  # each canary's (v 6), and the null of their mean over the same fake canaries
+        "exposure_mean_null": nulls["mean"],
         "extracted": {w: int(np.isin(real, canary.beam_search(levels, w)).sum()) for w in BEAM_WIDTHS},
     }
 
@@ -231,7 +237,7 @@ def scores_of(
     def entry(kind: str, spec: dict, build: Any) -> dict:
         return cached(f"{kind}-{run.model}-{run.label}-s{run.seed}", spec, build)[0]
 
-    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 5}
+    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 6}
     canaries = entry("exposure", spec, lambda: exposure_score(p, data, run, model, enc) | {"nll": test_nll(model, enc)})
     spec |= {"n_groups": p.n_groups, "n_mia": p.n_mia}
     return canaries | {"mia": entry("mia", spec, lambda: mia_scores(model, enc, designs, p.n_null, p.seed))}
@@ -664,31 +670,39 @@ def null_columns(null: np.ndarray) -> dict[str, float]:
 
 
 LEAK_POWER = f"power_at_{EXPOSURE_MARGIN:g}_bits"  # the exposure column of the equivalence test's power at its margin
+MEAN_LEAK_POWER = f"mean_power_at_{MEAN_MARGIN:g}_bits"  # the same for the canaries' mean exposure
 
 
-def leak_columns(exposure: float, null: np.ndarray) -> dict[str, float]:
-    """The leak of a seed-mean max exposure (bits above chance) under the register's shift model (claims.LEAK: a
-    δ-bit leak shifts the null by δ): its estimate (exposure − the null's mean), its 95 % interval by inverting the
-    null band (exposure − the null's upper and lower 2.5 % points), and the test's power at the margin, the share of
-    null draws that a leak of EXPOSURE_MARGIN bits would lift above the band's top (the interval then excludes 0)."""
+def leak_columns(
+    exposure: float, null: np.ndarray, margin: float = EXPOSURE_MARGIN, prefix: str = ""
+) -> dict[str, float]:
+    """The leak of a seed-mean exposure statistic (bits above chance; the max over the canaries, or with prefix
+    "mean_" their mean) under the register's shift model (claims.LEAK: a δ-bit leak shifts the null by δ): its
+    estimate (the statistic − the null's mean), its 95 % interval by inverting the null band (the statistic − the
+    null's upper and lower 2.5 % points), and the test's power at the margin, the share of null draws that a leak of
+    `margin` bits would lift above the band's top (the interval then excludes 0)."""
     null = np.asarray(null, np.float64)
     low, high = stats.null_band(null)
     return {
-        "leak": exposure - float(null.mean()),
-        "leak_low": exposure - high,
-        "leak_high": exposure - low,
-        LEAK_POWER: float(np.mean(null + EXPOSURE_MARGIN > high)),
+        f"{prefix}leak": exposure - float(null.mean()),
+        f"{prefix}leak_low": exposure - high,
+        f"{prefix}leak_high": exposure - low,
+        MEAN_LEAK_POWER if prefix else LEAK_POWER: float(np.mean(null + margin > high)),
     }
 
 
 def exposure_table(ch: Chapter) -> pd.DataFrame:
     """Seed-mean max exposure over the 10 canaries per (model, trainer, γ), with its null (the seed-mean max exposure
-    of 10 fake canaries drawn from the same scored candidates): the 95 % band and the one-sided upper points."""
+    of 10 fake canaries drawn from the same scored candidates): the 95 % band and the one-sided upper points; and the
+    seed-mean of the canaries' mean exposure with its leak over the null of the same fake canaries' mean (the 'at
+    chance' rows' statistic, claims.MEAN_LEAK)."""
     rows = []
     for model in MODELS:
         for (trainer, g), runs in _per_gamma(ch, model).items():
             real = np.array([ch.scores[r]["exposure"] for r in runs])
             null = np.mean([ch.scores[r]["exposure_null"] for r in runs], axis=0)
+            mean = float(np.mean([np.mean(ch.scores[r]["exposures"]) for r in runs]))
+            mean_null = np.mean([ch.scores[r]["exposure_mean_null"] for r in runs], axis=0)
             rows.append(
                 {
                     "model": model,
@@ -701,6 +715,9 @@ def exposure_table(ch: Chapter) -> pd.DataFrame:
                     **null_columns(null),
                     "null_mean": null.mean(),
                     **leak_columns(real.mean(), null),
+                    "mean_exposure": mean,
+                    "mean_null_mean": float(mean_null.mean()),
+                    **leak_columns(mean, mean_null, MEAN_MARGIN, "mean_"),
                     "gamma_free": runs[0].gamma is None,
                 }
             )
@@ -1383,11 +1400,19 @@ def _group_cause(distinct: pd.DataFrame, copies: int) -> tuple[Any, str]:
 
 
 def _leak(frame: pd.DataFrame) -> Equivalence:
-    """How an exposure 'at chance' row reads its cells (table exposure or factorial: the leak columns)."""
+    """How the factorial's exposure 'at chance' row reads its cells (the max over the canaries: the leak columns)."""
     interval = "the leak's 95 % interval, the null band of 10 unseen canaries inverted (a leak shifts it)"
     effect = f"a leak of {EXPOSURE_MARGIN:g} bits (the margin), by shifting the null's draws"
     lever = "data seeds, each with 10 canaries of its own (more canaries in one run do not narrow their max's null)"
     return Equivalence("leak", "leak_low", "leak_high", interval, frame[LEAK_POWER], effect, lever)
+
+
+def _mean_leak(frame: pd.DataFrame) -> Equivalence:
+    """How the paper's exposure 'at chance' rows read their cells (table exposure: the canaries' mean exposure)."""
+    interval = "the mean leak's 95 % interval, the null band of 10 unseen canaries' mean inverted (a leak shifts it)"
+    effect = f"a leak of {MEAN_MARGIN:g} bits per canary (the margin), by shifting the null's draws"
+    lever = "canaries: the null of their mean narrows as √(canaries)"
+    return Equivalence("mean_leak", "mean_leak_low", "mean_leak_high", interval, frame[MEAN_LEAK_POWER], effect, lever)
 
 
 def verdict_rows(
@@ -1414,13 +1439,13 @@ def verdict_rows(
     rows.append(_band_row(c["np_mia"], _cells(mia, "non-private", "np", "zero"), "accuracy", chance))
     separate = unexplained("more seeds of CRT (table factorial separates dedup, D_pri dropped and plain SGD)")
     crt = _cells(exposure, "CRT", "crt", "all")
-    rows.append(_equivalence_row(c["crt_exposure"], crt, _leak(crt), separate))
+    rows.append(_equivalence_row(c["crt_exposure"], crt, _mean_leak(crt), separate))
     sweep = lambda m, g: unexplained(
         f"a sweep of the canary copies {NAMES[m]} sees, from 1 up to {p.canary_copies} ({_missed_words(ch, g)})"
     )
     for t, short in (("non-private + mask", "mask"), ("S-DP", "sdp")):
         zero = _cells(exposure, t, short, "zero")
-        rows.append(_equivalence_row(c[f"{short}_zero"], zero, _leak(zero), unexplained(f"more seeds of {t}")))
+        rows.append(_equivalence_row(c[f"{short}_zero"], zero, _mean_leak(zero), unexplained(f"more seeds of {t}")))
         rows.append(_band_row(c[f"{short}_rise"], _cells(exposure, t, short, "positive"), "exposure", sweep))
         for attack in ("individual", "group"):
             frame = _cells(mia, t, short, "positive", attack)
@@ -1864,13 +1889,14 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
         t = exposure[exposure.model == model]
         npv = t[(t.trainer == "non-private") & (t.gamma == 0)].iloc[0]
         crt = t[t.trainer == "CRT"]
-        inside = int((crt.leak_high <= EXPOSURE_MARGIN).sum())
+        inside = int((crt.mean_leak_high <= MEAN_MARGIN).sum())
         mask = t[(t.trainer == "non-private + mask") & (t.gamma > 0)]
         out.append(
             f"**{NAMES[model]}.** The non-private model reaches {npv.exposure:.1f} bits (its null's upper 95 % point "
-            f"{npv.null_upper:.1f}). CRT scores {_span(crt.exposure)} bits, a leak of {crt.leak.min():+.1f} to "
-            f"{crt.leak.max():+.1f} bits over chance; "
-            f"its leak's 95 % interval ends below +{EXPOSURE_MARGIN:g} bits at {inside} of {len(crt)} values of γ. "
+            f"{npv.null_upper:.1f}). CRT's maximum scores {_span(crt.exposure)} bits, a leak of {crt.leak.min():+.1f} "
+            f"to {crt.leak.max():+.1f} bits over chance; its canaries' mean exposure leaks {crt.mean_leak.min():+.2f} "
+            f"to {crt.mean_leak.max():+.2f} bits, and that leak's 95 % interval ends below +{MEAN_MARGIN:g} bits at "
+            f"{inside} of {len(crt)} values of γ. "
             f"Redaction alone scores {_span(mask.exposure)} "
             f"bits for γ > 0, against one-sided null points of {_span(mask.null_upper)}."
         )
