@@ -858,3 +858,51 @@ def test_a_leaking_dp_arm_whose_clipped_steps_leak_too_is_put_down_to_group_priv
     words = experiment.factorial_words(same_rate)
     assert "DPSGD chose the same rate, so no arm here varies the step alone" in words
     assert "neither the noise nor the step keeps them" in words
+
+
+def test_seeds_resampled_draws_the_trained_models_too_and_leaves_one_model_alone() -> None:
+    rng = np.random.default_rng(0)
+    one = rng.normal(size=(1, 500))
+    assert np.array_equal(experiment.seeds_resampled(one, 3), one[0])
+    three = rng.normal(size=(3, 500)) * 0.01 + np.array([[0.0], [1.0], [2.0]])  # the seeds differ, the pairs barely
+    drawn = experiment.seeds_resampled(three, 3)
+    picks = np.random.default_rng(3).integers(0, 3, size=(3, 500))  # the direct formula, draw by draw
+    assert np.allclose(drawn, [three[picks[:, d], d].mean() for d in range(500)])
+    assert drawn.std() == pytest.approx(np.std([0.0, 1.0, 2.0]) / math.sqrt(3), rel=0.15)  # the seeds' spread
+    assert three.mean(axis=0).std() < 0.01  # which the seed mean of the pair draws alone would hide
+
+
+def _mia_power(cells: list[tuple[str, str, float, int, float, float, float]]) -> pd.DataFrame:
+    """A mia_power table: (model, trainer, γ, seeds, group − individual, diff_low, diff_high) per cell, the deciding
+    cells as mia_power_table marks them."""
+    frame = pd.DataFrame(
+        cells, columns=["model", "trainer", "gamma", "seeds", "group_minus_individual", "diff_low", "diff_high"]
+    )
+    multi = (frame.seeds >= 2).any()
+    frame["decides"] = frame.seeds >= 2 if multi else True
+    return frame
+
+
+def test_group_beats_individual_is_decided_by_the_cells_of_several_trained_models() -> None:
+    from repro.crt.claims import claims
+
+    claim = claims(resolve({"profile": "default"}, experiment.SPEC))["attack:group_vs_individual"]
+    power = pd.DataFrame(
+        [{"model": m, "trainer": "non-private + mask", "gamma": 0.5, "statistic": "threshold (paper)",
+          "attack": "group", "power_at_0.55": 0.3, "power_at_0.6": 0.7} for m in ("LSTM", "GPT-2")]
+    )  # fmt: skip
+    cells = [
+        ("LSTM", "non-private + mask", 0.1, 3, -0.04, -0.10, 0.06),
+        ("LSTM", "non-private + mask", 0.5, 1, 0.15, 0.01, 0.34),  # one model, wholly above 0: does not decide
+    ]
+    row = experiment._group_vs_individual(claim, _mia_power(cells), power)
+    assert row["decision"] == "inconclusive" and row["ours"] == -0.04 and "2 cells" not in row["test"]
+    assert "one trained model of LSTM non-private + mask at γ = 0.5 shows +0.150" in row["test"]
+    assert "the trained models and pairs at the cells of several models" in row["why"]
+    alone = experiment._group_vs_individual(claim, _mia_power([(*cells[1][:3], 1, *cells[1][4:])]), power)
+    assert alone["decision"] == "held" and "several" not in alone["test"]  # no cell of several models: every cell
+    several = [cells[0], ("GPT-2", "non-private + mask", 0.1, 3, 0.12, 0.02, 0.2), cells[1]]
+    held = experiment._group_vs_individual(claim, _mia_power(several), power)
+    assert (
+        held["decision"] == "held" and held["ours"] == 0.12 and "the 2 cells of several trained models" in held["test"]
+    )

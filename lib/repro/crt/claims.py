@@ -315,8 +315,8 @@ def _attack_claims(p: Mapping[str, Any]) -> dict[str, Claim]:
         "higher at certain γ",
         Rule.above(
             0.0,
-            "group − individual MIA accuracy at the (trainer, model, γ > 0) cell of highest lower end, "
-            "Bonferroni over the cells",
+            "group − individual MIA accuracy at the (trainer, model, γ > 0) cell of highest lower end among those "
+            "of several trained models, Bonferroni over them",
         ),
         quote=FIG5_GROUP,
         comparator="the individual MIA on the same models",
