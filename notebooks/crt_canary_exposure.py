@@ -462,7 +462,7 @@ page.say(ex.sweep_words(sweep, trends))
 # %%
 history = publish("fig2_per_epoch", ex.history_table(ch), show=False)
 baseline = history[history.trainer == "non-private"].groupby("model", as_index=False).last()
-figures.per_epoch(history, baseline.assign(trainer="non-private"))
+figures.per_epoch(history, baseline.assign(trainer="non-private"), ex.NAMES)
 plt.show()
 
 # %% [markdown]

@@ -58,8 +58,9 @@ def _one_legend(axes: np.ndarray) -> None:
     )
 
 
-def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
-    """Fig. 2 as the paper draws it: one point per epoch, non-secret validation perplexity against the ε spent so far."""
+def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame, names: dict[str, str] | None = None):
+    """Fig. 2 as the paper draws it: one point per epoch, non-secret validation perplexity against the ε spent so far;
+    each panel titled by `names` (the model's name on the page, e.g. "GPT-2 (from scratch)")."""
     models = list(dict.fromkeys(history.model))
     fig, axes = plt.subplots(1, len(models), figsize=(FIGURE_WIDTH, 3.6), squeeze=False)
     for ax, model in zip(axes[0], models):
@@ -73,7 +74,7 @@ def per_epoch(history: pd.DataFrame, baseline: pd.DataFrame):
         final = baseline[(baseline.model == model)]
         for _, r in final.iterrows():
             ax.axhline(r.validation, color=COLORS.get(r.trainer), ls="--", lw=1, label=f"{r.trainer} (final)")
-        ax.set(title=model, xlabel="ε spent so far")
+        ax.set(title=(names or {}).get(model, model), xlabel="ε spent so far")
         ax.set_xlim(0, 1.05 * history.epsilon.max())
         ax.xaxis.set_major_locator(MaxNLocator(5))
         ax.xaxis.set_major_formatter(FuncFormatter(plain_number))
