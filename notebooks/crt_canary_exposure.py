@@ -389,7 +389,9 @@ page.say(ex.calibrated_words(calibrated))
 # is the member's with probability equal to the win rate. At 0.5 this is the permutation null, so
 # the power there is the test's size. The power does not depend on the effect the run happens to
 # show. The table gives, per attack, its weakest γ cell and the rule that needs every γ cell to
-# clear its point. Last, we resample the trained models and the pairs 400 times for an
+# clear its point. CRT's "at chance" rows on the paper's attack have their margin on accuracy
+# (0.55), which a threshold attack reaches only at a higher win rate: for them the table also
+# gives the power at the win rate whose simulated accuracy is the margin. Last, we resample the trained models and the pairs 400 times for an
 # interval of group minus individual accuracy (Fig. 5's "group stronger than individual");
 # only the cells of several trained models decide that row, since one model's interval
 # cannot cover training randomness.

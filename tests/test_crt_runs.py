@@ -906,3 +906,29 @@ def test_group_beats_individual_is_decided_by_the_cells_of_several_trained_model
     assert (
         held["decision"] == "held" and held["ours"] == 0.12 and "the 2 cells of several trained models" in held["test"]
     )
+
+
+def test_the_power_at_an_accuracy_margin_simulates_at_the_win_rate_that_reaches_it() -> None:
+    """A threshold attack whose mean accuracy rises at a fixed slope with the member win rate, ±0.02 noise: the margin
+    0.55 is reached at 0.5 + 0.05 / slope, and the power is the share of worlds there above the point."""
+
+    def simulate_at(slope: float):
+        def simulate(w: float) -> np.ndarray:
+            calls.append(w)
+            return 0.5 + slope * (w - 0.5) + np.random.default_rng(1).uniform(-0.02, 0.02, 1000)
+
+        return simulate
+
+    for slope, expected in ((0.5, 0.6), (0.2, 0.75)):
+        calls: list[float] = []
+        simulate = simulate_at(slope)
+        worlds = {w: simulate(w) for w in (0.5, 0.55, 0.6)}
+        out = experiment._power_at_accuracy(simulate, worlds, 0.54, 0.55)
+        assert out["margin_win_rate"] == pytest.approx(expected, abs=0.01)
+        at = simulate(out["margin_win_rate"])
+        assert out[experiment.MARGIN_POWER] == pytest.approx(np.mean(at > 0.54), abs=0.01)  # about 3/4 above 0.54
+        assert max(calls) <= expected + 0.1  # simulated no further than needed
+    flat = simulate_at(0.0)
+    calls = []
+    never = experiment._power_at_accuracy(flat, {w: flat(w) for w in (0.5, 0.55, 0.6)}, 0.54, 0.55)
+    assert math.isnan(never["margin_win_rate"]) and never[experiment.MARGIN_POWER] == 0.0

@@ -24,6 +24,7 @@ from .claims import (
     ALPHA,
     ATTACK_MODELS,
     CLOSE,
+    EQUIVALENCE_MARGIN,
     EXPOSURE_MARGIN,
     MEAN_MARGIN,
     MEMORIZES,
@@ -970,15 +971,13 @@ def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> 
                 ]
                 for statistic, attack, pairs, function, row in cells:
                     m, n = _pairs_of(ch, runs, pairs)
-                    powers = {
-                        power_column(w): float(
-                            np.mean(
-                                membership_attacks.simulated_statistic(function, m, n, w, N_POWER, ch.p.seed + 9)
-                                > row[point]
-                            )
-                        )
-                        for w in (0.5, *WIN_RATES)
-                    }
+                    simulate = lambda w: membership_attacks.simulated_statistic(
+                        function, m, n, w, N_POWER, ch.p.seed + 9
+                    )
+                    worlds = {w: simulate(w) for w in (0.5, *WIN_RATES)}
+                    powers = {power_column(w): float(np.mean(v > row[point])) for w, v in worlds.items()}
+                    if short == "crt" and statistic.startswith("threshold"):  # margin on accuracy: its win rate
+                        powers |= _power_at_accuracy(simulate, worlds, row[point], 0.5 + EQUIVALENCE_MARGIN)
                     rows.append(
                         {
                             "model": model,
@@ -996,9 +995,32 @@ def attack_power_table(ch: Chapter, mia: pd.DataFrame, paired: pd.DataFrame) -> 
     return pd.DataFrame(rows)
 
 
+MARGIN_POWER = "power_at_margin"  # attack_power: a CRT threshold cell's power where the attack's accuracy is the margin
+
+
+def _power_at_accuracy(simulate: Any, worlds: dict[float, np.ndarray], point: float, accuracy: float) -> dict:
+    """The power of a threshold attack's equivalence cell at its margin on the accuracy scale: the member win rate at
+    which the simulated worlds' mean accuracy reaches `accuracy` (linear between the win rates simulated, more
+    simulated up to 1 as needed; `margin_win_rate`), and the share of worlds simulated there whose accuracy clears
+    `point` (MARGIN_POWER). A threshold attack's accuracy rises more slowly than the win rate, so the power at win rate
+    0.55 understates the power at accuracy 0.55."""
+    rates = sorted(worlds)
+    means = [float(worlds[w].mean()) for w in rates]
+    for w in (0.7, 0.8, 0.9, 1.0):
+        if means[-1] >= accuracy:
+            break
+        worlds[w] = simulate(w)
+        rates.append(w)
+        means.append(float(worlds[w].mean()))
+    if means[-1] < accuracy:  # even members that always win do not reach the margin: no power at it
+        return {"margin_win_rate": np.nan, MARGIN_POWER: 0.0}
+    at = float(np.interp(accuracy, np.maximum.accumulate(means), rates))
+    return {"margin_win_rate": at, MARGIN_POWER: float(np.mean(simulate(at) > point))}
+
+
 def power_view(power: pd.DataFrame) -> pd.DataFrame:
     """attack_power as the page shows it: per (model, trainer, statistic, attack), the power at each win rate of its
-    weakest γ cell, and, for the 'rises' rows, of their rule, which needs every γ cell to clear its point (the product
+    weakest γ cell (for CRT's threshold attacks also at the accuracy margin), and, for the 'rises' rows, of their rule, which needs every γ cell to clear its point (the product
     over the cells, as if they were independent: their models are, but they share their pairs and simulated labels,
     so the rule's power lies between this product and the weakest cell's; empty for CRT's equivalence rows)."""
     out = []
@@ -1009,6 +1031,10 @@ def power_view(power: pd.DataFrame) -> pd.DataFrame:
             row[f"weakest at {w:g}"] = t[power_column(w)].min()
             rises = key[1] != "CRT"  # CRT's rows are equivalence tests: each cell's power is shown, not a product
             row[f"every γ at {w:g}"] = t[power_column(w)].prod() if rises else np.nan
+        at_margin = t[MARGIN_POWER] if MARGIN_POWER in t else pd.Series(dtype=float)
+        row[f"weakest at accuracy {0.5 + EQUIVALENCE_MARGIN:g}"] = (
+            at_margin.min() if at_margin.notna().any() else np.nan
+        )
         out.append(row)
     return pd.DataFrame(out)
 
@@ -1366,11 +1392,13 @@ class Equivalence(NamedTuple):
     lever: str = "pairs and seeds"  # what more of would narrow the interval (an inconclusive row says how much)
 
 
-def _mia_power(cells: pd.DataFrame, power: pd.DataFrame, statistic: str, attack: str) -> pd.Series:
-    """Each (model, trainer, γ) cell's power at the register's first win rate (table attack_power), aligned with
-    `cells`."""
+def _mia_power(
+    cells: pd.DataFrame, power: pd.DataFrame, statistic: str, attack: str, column: str | None = None
+) -> pd.Series:
+    """Each (model, trainer, γ) cell's power (table attack_power) at the register's first win rate, or in `column`,
+    aligned with `cells`."""
     at = power[(power.statistic == statistic) & (power.attack == attack)]
-    by_cell = at.set_index(["model", "trainer", "gamma"])[power_column(WIN_RATES[0])]
+    by_cell = at.set_index(["model", "trainer", "gamma"])[column or power_column(WIN_RATES[0])]
     keys = zip(cells.model, cells.trainer, cells.gamma)
     return pd.Series([float(by_cell[m, t, g]) for m, t, g in keys], index=cells.index)
 
@@ -1483,8 +1511,9 @@ def verdict_rows(
         frame = _cells(mia, "CRT", "crt", "all", attack)
         how = Equivalence(
             "accuracy", "accuracy_low", "accuracy_high", f"percentile interval over {N_BOOT} pair resamples",
-            _mia_power(frame, attack_power, "threshold (paper)", attack),
-            f"member win rate {WIN_RATES[0]:g} (table attack_power)",
+            _mia_power(frame, attack_power, "threshold (paper)", attack, MARGIN_POWER),
+            f"accuracy {0.5 + EQUIVALENCE_MARGIN:g}, the margin (table attack_power: the member win rate that gives "
+            "it in simulation)",
         )  # fmt: skip
         rows.append(_equivalence_row(c[f"crt_{attack}"], frame, how, unexplained("more seeds and pairs of CRT")))
     redacting = ("non-private + mask", "S-DP")
