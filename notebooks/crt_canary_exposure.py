@@ -196,7 +196,10 @@ page.say(
 # We keep that ratio: CRT-LSTM runs `crt_epochs` epochs with public batches of
 # `crt_batch`. The paper gives the GPT trainers equal budgets, and so do we. Every DP-SGD
 # run is calibrated by Opacus' RDP accountant to `target_epsilon` at δ = 8·10⁻⁵. CRT also
-# reports its confidentiality ε, log(1 + γ(e^ε_dp(δ/γ) − 1)). S-DP's confidentiality ε is
+# reports its confidentiality ε, log(1 + γ(e^ε_dp(δ/γ) − 1)). That amplification (Prop. 6)
+# reads γ as the chance that π misses a secret, each occurrence on its own: a policy that
+# misses a secret's format every time (the factorial's, below) gets no amplification, and a
+# secret's missed copies are then a group (Definition 3). S-DP's confidentiality ε is
 # infinite once π misses secrets (γ > 0): it trains on the missed ones with plain steps,
 # as Fig. 2's caption says; the budgets table shows ∞ there, beside the finite ε of its DP-SGD
 # steps. Trained models are cached under `data/crt/`, keyed by everything that determines them.
