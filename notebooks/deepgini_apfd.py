@@ -181,8 +181,9 @@ repro.publish("accuracy", accuracy)
 # every attempt that fails, so adversarial inputs dominate its mixed set. Its Fashion-MNIST
 # LeNet-1 set holds 10,000 originals and 39,992 adversarial examples. We rebuild that with
 # adversarial-robustness-toolbox (ART), inputs in $[0, 1]$, untargeted. FGSM takes the smallest
-# step on a grid of 0.01 up to 1 that fools the model (the artifact's foolbox FGSM searches its
-# step the same way). BIM tries $\varepsilon \in$ {0.01, 0.02, 0.05, 0.1, 0.2, 0.3} in turn
+# step on a grid of 0.01 up to 1 that fools the model; the artifact's foolbox FGSM searches its
+# step the same way on a grid ten times finer (its default: 1,000 steps of 0.001), so our
+# examples can sit up to 0.01 further past the boundary than its. BIM tries $\varepsilon \in$ {0.01, 0.02, 0.05, 0.1, 0.2, 0.3} in turn
 # (up to 10 steps of $\varepsilon/10$) and stops each image at its first step that fools the
 # model, as the artifact's foolbox BIM returns at its first success (ART's BIM would run all
 # 10 steps and push the image deep past the boundary). JSMA uses
@@ -655,7 +656,8 @@ page.say(dg.artifact_cam_words())
 #   criterion the APFD rows are not in the paper's regime whatever the models' accuracy.
 # * **Attacks.** ART instead of foolbox 1.7. The artifact's BIM is foolbox's L1 variant with a
 #   binary search, ours is L∞ BIM over an ε grid, each image stopped at its first successful
-#   step. JSMA and C&W attack the first `jsma_images` and
+#   step. Our FGSM searches its step on a grid of 0.01, foolbox's by default on one of 0.001.
+#   JSMA and C&W attack the first `jsma_images` and
 #   `cw_images` test images only, for time; FGSM and BIM attack them all.
 # * **Coverage.** As listed in section 3: NAC without the sigmoid, seeded ties, and CTM-ordered
 #   CAM leftovers (the artifact's tail is shown beside). LSA/DSA use the last hidden layer (the

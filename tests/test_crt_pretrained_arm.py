@@ -207,7 +207,9 @@ def test_trainable_state_round_trips_and_is_small(sentences) -> None:
                 p.add_(0.01 * torch.randn_like(p))
     state = model.state_dict_trainable()
     assert sum(t.numel() for t in state.values()) < 4e6  # one block, not 135M (or 2 x 28M embeddings)
-    fresh, _ = load_arm(n_layers=2)
+    fresh, fresh_vocab = load_arm(n_layers=2)
+    assert fresh_vocab.tokenizer is vocab.tokenizer  # loaded once per process (pretrained_arm._tokenizer)
+    assert fresh.state_dict_trainable().keys() == state.keys() and fresh is not model  # the weights are its own
     fresh.load_trainable(state)
     batch = pad([vocab.encode(t) for t in sentences[:4]])
     with torch.no_grad():

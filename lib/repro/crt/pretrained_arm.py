@@ -7,6 +7,7 @@ SmolLM2's BPE behind the interface of language_model.Vocab."""
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -306,6 +307,15 @@ class FrozenTrunkLM(nn.Module):
                 p.copy_(state[name])
 
 
+@functools.lru_cache(maxsize=4)
+def _tokenizer(where: str) -> Any:
+    """The tokenizer at `where`, loaded once per process: a chapter run builds the arm eight times (about 0.9 s a
+    load), and SmolVocab only reads it."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(where)
+
+
 def load_arm(
     source: str = "local",
     name: str = SMOLLM2_HUB,
@@ -317,7 +327,7 @@ def load_arm(
 
     'local' = the packaged SmolLM2-135M-Instruct, 'hub' = `name` from the Hub (a SmolLM2 tokenizer is expected);
     `n_layers` keeps only the first decoder blocks (smoke runs); `memo` is shared trunk states (FrozenTrunkLM)."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from ..pretrained import smollm2_path, truncated_copy
 
@@ -326,7 +336,7 @@ def load_arm(
     where: Any = smollm2_path() if source == "local" else name
     if source == "local" and n_layers is not None:
         where = truncated_copy(where, n_layers)
-    tokenizer = AutoTokenizer.from_pretrained(where)
+    tokenizer = _tokenizer(str(where))
     llama = AutoModelForCausalLM.from_pretrained(where, dtype=torch.float32).eval()
     if source == "hub" and n_layers is not None:
         if not 0 < n_layers <= llama.config.num_hidden_layers:
