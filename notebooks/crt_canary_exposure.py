@@ -268,7 +268,8 @@ page.say(ex.group_words(group, ch.gamma2))
 # Exposure is $\log_2 10^6 - \log_2 \mathrm{rank}$, where the rank is exact among all $10^6$
 # six-digit strings that could follow "My ID is:". The candidates are scored as a prefix
 # tree, level by level in batches; the unit tests check its ranks against brute-force
-# scoring. The chapter reports the maximum over the ten canaries, as the paper does.
+# scoring. The chapter reports the maximum over the ten canaries, as the paper does; its
+# "stays at chance" rows read their mean (below).
 #
 # A model that never saw a canary still scores several bits, because the maximum of ten
 # random ranks is large: the expected maximum exposure of ten uniform ranks is about 4.2
@@ -575,7 +576,12 @@ if P.profile == "paper":
 # over `gpt_gammas`, fewer values than the paper's six; only γ = 0 and γ = 0.1 have three
 # seeds. The naive enumeration runs in full only on the smaller space. "Leaks" tests are
 # one-sided and "stays at chance" rows are equivalence tests with a stated margin; the paper
-# reads its plots against the 0 and 0.5 lines. The paper's group attack has 2,000
+# reads its plots against the 0 and 0.5 lines. The paper shows the highest exposure of its
+# ten canaries; our exposure "stays at chance" rows read the canaries' mean exposure over its
+# null instead, since a row on the maximum could almost never be held. The mean dilutes a
+# leak of one canary in ten: one canary fully memorized lifts it past the 1.5-bit margin,
+# but a partial leak of one canary (about 9 bits) can pass. The exposure table and each
+# row's test give the maximum too. The paper's group attack has 2,000
 # groups; ours draws its groups from the same few hundred pairs, and the `attack_power` table
 # says how much power that leaves at effects fixed in advance. The paired statistic is ours.
 # The factorial is ours: one seed, the LSTM only, at Fig. 2's γ.
@@ -588,7 +594,8 @@ if P.profile == "paper":
 # with the ablation that would tell. The one sweep of a regime variable is the dialogue
 # sweep, and only the closeness rows read it. Every "stays at chance" row, the paper's and ours, is a one-sided
 # equivalence test: its margin (a mean leak under 1.5 bits per canary, a maximum's under 2
-# bits in the factorial; an accuracy or member win rate under 0.55) is written in the register before the runs, it holds only if every (model, γ) cell's
+# bits in the factorial; an accuracy or member win rate under 0.55) is written in the register
+# (the mean's after the maximum's numbers were seen, before its own), it holds only if every (model, γ) cell's
 # interval ends below the margin, and only if the test would detect a leak at the margin at
 # least 80 % of the time in its weakest cell. A "rises above chance" row that fails where
 # its test would detect a win rate of 0.55 less than 80 % of the time is inconclusive, not

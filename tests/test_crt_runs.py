@@ -932,3 +932,15 @@ def test_the_power_at_an_accuracy_margin_simulates_at_the_win_rate_that_reaches_
     calls = []
     never = experiment._power_at_accuracy(flat, {w: flat(w) for w in (0.5, 0.55, 0.6)}, 0.54, 0.55)
     assert math.isnan(never["margin_win_rate"]) and never[experiment.MARGIN_POWER] == 0.0
+
+
+def test_a_mean_exposure_row_gives_the_maximums_reading_in_its_test() -> None:
+    cells = pd.DataFrame(
+        [{"model": "LSTM", "gamma": g, "gamma_free": False, "leak_high": h} for g, h in ((0.0, 1.2), (0.3, 2.51))]
+    )
+    row = experiment._with_max({"test": "mean leak interval"}, cells)
+    assert row["test"] == (
+        "mean leak interval; on the maximum over the canaries instead, the leak intervals end at most at 2.51 bits "
+        "(LSTM, γ = 0.3), above that statistic's 2-bit margin"
+    )
+    assert "below" in experiment._with_max({"test": ""}, cells.iloc[:1])["test"]
