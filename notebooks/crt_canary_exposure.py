@@ -118,9 +118,15 @@ from repro.results import pivot_view, publish
 # 95 % point. A claim that a trainer "stays at chance" is an equivalence test, because not
 # finding a leak does not show there is none: every (model, γ) cell's 95 % interval must end
 # below a margin fixed in the register (MIA accuracy under 0.55). For exposure these rows
-# read the canaries' *mean* exposure, not their maximum: the maximum of ten varies so much
-# where nothing leaks that such a row could almost never hold. The margin is 1.5 bits per
-# canary, below the 1.85 bits by which one canary of ten memorized outright lifts the mean.
+# read the *mean* exposure of the canaries at risk, not the maximum of all ten: the maximum
+# varies so much where nothing leaks that such a row could almost never hold. A canary is at
+# risk when the trainer trains on it in some form: every canary for a trainer that redacts
+# nothing or trains on what π flags under DP (S-DP); for redaction alone and CRT, those with
+# a copy π misses. A canary that π redacts everywhere never reaches the model, so it would
+# pull the mean toward chance whatever the trainer does; a cell with none at risk is at
+# chance by construction and decides nothing. The null is the mean of as many fake canaries.
+# The margin is 1.5 bits per canary, below the 1.85 bits (or more, with fewer at risk) by
+# which one memorized canary lifts the mean.
 # The test is one-sided, since a score below chance is no leak, and the row shows the test's
 # power against a leak at the margin. The positive controls show that each test finds a
 # leak where there is one.
@@ -276,8 +282,9 @@ page.say(ex.group_words(group, ch.gamma2))
 # bits. Each trainer's null is the seed-mean maximum exposure of ten fake canaries drawn
 # 1,000 times from the same scored candidates; the grey band below joins the trainers'
 # central 95 % intervals of it at each γ, for the eye (the rules use each trainer's own
-# one-sided upper point, in the table). The table gives each cell's maximum and, below it,
-# the leak of the canaries' mean exposure over its null, which the "at chance" rows read.
+# one-sided upper point, in the table). The table gives, per cell, the maximum, its leak over
+# that null, and the leak of the mean exposure of the canaries at risk over the null of as
+# many fake canaries, which the "at chance" rows read (95 % intervals in brackets).
 
 # %%
 exposure = ex.exposure_table(ch)
@@ -577,11 +584,13 @@ if P.profile == "paper":
 # seeds. The naive enumeration runs in full only on the smaller space. "Leaks" tests are
 # one-sided and "stays at chance" rows are equivalence tests with a stated margin; the paper
 # reads its plots against the 0 and 0.5 lines. The paper shows the highest exposure of its
-# ten canaries; our exposure "stays at chance" rows read the canaries' mean exposure over its
-# null instead, since a row on the maximum could almost never be held. The mean dilutes a
-# leak of one canary in ten: one canary fully memorized lifts it past the 1.5-bit margin,
-# but a partial leak of one canary (about 9 bits) can pass. The exposure table and each
-# row's test give the maximum too. The paper's group attack has 2,000
+# ten canaries; our exposure "stays at chance" rows read the mean exposure of the canaries
+# at risk over its null instead, since a row on the maximum could almost never be held. The
+# mean dilutes a leak of one canary among those at risk: one canary fully memorized lifts it
+# past the 1.5-bit margin, but a partial leak of one canary in ten (about 9 bits) can pass.
+# A row none of whose cells has a canary at risk is true by construction and reads
+# `untestable here`. The exposure table and each row's test give the
+# maximum too. The paper's group attack has 2,000
 # groups; ours draws its groups from the same few hundred pairs, and the `attack_power` table
 # says how much power that leaves at effects fixed in advance. The paired statistic is ours.
 # The factorial is ours: one seed, the LSTM only, at Fig. 2's γ.
@@ -595,7 +604,8 @@ if P.profile == "paper":
 # sweep, and only the closeness rows read it. Every "stays at chance" row, the paper's and ours, is a one-sided
 # equivalence test: its margin (a mean leak under 1.5 bits per canary, a maximum's under 2
 # bits in the factorial; an accuracy or member win rate under 0.55) is written in the register
-# (the mean's after the maximum's numbers were seen, before its own), it holds only if every (model, γ) cell's
+# (the mean's after the maximum's numbers were seen, and its reading of the canaries at risk
+# after the mean's), it holds only if every (model, γ) cell's
 # interval ends below the margin, and only if the test would detect a leak at the margin at
 # least 80 % of the time in its weakest cell. A "rises above chance" row that fails where
 # its test would detect a win rate of 0.55 less than 80 % of the time is inconclusive, not

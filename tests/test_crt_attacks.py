@@ -87,6 +87,12 @@ def test_the_mean_exposure_null_is_one_over_ln2_bits_per_canary_over_the_max_nul
     nulls = canary.exposure_nulls(scores, n_canaries=k, n_draws=draws, seed=4)
     assert np.array_equal(nulls["max"], canary.exposure_null(scores, n_canaries=k, n_draws=draws, seed=4))
     assert (nulls["mean"] <= nulls["max"]).all() and (nulls["mean"] >= nulls["max"] / k).all()  # the same draws
+    drawn = nulls["drawn"]  # each draw's fake canaries: their max and mean are the nulls, bit for bit
+    assert drawn.shape == (draws, k) and np.array_equal(drawn.max(axis=1), nulls["max"])
+    assert np.array_equal(drawn.mean(axis=1), nulls["mean"])
+    three = drawn[:, :3].mean(axis=1)  # the first 3 of a draw: the null of 3 canaries' mean, sd 1.443 / sqrt(3)
+    assert abs(three.mean() - 1 / math.log(2)) < 5 / math.log(2) / math.sqrt(3 * draws)
+    assert three.std() == pytest.approx(1 / math.log(2) / math.sqrt(3), rel=0.1)
     # one unseen canary's exposure -log2(U) is exponential: mean and sd 1 / ln 2 ≈ 1.443 bits; the mean of k has sd
     # 1.443 / sqrt(k) ≈ 0.456, and the mean of 4000 draws SE ≈ 0.0072: allow 5 SE
     per = 1 / math.log(2)

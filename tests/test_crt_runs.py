@@ -85,6 +85,47 @@ def test_crt_trains_on_at_most_one_copy_of_each_canary(data: runs.Data, smoke) -
     assert (runs.canary_copies_missed(data, 1.0) == smoke.canary_copies).all()  # where redaction alone sees them all
 
 
+def test_the_canaries_at_risk_are_those_the_trainer_trains_on(data: runs.Data, smoke) -> None:
+    for g in (0.0, 0.3, 1.0):
+        mask = runs.canaries_at_risk(data, "non-private + mask", g)
+        crt = runs.canaries_at_risk(data, "CRT", g)
+        assert np.array_equal(mask, runs.canary_copies_missed(data, g) > 0)
+        assert not (crt & ~mask).any()  # CRT keeps the first copy of each canary: at risk only if π misses that one
+        assert np.array_equal(crt, runs.canary_copies_in_crt(data, g) > 0)
+        for trainer in ("non-private", "DPSGD", "S-DP"):  # S-DP trains on what π flags, under DP-SGD
+            assert runs.canaries_at_risk(data, trainer, g).all()
+    assert not runs.canaries_at_risk(data, "non-private + mask", 0.0).any()  # a perfect policy: none at risk
+    assert (runs.canaries_at_risk(data, "CRT", 0.3) < runs.canaries_at_risk(data, "non-private + mask", 0.3)).any()
+    assert runs.canaries_at_risk(data, "CRT", 1.0).all() and runs.canaries_at_risk(data, "DPSGD", None).all()
+
+
+def _exposure_cells(at_risk: list[int], gammas: list[float]) -> pd.DataFrame:
+    """Exposure cells of one trainer as exposure_table gives them: leak columns of the max, of the mean of the
+    canaries at risk (NaN where none is) and of all 10 canaries' mean where none is."""
+    rows = []
+    for g, k in zip(gammas, at_risk):
+        row = {"model": "LSTM", "trainer": "CRT", "gamma": g, "gamma_free": False, "seeds": 3, "at_risk": k}
+        row |= {"leak": 0.2, "leak_low": -1.0, "leak_high": 1.0}
+        mean = {"leak": 0.1, "leak_low": -0.5, "leak_high": 0.6, "power_at_1.5_bits": 0.9}
+        row |= {f"{'mean_' if k else 'all_mean_'}{c}": v for c, v in mean.items()}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_an_at_chance_row_leaves_out_cells_with_no_canary_at_risk_and_is_untestable_with_only_those() -> None:
+    from repro.crt.claims import claims
+
+    claim = claims(resolve({"profile": "default"}, experiment.SPEC))["attack:crt_exposure"]
+    why = ("unknown", "more seeds")
+    row = experiment._at_risk_row(claim, _exposure_cells([0, 9, 10], [0.0, 0.1, 0.5]), why)
+    assert row["decision"] == "held" and "all 2 cells" in row["test"]
+    assert "left out, no canary at risk there" in row["test"]
+    assert "LSTM, γ = 0" in row["test"].split("left out")[1]
+    forced = experiment._at_risk_row(claim, _exposure_cells([0], [0.0]), why)
+    assert forced["decision"] == "untestable here" and "by construction" in forced["why"]
+    assert "all 10 canaries" in forced["test"]
+
+
 def test_every_at_chance_claim_is_a_one_sided_equivalence_test_that_the_papers_numbers_pass() -> None:
     from repro.crt.claims import EXPOSURE_MARGIN, MEAN_LEAK, MEAN_MARGIN, claims
 

@@ -1095,7 +1095,8 @@ def max_null(pool: ArrayLike, n_candidates: int = 10, n_draws: int = 1000, seed:
 
 def subset_nulls(pool: ArrayLike, n_candidates: int = 10, n_draws: int = 1000, seed: int = 0) -> dict[str, np.ndarray]:
     """Nulls of the maximum and the mean over n_candidates distinct values drawn at random (without replacement)
-    from pool, both over the same draws ({"max": ..., "mean": ...}, n_draws each)."""
+    from pool, both over the same draws ({"max": ..., "mean": ...}, n_draws each), and the draws themselves ("drawn",
+    n_draws × n_candidates, in the order drawn: the mean of its first k columns is the null of the mean of k)."""
     values = _finite_1d(pool, "pool")
     if not 1 <= n_candidates <= values.size:
         raise ValueError(f"n_candidates must lie in [1, len(pool)={values.size:,}], got {n_candidates}")
@@ -1104,7 +1105,7 @@ def subset_nulls(pool: ArrayLike, n_candidates: int = 10, n_draws: int = 1000, s
     rng = np.random.default_rng(seed)
     # Generator.choice without replacement costs O(n_candidates) per draw for a large pool (Floyd's algorithm)
     drawn = np.stack([values[rng.choice(values.size, n_candidates, replace=False)] for _ in range(n_draws)])
-    return {"max": drawn.max(axis=1), "mean": drawn.mean(axis=1)}
+    return {"max": drawn.max(axis=1), "mean": drawn.mean(axis=1), "drawn": drawn}
 
 
 # ---------------------------------------------------------------------------------------------------------------

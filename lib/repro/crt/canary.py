@@ -151,11 +151,17 @@ def exposure_nulls(
     exclude: Sequence[int] | np.ndarray = (),
 ) -> dict[str, np.ndarray]:
     """Nulls of the max and of the mean exposure over the same n_canaries fake canaries per draw (exposure_null's
-    draws: its "max" is exposure_null itself)."""
+    draws: its "max" is exposure_null itself), and each draw's fake canaries' exposures ("drawn"; stats.subset_nulls)."""
+    return subset_nulls(fake_exposures(scores, exclude), n_canaries, n_draws, seed)
+
+
+def fake_exposures(scores: np.ndarray, exclude: Sequence[int] | np.ndarray = ()) -> np.ndarray:
+    """The exposure of every scored candidate but `exclude` (the real canaries), each ranked among all N: the pool
+    fake canaries are drawn from."""
     ranks = candidate_ranks(scores)
     keep = np.ones(ranks.size, dtype=bool)
     keep[_indices(exclude, ranks.size, "exclude")] = False
-    return subset_nulls(exposure(ranks[keep], ranks.size), n_canaries, n_draws, seed)
+    return exposure(ranks[keep], ranks.size)
 
 
 def canary_exposures(scores: np.ndarray, canary_indices: Sequence[int] | np.ndarray) -> np.ndarray:

@@ -89,8 +89,18 @@ LEAK = "the seed-mean max exposure over the 10 canaries above chance (bits; 0 at
 # the margin is 0.86. The margin is 1.5 bits: one canary of ten memorized outright (19.93 bits against 1.44 at
 # chance) lifts the mean by 1.85 bits, past it; a 1.5-bit leak ranks every canary about 2.8× likelier than an unseen
 # one. (tests/test_crt_runs.py recomputes these numbers.) The factorial's row (ours) keeps the max.
+# The mean is over the canaries at risk only (runs.canaries_at_risk): every canary for a trainer that redacts nothing
+# or trains on what π flags under DP-SGD (S-DP); for redaction alone and CRT, those with a copy π misses. A canary π
+# redacts everywhere never reaches the model: it would pull the mean toward chance whatever the trainer does. Its
+# null is the mean of as many fake canaries; with k at risk, one memorized outright lifts the mean by 18.5 / k ≥ 1.85
+# bits. The band and power above are for 10 at risk; with fewer the null widens, and each cell shows its own power.
+# A cell with none at risk is at chance by construction: it is left out of a row, and a row with no other cell is
+# untestable here.
 MEAN_MARGIN = 1.5
-MEAN_LEAK = "the seed-mean exposure per canary (mean over the 10) above chance (bits; 0 at chance)"
+MEAN_LEAK = (
+    "the seed-mean exposure per canary at risk (the mean over the canaries the trainer trains on) above chance "
+    "(bits; 0 at chance)"
+)
 PAIRED = "the seed-mean share of member / look-alike pairs whose member has the lower perplexity (0.5 at chance)"
 
 # The tables that may measure a row's cause, and the column of each that varies what the cause names: the trainer in

@@ -16,7 +16,6 @@ from tqdm.auto import tqdm
 
 from .. import cache, stats
 from ..params import Param
-from ..results import pivot_view
 from ..verdict import Claim, Sweep, check_regime, judge, unexplained
 from . import accounting, canary, gpt, language_model, membership_attacks, redaction, tuning
 from . import arm as arm_module
@@ -57,6 +56,7 @@ from .runs import (
     attack_designs,
     build_data,
     cached,
+    canaries_at_risk,
     canary_copies_in_crt,
     canary_copies_missed,
     canary_levels,
@@ -209,9 +209,15 @@ def model_factory(p: Any, data: Data, vocabs: dict[str, Any]):
     return new_model
 
 
+# The 'at chance' rows' null of the mean over the canaries at risk draws this many times n_null sets of fake canaries
+# (no model call: 0.25 s for 10^4 sets), so that its band and the test's power carry little Monte Carlo error.
+AT_RISK_DRAWS = 10
+
+
 def exposure_score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: Encoder) -> dict:
-    """Max exposure over the real canaries and its null (10 fake canaries from the same scored candidates), each
-    canary's exposure and the null of their mean over the same fake canaries. The fake
+    """Max exposure over the real canaries and its null (10 fake canaries from the same scored candidates, n_null
+    draws), each canary's exposure, and AT_RISK_DRAWS × n_null sets of 10 fake canaries' exposures (the mean of a
+    set's first k is a draw of the null of k canaries' mean: the 'at chance' rows read the canaries at risk). The fake
     canaries are drawn with the data seed, as the real ones are: every trained model of a cell ranks the same fake
     canaries, so the seed-mean null varies across seeds as the seed-mean exposure does (not √seeds narrower)."""
     stepper, batch = STEPPERS[run.model]
@@ -219,12 +225,14 @@ def exposure_score(p: Any, data: Data, run: Run, model: torch.nn.Module, enc: En
     cand = levels[-1]
     real = [canary.canary_index(c) for c in data.canaries]
     each = canary.canary_exposures(cand, real)
-    nulls = canary.exposure_nulls(cand, N_CANARIES, p.n_null, p.seed, exclude=real)
+    pool = canary.fake_exposures(cand, exclude=real)
+    nulls = stats.subset_nulls(pool, N_CANARIES, p.n_null, p.seed)
+    drawn = stats.subset_nulls(pool, N_CANARIES, AT_RISK_DRAWS * p.n_null, p.seed)["drawn"]
     return {
         "exposure": float(each.max()),
         "exposure_null": nulls["max"],
-        "exposures": each,  # each canary's (v 6), and the null of their mean over the same fake canaries
-        "exposure_mean_null": nulls["mean"],
+        "exposures": each,  # each canary's (v 6), and sets of fake canaries' exposures for the mean's null (v 7)
+        "exposure_draws": drawn.astype(np.float32),
         "extracted": {w: int(np.isin(real, canary.beam_search(levels, w)).sum()) for w in BEAM_WIDTHS},
     }
 
@@ -239,7 +247,7 @@ def scores_of(
     def entry(kind: str, spec: dict, build: Any) -> dict:
         return cached(f"{kind}-{run.model}-{run.label}-s{run.seed}", spec, build)[0]
 
-    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 6}
+    spec = {"model": trainer.spec(run), "n_null": p.n_null, "v": 7}
     canaries = entry("exposure", spec, lambda: exposure_score(p, data, run, model, enc) | {"nll": test_nll(model, enc)})
     spec |= {"n_groups": p.n_groups, "n_mia": p.n_mia}
     return canaries | {"mia": entry("mia", spec, lambda: mia_scores(model, enc, designs, p.n_null, p.seed))}
@@ -672,7 +680,7 @@ def null_columns(null: np.ndarray) -> dict[str, float]:
 
 
 LEAK_POWER = f"power_at_{EXPOSURE_MARGIN:g}_bits"  # the exposure column of the equivalence test's power at its margin
-MEAN_LEAK_POWER = f"mean_power_at_{MEAN_MARGIN:g}_bits"  # the same for the canaries' mean exposure
+MEAN_LEAK_POWER = f"mean_power_at_{MEAN_MARGIN:g}_bits"  # the same for the mean exposure of the canaries at risk
 
 
 def leak_columns(
@@ -689,22 +697,32 @@ def leak_columns(
         f"{prefix}leak": exposure - float(null.mean()),
         f"{prefix}leak_low": exposure - high,
         f"{prefix}leak_high": exposure - low,
-        MEAN_LEAK_POWER if prefix else LEAK_POWER: float(np.mean(null + margin > high)),
+        f"{prefix}power_at_{margin:g}_bits": float(np.mean(null + margin > high)),
     }
 
 
 def exposure_table(ch: Chapter) -> pd.DataFrame:
     """Seed-mean max exposure over the 10 canaries per (model, trainer, γ), with its null (the seed-mean max exposure
     of 10 fake canaries drawn from the same scored candidates): the 95 % band and the one-sided upper points; and the
-    seed-mean of the canaries' mean exposure with its leak over the null of the same fake canaries' mean (the 'at
-    chance' rows' statistic, claims.MEAN_LEAK)."""
+    seed-mean exposure of the canaries at risk (runs.canaries_at_risk: those the trainer trains on in some form),
+    with its leak over the null of as many fake canaries' mean (the 'at chance' rows' statistic, claims.MEAN_LEAK;
+    NaN where no canary is at risk) and, for a cell with none at risk, the same over all 10 (prefix "all_mean_")."""
     rows = []
     for model in MODELS:
         for (trainer, g), runs in _per_gamma(ch, model).items():
             real = np.array([ch.scores[r]["exposure"] for r in runs])
             null = np.mean([ch.scores[r]["exposure_null"] for r in runs], axis=0)
-            mean = float(np.mean([np.mean(ch.scores[r]["exposures"]) for r in runs]))
-            mean_null = np.mean([ch.scores[r]["exposure_mean_null"] for r in runs], axis=0)
+            risk = canaries_at_risk(ch.data, trainer, g)
+            mean = lambda at: float(np.mean([np.mean(ch.scores[r]["exposures"][at]) for r in runs]))
+            mean_null = lambda k: np.mean([ch.scores[r]["exposure_draws"][:, :k].mean(axis=1) for r in runs], axis=0)
+            k = int(risk.sum())
+            if k:
+                at_risk = {"mean_exposure": mean(risk), **leak_columns(mean(risk), mean_null(k), MEAN_MARGIN, "mean_")}
+            else:
+                every = np.ones_like(risk)
+                at_risk = {"mean_exposure": np.nan, "mean_leak": np.nan, "mean_leak_low": np.nan,
+                           "mean_leak_high": np.nan, MEAN_LEAK_POWER: np.nan,
+                           **leak_columns(mean(every), mean_null(risk.size), MEAN_MARGIN, "all_mean_")}  # fmt: skip
             rows.append(
                 {
                     "model": model,
@@ -717,9 +735,8 @@ def exposure_table(ch: Chapter) -> pd.DataFrame:
                     **null_columns(null),
                     "null_mean": null.mean(),
                     **leak_columns(real.mean(), null),
-                    "mean_exposure": mean,
-                    "mean_null_mean": float(mean_null.mean()),
-                    **leak_columns(mean, mean_null, MEAN_MARGIN, "mean_"),
+                    "at_risk": k,
+                    **at_risk,
                     "gamma_free": runs[0].gamma is None,
                 }
             )
@@ -727,11 +744,28 @@ def exposure_table(ch: Chapter) -> pd.DataFrame:
 
 
 def exposure_view(exposure: pd.DataFrame) -> pd.DataFrame:
-    """The exposure table as the page shows it: per (model, trainer), the seed-mean max exposure and the leak of the
-    canaries' mean exposure (bits over its null), one column per γ."""
-    names = {"exposure": "max exposure (bits)", "mean_leak": "mean leak (bits)"}
-    long = exposure.melt(["model", "trainer", "gamma"], list(names), "statistic").replace({"statistic": names})
-    return pivot_view(long, ["model", "trainer", "statistic"], "gamma", "value")
+    """The exposure table as the page shows it, one row per cell (a γ-free trainer once, at "any" γ): its trained
+    models, the seed-mean max exposure, that max's leak and the leak of the canaries at risk (bits over each one's
+    null, with the 95 % interval), and how many canaries are at risk."""
+    cells = exposure[~exposure.gamma_free | ~exposure.duplicated(subset=["model", "trainer"])]
+    leak = lambda c, prefix: (
+        f"{c[prefix + 'leak']:+.1f} [{c[prefix + 'leak_low']:+.1f}, {c[prefix + 'leak_high']:+.1f}]"
+    )
+    return pd.DataFrame(
+        [
+            {
+                "model": c.model,
+                "trainer": c.trainer,
+                "γ": "any" if c.gamma_free else f"{c.gamma:g}",
+                "models": int(c.seeds),
+                "max exposure (bits)": f"{c.exposure:.1f}",
+                "max leak (bits)": leak(c, ""),
+                "canaries at risk": int(c.at_risk),
+                "mean leak at risk (bits)": leak(c, "mean_") if c.at_risk else "none at risk",
+            }
+            for _, c in cells.iterrows()
+        ]
+    )
 
 
 BEAM_WIDTHS = (1, 10, 100, 1000)  # the extraction search's beam widths: greedy to a thousand survivors
@@ -1465,7 +1499,7 @@ def _with_max(row: dict, cells: pd.DataFrame) -> dict:
     """A mean-exposure 'at chance' row with the maximum's reading in its test: the highest upper end of the max leak's
     intervals over the same cells, against the maximum's margin (the mean dilutes a leak of one canary in ten)."""
     top = cells.loc[cells.leak_high.idxmax()]
-    where = NAMES[top.model] + ("" if top.gamma_free else f", γ = {top.gamma:g}")
+    where = _where(top)
     reading = "below" if top.leak_high <= EXPOSURE_MARGIN else "above"
     row["test"] += (
         f"; on the maximum over the canaries instead, the leak intervals end at most at {top.leak_high:.2f} bits "
@@ -1474,12 +1508,51 @@ def _with_max(row: dict, cells: pd.DataFrame) -> dict:
     return row
 
 
-def _mean_leak(frame: pd.DataFrame) -> Equivalence:
-    """How the paper's exposure 'at chance' rows read their cells (table exposure: the canaries' mean exposure)."""
-    interval = "the mean leak's 95 % interval, the null band of 10 unseen canaries' mean inverted (a leak shifts it)"
+def _mean_leak(frame: pd.DataFrame, prefix: str = "mean_") -> Equivalence:
+    """How the paper's exposure 'at chance' rows read their cells (table exposure: the mean exposure of the canaries
+    at risk; prefix "all_mean_": of all 10, where none is)."""
+    interval = (
+        "the at-risk mean leak's 95 % interval, the null band of as many unseen canaries' mean inverted (a leak shifts "
+        "it)"
+        if prefix == "mean_"
+        else "the mean leak of all 10 canaries, its 95 % interval the null band of 10 unseen canaries' mean inverted"
+    )
     effect = f"a leak of {MEAN_MARGIN:g} bits per canary (the margin), by shifting the null's draws"
-    lever = "canaries: the null of their mean narrows as √(canaries)"
-    return Equivalence("mean_leak", "mean_leak_low", "mean_leak_high", interval, frame[MEAN_LEAK_POWER], effect, lever)
+    lever = "canaries at risk: the null of their mean narrows as √(canaries)"
+    power = frame[f"{prefix}power_at_{MEAN_MARGIN:g}_bits"]
+    return Equivalence(f"{prefix}leak", f"{prefix}leak_low", f"{prefix}leak_high", interval, power, effect, lever)
+
+
+def _where(cell: Any) -> str:
+    """A cell's model and γ (none for a γ-free trainer), in words."""
+    return NAMES[cell.model] + ("" if cell.gamma_free else f", γ = {cell.gamma:g}")
+
+
+def _at_risk_row(claim: Claim, cells: pd.DataFrame, why: tuple[str, str]) -> dict:
+    """A paper's exposure 'at chance' row over the cells where some canary is at risk (runs.canaries_at_risk); a cell
+    with none is at chance by construction and left out, said in the test; a row with no such cell is untestable
+    here (read on all 10 canaries' mean, which it cannot fail). The test gives the maximum's reading too (_with_max)."""
+    seen, none = cells[cells.at_risk > 0], cells[cells.at_risk == 0]
+    if seen.empty:
+        how = _mean_leak(none, "all_mean_")
+        row = none.loc[(none[how.high]).idxmax()]
+        forced = (
+            f"π at {'γ = 0' if (none.gamma == 0).all() else 'these γ'} redacts every copy of every canary, so the "
+            "trainer never trains on one: no canary is at risk, and exposure is at chance by construction"
+        )
+        weakest = float(how.power.min())
+        test = f"{how.interval} at {_where(row)}"
+        row = judge(claim, row[how.value], (row[how.low], row[how.high]), test, why=why, forced=forced,
+                    power=(weakest, f"{how.effect}, the weakest of the {len(none)} cells"))  # fmt: skip
+        return _with_max(row, none)
+    row = _equivalence_row(claim, seen, _mean_leak(seen), why)
+    left = none[~none.gamma_free | ~none.duplicated(subset=["model", "trainer"])]
+    if len(left):
+        row["test"] += (
+            "; left out, no canary at risk there (π redacts every copy: at chance by construction): "
+            + "; ".join(_where(c) for c in left.itertuples())
+        )
+    return _with_max(row, seen)
 
 
 def verdict_rows(
@@ -1506,14 +1579,13 @@ def verdict_rows(
     rows.append(_band_row(c["np_mia"], _cells(mia, "non-private", "np", "zero"), "accuracy", chance))
     separate = unexplained("more seeds of CRT (table factorial separates dedup, D_pri dropped and plain SGD)")
     crt = _cells(exposure, "CRT", "crt", "all")
-    rows.append(_with_max(_equivalence_row(c["crt_exposure"], crt, _mean_leak(crt), separate), crt))
+    rows.append(_at_risk_row(c["crt_exposure"], crt, separate))
     sweep = lambda m, g: unexplained(
         f"a sweep of the canary copies {NAMES[m]} sees, from 1 up to {p.canary_copies} ({_missed_words(ch, g)})"
     )
     for t, short in (("non-private + mask", "mask"), ("S-DP", "sdp")):
         zero = _cells(exposure, t, short, "zero")
-        row = _equivalence_row(c[f"{short}_zero"], zero, _mean_leak(zero), unexplained(f"more seeds of {t}"))
-        rows.append(_with_max(row, zero))
+        rows.append(_at_risk_row(c[f"{short}_zero"], zero, unexplained(f"more seeds of {t}")))
         rows.append(_band_row(c[f"{short}_rise"], _cells(exposure, t, short, "positive"), "exposure", sweep))
         for attack in ("individual", "group"):
             frame = _cells(mia, t, short, "positive", attack)
@@ -1979,14 +2051,18 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
         t = exposure[exposure.model == model]
         npv = t[(t.trainer == "non-private") & (t.gamma == 0)].iloc[0]
         crt = t[t.trainer == "CRT"]
-        inside = int((crt.mean_leak_high <= MEAN_MARGIN).sum())
+        risky = crt[crt.at_risk > 0]
+        inside = int((risky.mean_leak_high <= MEAN_MARGIN).sum())
+        zero = crt[crt.at_risk == 0].gamma
+        none = f", none at γ = {', '.join(f'{g:g}' for g in zero)}" if len(zero) else ""
         mask = t[(t.trainer == "non-private + mask") & (t.gamma > 0)]
         out.append(
             f"**{NAMES[model]}.** The non-private model reaches {npv.exposure:.1f} bits (its null's upper 95 % point "
             f"{npv.null_upper:.1f}). CRT's maximum scores {_span(crt.exposure)} bits, a leak of {crt.leak.min():+.1f} "
-            f"to {crt.leak.max():+.1f} bits over chance; its canaries' mean exposure leaks {crt.mean_leak.min():+.2f} "
-            f"to {crt.mean_leak.max():+.2f} bits, and that leak's 95 % interval ends below +{MEAN_MARGIN:g} bits at "
-            f"{inside} of {len(crt)} values of γ. "
+            f"to {crt.leak.max():+.1f} bits over chance; the mean exposure of the canaries at risk (those it trains "
+            f"on: {_span(risky.at_risk.astype(float), 0)} of 10{none}) leaks "
+            f"{risky.mean_leak.min():+.2f} to {risky.mean_leak.max():+.2f} bits, and that leak's 95 % interval ends "
+            f"below +{MEAN_MARGIN:g} bits at {inside} of those {len(risky)} values of γ. "
             f"Redaction alone scores {_span(mask.exposure)} "
             f"bits for γ > 0, against one-sided null points of {_span(mask.null_upper)}."
         )

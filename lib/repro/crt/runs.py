@@ -157,6 +157,18 @@ def canary_copies_missed(data: Data, gamma: float) -> np.ndarray:
     return np.array([missed[c] for c in data.canaries])
 
 
+def canaries_at_risk(data: Data, trainer: str, gamma: float | None, dedup: str = PRIMARY_DEDUP) -> np.ndarray:
+    """For each canary, whether the trainer trains on it in some form (its digits in the clear, or under DP-SGD's
+    noise): redaction alone only on the copies π misses (canary_copies_missed), CRT on its one copy in the clear
+    after deduplication (canary_copies_in_crt); every other trainer on every canary (S-DP trains on what π flags
+    under DP-SGD). A canary not at risk never reaches the model: its exposure is at chance by construction."""
+    if trainer == "non-private + mask":
+        return canary_copies_missed(data, gamma) > 0
+    if trainer in SPLIT_READERS:
+        return canary_copies_in_crt(data, gamma, dedup) > 0
+    return np.ones(len(data.canaries), dtype=bool)
+
+
 class Encoder:
     """Token ids (and π's marks) of every part of the data for one model's vocabulary, memoized."""
 
