@@ -968,6 +968,7 @@ def test_the_power_at_an_accuracy_margin_simulates_at_the_win_rate_that_reaches_
         simulate = simulate_at(slope)
         worlds = {w: simulate(w) for w in (0.5, 0.55, 0.6)}
         out = experiment._power_at_accuracy(simulate, worlds, 0.54, 0.55)
+        assert sorted(worlds) == [0.5, 0.55, 0.6]  # the caller's worlds are left as given
         assert out["margin_win_rate"] == pytest.approx(expected, abs=0.01)
         at = simulate(out["margin_win_rate"])
         assert out[experiment.MARGIN_POWER] == pytest.approx(np.mean(at > 0.54), abs=0.01)  # about 3/4 above 0.54

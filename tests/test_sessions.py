@@ -96,6 +96,15 @@ def test_placeholders_fill_from_the_verdict_rows() -> None:
     assert sessions._fill("{row: canary}", TOY) == "0.002 [0.002, 0.002] (|ours − paper| (bits)), *held*"
     with pytest.raises(sessions.SessionError, match="no verdict row"):
         sessions._fill("{row: C beats D}", TOY)
+    # every row of a claim judged per group, each after the rest of its claim
+    groups = {
+        **TOY,
+        "tables": {"verdict": [{**TOY["tables"]["verdict"][0], "claim": f"A beats B, on {g}"} for g in "xy"]},
+    }
+    assert sessions._fill("{rows: A beats B}", groups) == (
+        "on x: 0.25 [0.2, 0.3], *held*; on y: 0.25 [0.2, 0.3], *held*"
+    )
+    assert sessions._fill("{rows: A beats B}", TOY) == "as a whole: 0.25 [0.2, 0.3], *held*"
     with pytest.raises(sessions.SessionError, match="no table 'k_sweep'"):
         sessions._fill("{table: k_sweep}", TOY)
 

@@ -4,6 +4,8 @@ A guide's source is `book/sessions/<notebook>.yml`: what to read first, a 60-90-
 teacher notes, and exercises. Every number in a guide is glued from a run through placeholders, so none is typed:
 
 - `{row: text}`: the verdict row whose claim contains `text` (its estimate, interval and decision);
+- `{rows: text}`: every verdict row whose claim contains `text`, each after the rest of its claim (a claim judged on
+  groups of pairs has a row per group at `default`, one at `smoke`);
 - `{paper: text}`: that row's paper value;
 - `{table: name}`: a table the run published (checked to exist);
 - `{param: name}`: a parameter of the run;
@@ -40,7 +42,21 @@ import yaml
 from .paths import project_root
 from .results import _cell
 
-KINDS = ("row", "paper", "table", "param", "value", "interval", "min", "max", "mean", "median", "argmax", "argmin")
+KINDS = (
+    "rows",
+    "row",
+    "paper",
+    "table",
+    "param",
+    "value",
+    "interval",
+    "min",
+    "max",
+    "mean",
+    "median",
+    "argmax",
+    "argmin",
+)
 PLACEHOLDER = re.compile(r"\{(" + "|".join(KINDS) + r"):\s*([^{}]+?)\s*\}")
 KEYS = {"session_minutes", "read_first", "plan", "questions", "exercises"}
 EXERCISE_KEYS = {"predict", "override", "answer_in", "expect"}
@@ -107,12 +123,23 @@ def check_plan(spec: dict[str, Any], name: str) -> None:
         )
 
 
+def find_rows(result: dict[str, Any], text: str) -> list[dict[str, Any]]:
+    """Every verdict row whose claim contains `text`, in the table's order (at least one)."""
+    rows = [row for row in result["tables"].get("verdict", []) if text in row["claim"]]
+    if not rows:
+        raise SessionError(f"{result['notebook']}: no verdict row's claim contains {text!r}")
+    return rows
+
+
 def find_row(result: dict[str, Any], text: str) -> dict[str, Any]:
     """The first verdict row whose claim contains `text`."""
-    for row in result["tables"].get("verdict", []):
-        if text in row["claim"]:
-            return row
-    raise SessionError(f"{result['notebook']}: no verdict row's claim contains {text!r}")
+    return find_rows(result, text)[0]
+
+
+def _row_text(row: dict[str, Any], statistic: bool = True) -> str:
+    """A verdict row's estimate, interval, statistic (unless `statistic` is false) and decision, as a guide quotes it."""
+    named = f" ({row['statistic']})" if statistic and row.get("statistic") else ""
+    return f"{_number(row['ours'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}]{named}, *{row['decision']}*"
 
 
 def _number(x: Any) -> str:
@@ -214,13 +241,15 @@ def lookup(result: dict[str, Any], kind: str, arg: str) -> str:
         if arg not in result["params"]:
             raise SessionError(f"{where}: the run has no parameter {arg!r}")
         return _number(result["params"][arg])
+    if kind == "rows":  # a statistic shared by every row is named once, at the end
+        rows = find_rows(result, arg)
+        shared = {row.get("statistic") or "" for row in rows}
+        rest = lambda row: row["claim"].split(arg, 1)[1].strip(" ,") or "as a whole"
+        text = "; ".join(f"{rest(row)}: {_row_text(row, len(shared) > 1)}" for row in rows)
+        return text + (f" ({shared.pop()})" if len(shared) == 1 and "" not in shared else "")
     if kind in ("row", "paper"):
         row = find_row(result, arg)
-        if kind == "paper":
-            return _number(row["paper"])
-        statistic = f" ({row['statistic']})" if row.get("statistic") else ""
-        interval = f"{_number(row['ours'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}]"
-        return f"{interval}{statistic}, *{row['decision']}*"
+        return _number(row["paper"]) if kind == "paper" else _row_text(row)
     frame, expr, other = _rows(result, arg)
     if kind == "interval":
         _one(frame, where)

@@ -1037,7 +1037,8 @@ def _power_at_accuracy(simulate: Any, worlds: dict[float, np.ndarray], point: fl
     which the simulated worlds' mean accuracy reaches `accuracy` (linear between the win rates simulated, more
     simulated up to 1 as needed; `margin_win_rate`), and the share of worlds simulated there whose accuracy clears
     `point` (MARGIN_POWER). A threshold attack's accuracy rises more slowly than the win rate, so the power at win rate
-    0.55 understates the power at accuracy 0.55."""
+    0.55 understates the power at accuracy 0.55. `worlds` is left as given (the further win rates go to a copy)."""
+    worlds = dict(worlds)
     rates = sorted(worlds)
     means = [float(worlds[w].mean()) for w in rates]
     for w in (0.7, 0.8, 0.9, 1.0):
