@@ -296,22 +296,9 @@ repro.publish("family_summary", family.agg(best="max", median="median").unstack(
 
 # %%
 import matplotlib.pyplot as plt
-import seaborn as sns
 
-fig, ax = plt.subplots(figsize=(page.FIGURE_WIDTH, 4.2))
-shown = apfd[apfd["test_set"].isin(SETS)]
-sns.barplot(
-    shown,
-    x="method",
-    y="apfd_normalized",
-    hue="test_set",
-    ax=ax,
-    errorbar=("pi", 100),
-    order=dg.bar_methods(apfd, METHODS, SETS),
-)
-ax.tick_params(axis="x", rotation=90, labelsize=7)
-ax.set(ylabel="normalized APFD", xlabel="", title="Every prioritizer: mean over pairs, bars span the pairs")
-ax.legend(fontsize=8)
+dg.apfd_bars(apfd, METHODS, SETS)
+plt.show()
 
 # %%
 page.say(dg.apfd_words(apfd, SETS))
@@ -510,19 +497,8 @@ fits = dg.scaling_summary(timings, P.n_boot, P.seed)
 repro.publish("scaling_fit", fits)
 
 # %%
-fig, ax = plt.subplots(figsize=(page.FIGURE_WIDTH, 4.2))
-best = timings.groupby(["method", "n_tests"], as_index=False)["seconds"].min()
-sns.lineplot(
-    best,
-    x="n_tests",
-    y="seconds",
-    hue="method",
-    marker="o",
-    ax=ax,
-    palette=dg.role_colors(list(best["method"].unique())),
-)
-ax.set(xscale="log", yscale="log", xlabel="tests (tiled real activations)", ylabel="seconds (minimum of repeats)")
-ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+dg.scaling_figure(timings)
+plt.show()
 page.say(dg.cost_words(fits))
 
 # %% [markdown]

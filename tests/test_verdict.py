@@ -364,7 +364,10 @@ def test_front_page_has_a_line_per_chapter_a_paper_vs_ours_figure_and_every_row_
     assert "1 held</span>" in page and "1 not held</span>" in page and "1 inconclusive</span>" in page
     # the takeaway is read from the rows: counts, then the first claim that did not hold, in its statistic
     assert "Of 3 claims of the paper: 1 held, 1 not held, 1 inconclusive (2 in the paper&#x27;s regime)" in page
-    assert "not held, for example: RMD beats MD (the estimate: ours -0.05 [-0.08, -0.02], paper no number)" in page
+    assert (
+        "not held, for example: RMD beats MD (the estimate: ours -0.05 [-0.08, -0.02], paper no number; in a "
+        "miniature, cause: finding)" in page
+    )
     assert "figures/paper_vs_ours.png" in page and "for the 2 rows where the paper gives a number" in page
     assert 'href="executed/metrics_by_hand.html#verdict"' in page and "## How to read a verdict" in page
     listing = frontpage.render_rows("smoke", chapters)
@@ -517,9 +520,12 @@ def test_the_count_line_above_the_verdict_counts_the_papers_claims_and_our_check
     ]
     line = verdict.count_line(rows)
     assert line.startswith("Of 2 claims of the paper: 1 held, 1 not held")
-    assert "not held, for example: A beats B (AUROC(A) − AUROC(B): ours -0.05 [-0.09, -0.01], paper 0.03)" in line
+    assert (
+        "not held, for example: A beats B (AUROC(A) − AUROC(B): ours -0.05 [-0.09, -0.01], paper 0.03; in the paper's "
+        "regime, cause: setup)" in line
+    )
     assert line.endswith("Our 3 own checks: 1 held, 2 inconclusive.")
-    assert verdict.count_line(rows[:2]).endswith("paper 0.03).")  # no checks of ours: no second sentence
+    assert verdict.count_line(rows[:2]).endswith("cause: setup).")  # no checks of ours: no second sentence
 
 
 def test_the_count_line_counts_a_follow_up_papers_claims_apart_and_prefers_a_paper_regime_example() -> None:
@@ -539,3 +545,7 @@ def test_the_count_line_counts_a_follow_up_papers_claims_apart_and_prefers_a_pap
     second = {**rows[1], "follow_up": "", "claim": "G beats B", "regime": "paper: the same set"}
     line = verdict.count_line([first, second])
     assert "(1 in the paper's regime); not held, for example: G beats B" in line
+    # two rows not held in one regime: one whose cause is not our setup is the example, though it comes second
+    found = {**second, "claim": "H beats B", "why": "finding: B is stronger here"}
+    assert "not held, for example: H beats B" in verdict.count_line([second, found])
+    assert "not held, for example: G beats B" in verdict.count_line([second, {**found, "why": "setup: small"}])

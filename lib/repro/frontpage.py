@@ -75,19 +75,28 @@ def tally(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 def _sentence(rows: Sequence[Mapping[str, Any]], whose: str) -> str:
     """'Of N claims of <whose>: counts (k in the paper's regime); not held, for example: …' — the example is the first
-    row not held (else inconclusive), one in the paper's regime before a miniature one."""
+    row not held (else inconclusive), one in the paper's regime before a miniature one and, for a row not held, one
+    whose cause is not our setup before one that is; a row not held gives its regime and the kind of its cause."""
     words = ", ".join(f"{n} {d}" for d, n in tally(rows).items() if n)
     sentence = f"Of {len(rows)} claims of {whose}: {words or 'none judged'}"
     sentence += f" ({sum(_regime(r) == 'paper' for r in rows)} in the paper's regime)"
     for decision in ("not held", "inconclusive"):
         found = [r for r in rows if r["decision"] == decision]
         if found:
-            first = min(found, key=lambda r: _regime(r) != "paper")  # the first of the paper's regime, else the first
+            first = min(found, key=lambda r: (_regime(r) != "paper", _cause_kind(r) == "setup"))  # the first of these
+            where = "in the paper's regime" if _regime(first) == "paper" else "in a miniature"
+            cause = f"; {where}, cause: {_cause_kind(first)}" if decision == "not held" else ""
             return (
                 f"{sentence}; {decision}, for example: {first['claim']} ({first['statistic']}: ours "
-                f"{ours_text(first)}, paper {paper_text(first)})."
+                f"{ours_text(first)}, paper {paper_text(first)}{cause})."
             )
     return sentence + "."
+
+
+def _cause_kind(row: Mapping[str, Any]) -> str:
+    """The kind of a row's cause (finding, setup, regime, unknown), read from its why; "" where it names none."""
+    kind = str(row.get("why") or "").split(":", 1)[0]
+    return kind if kind in ("finding", "setup", "regime", "unknown") else ""
 
 
 def takeaway(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -154,6 +154,42 @@ def bar_methods(apfd_frame: pd.DataFrame, methods: dict[str, str], sets: tuple[s
     return ours_layers(list(methods)) + [m for m in methods if m.endswith(ARTIFACT_LAYERS) and m in best]
 
 
+def apfd_bars(apfd_frame: pd.DataFrame, methods: dict[str, str], sets: tuple[str, ...]):
+    """Every prioritizer's normalized APFD (bar_methods), mean over the pairs with bars spanning them, one bar per test
+    set. The sets are shades of grey, so that no set reads as a method (the chapter's colours are its methods')."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..page import FIGURE_WIDTH
+
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 4.2))
+    shown = apfd_frame[apfd_frame["test_set"].isin(sets)]
+    palette = dict(zip(sets, sns.color_palette("Greys", len(sets) + 1)[1:]))
+    sns.barplot(shown, x="method", y="apfd_normalized", hue="test_set", hue_order=list(sets), palette=palette, ax=ax,
+                errorbar=("pi", 100), order=bar_methods(apfd_frame, methods, sets), edgecolor="0.2", linewidth=0.4)  # fmt: skip
+    ax.tick_params(axis="x", rotation=90, labelsize=7)
+    ax.set(ylabel="normalized APFD", xlabel="", title="Every prioritizer: mean over pairs, bars span the pairs")
+    ax.legend(fontsize=8, title="test set", title_fontsize=8)
+    return fig
+
+
+def scaling_figure(timings: pd.DataFrame):
+    """Seconds (the minimum of repeats) against the number of tests, per method, on log axes, in the chapter's
+    colours."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..page import FIGURE_WIDTH
+
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 4.2))
+    best = timings.groupby(["method", "n_tests"], as_index=False)["seconds"].min()
+    palette = role_colors(list(best["method"].unique()))
+    sns.lineplot(best, x="n_tests", y="seconds", hue="method", marker="o", ax=ax, palette=palette)
+    ax.set(xscale="log", yscale="log", xlabel="tests (tiled real activations)", ylabel="seconds (minimum of repeats)")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
+    return fig
+
+
 def ours_layers(methods: list[str]) -> list[str]:
     """The methods computed over our layer set (all but the ARTIFACT_LAYERS ones)."""
     return [m for m in methods if not m.endswith(ARTIFACT_LAYERS)]
