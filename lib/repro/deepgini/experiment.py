@@ -164,9 +164,10 @@ def apfd_bars(apfd_frame: pd.DataFrame, methods: dict[str, str], sets: tuple[str
 
     fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 4.2))
     shown = apfd_frame[apfd_frame["test_set"].isin(sets)]
-    palette = dict(zip(sets, sns.color_palette("Greys", len(sets) + 1)[1:]))
+    palette = dict(zip(sets, sns.color_palette("Greys", len(sets) + 2)[1:-1]))  # light to mid grey: black spans show
     sns.barplot(shown, x="method", y="apfd_normalized", hue="test_set", hue_order=list(sets), palette=palette, ax=ax,
-                errorbar=("pi", 100), order=bar_methods(apfd_frame, methods, sets), edgecolor="0.2", linewidth=0.4)  # fmt: skip
+                errorbar=("pi", 100), order=bar_methods(apfd_frame, methods, sets), edgecolor="0.2", linewidth=0.4,
+                err_kws={"color": "black", "linewidth": 1})  # fmt: skip
     ax.tick_params(axis="x", rotation=90, labelsize=7)
     ax.set(ylabel="normalized APFD", xlabel="", title="Every prioritizer: mean over pairs, bars span the pairs")
     ax.legend(fontsize=8, title="test set", title_fontsize=8)
