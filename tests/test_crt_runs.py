@@ -700,6 +700,43 @@ def _factorial(states: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def test_the_factorial_says_when_copies_of_one_sentence_need_both_deduplication_and_dp_sgd() -> None:
+    table = _factorial({"plain SGD": "leaks"})
+    same = (table.canaries == "same sentence") & (table.dedup == "dedup on")
+    table.loc[same & (table.trainer == "plain SGD"), ["exposure", "leak_low", "leak_high"]] = [10.0, 8.0, 9.5]
+    table.loc[(table.canaries == "same sentence") & (table.dedup == "dedup off") & (table.trainer == "DP-SGD (CRT)"),
+              ["exposure", "leak_low", "leak_high"]] = [10.0, 8.0, 9.5]  # fmt: skip
+    words = experiment.factorial_words(table)
+    assert "Copies that repeat one sentence need both: DP-SGD on D_pri stays at chance with dedup on and leaks" in words
+    assert "Deduplication protects copies" not in words
+
+
+def test_an_at_chance_row_is_refused_where_its_trainers_dp_rate_sits_at_an_end_of_the_rates_tried() -> None:
+    tuned = pd.DataFrame(
+        [
+            {"model": "LSTM", "trainer": "S-DP", "tried": "0.5: 2.4 · 1: 2.4", "chosen": 0.5, "interior": False},
+            {
+                "model": "LSTM",
+                "trainer": "CRT",
+                "tried": "5: 5.8 · 10: 5.3 · 20: 5.8",
+                "chosen": 10.0,
+                "interior": True,
+            },
+        ]
+    )
+    why = experiment._untuned_rate(tuned, "S-DP", ("LSTM",))
+    assert why.startswith("LSTM S-DP's DP-SGD rate 0.5 sits at an end of the rates tried (0.5: 2.4 · 1: 2.4;")
+    assert experiment._untuned_rate(tuned, "CRT", ("LSTM", "GPT-2")) is None
+    assert experiment._untuned_rate(tuned, "S-DP", ("GPT-2",)) is None  # a model the row does not judge
+    from repro.crt.claims import claims
+
+    claim = claims(resolve({"profile": "default"}, experiment.SPEC))["attack:sdp_zero"]
+    cells = _exposure_cells([10], [0.0])
+    row = experiment._at_risk_row(claim, cells, ("unknown", "more seeds"), why)
+    assert row["decision"] == "untestable here" and "an arm is untuned (LSTM S-DP's DP-SGD rate 0.5" in row["why"]
+    assert experiment._at_risk_row(claim, cells, ("unknown", "more seeds"))["decision"] == "held"
+
+
 def test_the_factorial_credits_dp_sgds_noise_only_when_its_clipped_steps_without_noise_leak() -> None:
     noise = experiment.factorial_words(_factorial({"plain SGD": "leaks", "clipped, no noise": "leaks"}))
     assert noise.startswith("When π misses the canaries' format, CRT's protection has two parts.")

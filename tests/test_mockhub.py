@@ -351,10 +351,10 @@ def check_crt_canary_exposure(result: dict) -> None:
     )
     verdict = rows(result, "verdict")
     assert {r["decision"] for r in verdict} <= {"held", "not held", "inconclusive", "untestable here"}
-    # too few classes, no detector, a fine-tuned arm that classifies worse than the label-free probe, or an arm left
-    # untuned (the pretrained arm's DPSGD)
+    # too few classes, no detector, a fine-tuned arm that classifies worse than the label-free probe, an arm left
+    # untuned (the pretrained arm's DPSGD, a DP rate at an end of its grid), or no canary at risk (π catches them all)
     untestable = [r["why"] for r in verdict if r["decision"] == "untestable here"]
-    reasons = ("fewer than 3", "no score detects", "under-trained", "an arm is untuned")
+    reasons = ("fewer than 3", "no score detects", "under-trained", "an arm is untuned", "at chance by construction")
     assert all(any(w in why for w in reasons) for why in untestable)
 
 

@@ -497,6 +497,10 @@ def test_a_rows_cause_at_a_glance_is_cut_at_a_word_and_names_what_would_decide_i
     assert long.startswith(short.removesuffix("… (more)")) and short.startswith("finding: DeepGini's picks")
     assert not short.removesuffix("… (more)").endswith(" ")
     assert verdict._cause({"decision": "not held", "why": "setup: narrow; rest"}) == "setup: narrow"
+    # a skewed interval: the side that crosses the threshold must shrink (below a margin: the upper side)
+    skewed = verdict.narrowing(Rule.at_most(1.5, "leak"), 0.924, -0.867, 2.069, "canaries")
+    assert skewed.startswith(f"to decide at this estimate (held): about {math.ceil((1.145 / 0.576) ** 2 * 10) / 10:g}×")
+    assert round((1.145 / 0.576) ** 2, 1) == 4.0  # not (1.791 / 0.576)² ≈ 9.7, the lower side
     why = verdict.narrowing(Rule.above(0.0), 0.1, -0.05, 0.25, "timing repeats per method (and sizes)")
     assert (
         verdict._cause({"decision": "inconclusive", "why": why})

@@ -495,11 +495,14 @@ def unexplained(ablation: str) -> tuple[str, str]:
 
 def narrowing(rule: Rule, ours: float, low: float, high: float, narrow_by: str) -> str:
     """What would decide an inconclusive row: how many times the sample (`narrow_by`) would shrink the interval
-    clear of the rule's threshold if the estimate stayed where it is (interval width ~ 1 / sqrt(n))."""
+    clear of the rule's threshold if the estimate stayed where it is (interval width ~ 1 / sqrt(n)). The side of the
+    interval that crosses the threshold is the one that must shrink: its upper part for an estimate below the
+    threshold, its lower part above (the two differ for a skewed interval, such as an inverted null band)."""
     if not all(math.isfinite(v) for v in (ours, low, high)):
         return "the estimate or its interval is undefined here; a larger sample would define it"
     gap = rule.threshold_gap(ours)
-    half = max(ours - low, high - ours)
+    nearest = min((t for t in (rule.low, rule.high) if math.isfinite(t)), key=lambda t: abs(ours - t), default=ours)
+    half = high - ours if ours < nearest else ours - low
     if not math.isfinite(gap) or gap == 0:
         return f"the estimate sits on the threshold; no amount of {narrow_by} decides it at this estimate"
     factor = (half / gap) ** 2

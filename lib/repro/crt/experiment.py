@@ -595,9 +595,16 @@ def factorial_words(table: pd.DataFrame) -> str:
     if set(STEP_ARMS) <= set(table.trainer):  # and its noise, not its small step: the clipped arm leaks
         dp_only &= {state(distinct, d, next(iter(STEP_ARMS))) for d in (on, off)} == {"leaks"}
     reading = _READING
+    dp_same = {d: state(same, d, "DP-SGD (CRT)") for d in (on, off)}
+    together = dp_same == {on: "chance", off: "leaks"} and plain_same[on] == "leaks"
     first = (
         "Deduplication protects copies that repeat one sentence"
         if dedup_protects
+        else (
+            "Copies that repeat one sentence need both: DP-SGD on D_pri stays at chance with dedup on and leaks with "
+            f"{off}, and plain SGD leaks the one copy dedup leaves, so neither protects alone"
+        )
+        if together
         else (
             f"Deduplication does not show here as what protects copies that repeat one sentence: plain SGD on D_pri "
             f"{reading[plain_same[on]]} with {on} and {reading[plain_same[off]]} with {off}"
@@ -1439,7 +1446,12 @@ def _mia_power(
 
 
 def _equivalence_row(
-    claim: Claim, cells: pd.DataFrame, how: Equivalence, why: tuple[str, str], measured_by: str = ""
+    claim: Claim,
+    cells: pd.DataFrame,
+    how: Equivalence,
+    why: tuple[str, str],
+    measured_by: str = "",
+    untuned: str | None = None,
 ) -> dict:
     """An 'at chance' claim as an equivalence test over its (model, γ) cells, all of which must hold (an
     intersection-union test: each cell's 95 % interval ending below the register's one-sided margin, so no
@@ -1467,6 +1479,7 @@ def _equivalence_row(
         power=(weakest, f"{how.effect}, the weakest of the {len(cells)} cells"),
         narrow_by=how.lever,
         measured_by=measured_by,
+        untuned=untuned,
     )
 
 
@@ -1529,7 +1542,21 @@ def _where(cell: Any) -> str:
     return NAMES[cell.model] + ("" if cell.gamma_free else f", γ = {cell.gamma:g}")
 
 
-def _at_risk_row(claim: Claim, cells: pd.DataFrame, why: tuple[str, str]) -> dict:
+def _untuned_rate(tuned: pd.DataFrame, trainer: str, models: Any) -> str | None:
+    """Why a trainer's 'at chance' row cannot be judged at its DP-SGD rate: the rate its walk kept sits at an end of
+    the rates tried (table dp_tuning, column interior) for a model the row judges, so a rate beyond it may do as well
+    on validation and leak more or less; None where every such rate is interior (or the trainer takes none)."""
+    at = tuned[(tuned.trainer == trainer) & tuned.model.isin(models) & ~tuned.interior]
+    if at.empty:
+        return None
+    return "; ".join(
+        f"{NAMES[r.model]} {trainer}'s DP-SGD rate {r.chosen:g} sits at an end of the rates tried ({r.tried}; "
+        "table dp_tuning): a rate beyond it may do as well on validation and leak more"
+        for r in at.itertuples()
+    )
+
+
+def _at_risk_row(claim: Claim, cells: pd.DataFrame, why: tuple[str, str], untuned: str | None = None) -> dict:
     """A paper's exposure 'at chance' row over the cells where some canary is at risk (runs.canaries_at_risk); a cell
     with none is at chance by construction and left out, said in the test; a row with no such cell is untestable
     here (read on all 10 canaries' mean, which it cannot fail). The test gives the maximum's reading too (_with_max)."""
@@ -1544,9 +1571,9 @@ def _at_risk_row(claim: Claim, cells: pd.DataFrame, why: tuple[str, str]) -> dic
         weakest = float(how.power.min())
         test = f"{how.interval} at {_where(row)}"
         row = judge(claim, row[how.value], (row[how.low], row[how.high]), test, why=why, forced=forced,
-                    power=(weakest, f"{how.effect}, the weakest of the {len(none)} cells"))  # fmt: skip
+                    power=(weakest, f"{how.effect}, the weakest of the {len(none)} cells"), untuned=untuned)  # fmt: skip
         return _with_max(row, none)
-    row = _equivalence_row(claim, seen, _mean_leak(seen), why)
+    row = _equivalence_row(claim, seen, _mean_leak(seen), why, untuned=untuned)
     left = none[~none.gamma_free | ~none.duplicated(subset=["model", "trainer"])]
     if len(left):
         row["test"] += (
@@ -1580,13 +1607,15 @@ def verdict_rows(
     rows.append(_band_row(c["np_mia"], _cells(mia, "non-private", "np", "zero"), "accuracy", chance))
     separate = unexplained("more seeds of CRT (table factorial separates dedup, D_pri dropped and plain SGD)")
     crt = _cells(exposure, "CRT", "crt", "all")
-    rows.append(_at_risk_row(c["crt_exposure"], crt, separate))
+    tuned = dp_tuning_table(ch)
+    rows.append(_at_risk_row(c["crt_exposure"], crt, separate, _untuned_rate(tuned, "CRT", ATTACK_MODELS["crt"])))
     sweep = lambda m, g: unexplained(
         f"a sweep of the canary copies {NAMES[m]} sees, from 1 up to {p.canary_copies} ({_missed_words(ch, g)})"
     )
     for t, short in (("non-private + mask", "mask"), ("S-DP", "sdp")):
         zero = _cells(exposure, t, short, "zero")
-        rows.append(_at_risk_row(c[f"{short}_zero"], zero, unexplained(f"more seeds of {t}")))
+        untuned = _untuned_rate(tuned, t, ATTACK_MODELS[short])
+        rows.append(_at_risk_row(c[f"{short}_zero"], zero, unexplained(f"more seeds of {t}"), untuned))
         rows.append(_band_row(c[f"{short}_rise"], _cells(exposure, t, short, "positive"), "exposure", sweep))
         for attack in ("individual", "group"):
             frame = _cells(mia, t, short, "positive", attack)
@@ -2075,9 +2104,7 @@ def exposure_words(exposure: pd.DataFrame, ch: Chapter) -> str:
         f"{ch.p.canary_copies} copies unredacted, and the redaction-only trainer trains on all of them. CRT trains on "
         f"{seen:.2f} unredacted copies per canary: deduplication removes every later copy of the same sentence (under "
         "the alternate reading it becomes a bare `<MASK>`), so CRT sees at most one copy of each canary, and that one "
-        "only when π misses it. CRT's low "
-        "exposure here is therefore owed to deduplication at least as much as to DP-SGD; the factorial below "
-        "separates the two."
+        "only when π misses it; the factorial below separates what deduplication and DP-SGD each contribute."
     )
     return "\n\n".join(out)
 
